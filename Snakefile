@@ -1,0 +1,47 @@
+# marginmine: mine and filter parallel corpora with margin-based scoring of multilingual sentence
+# embeddings, then prove the filter downstream with NMT + BLEU (Artetxe & Schwenk 2019).
+#
+#   snakemake -n results/bleu_10M.txt                          # plan the paper's experiment
+#   snakemake demo --configfile config/demo.yaml --cores 2     # the one-machine demo
+#
+# The paper config (config.yaml) is loaded only when no --configfile is given, so an experiment
+# config is complete on its own and never inherits keys from another.
+
+from snakemake.utils import min_version, validate
+
+min_version("9.0")
+
+
+if not workflow.overwrite_configfiles:
+
+    configfile: "config.yaml"
+
+
+validate(config, "config/schema.yaml")
+
+
+include: "rules/common.smk"
+include: "rules/data.smk"
+include: "rules/preprocess.smk"
+include: "rules/encoder.smk"
+include: "rules/score.smk"
+include: "rules/nmt.smk"
+
+
+rule all:
+    default_target: True
+    input:
+        bleu_targets(),
+
+
+rule preprocess:
+    """The preprocessed, sharded corpus, its ledger and the leakage check."""
+    input:
+        f"{RESULTS}/preprocess/ledger.json",
+        f"{RESULTS}/preprocess/overlap_check.json",
+
+
+rule demo:
+    """What `make demo` builds: every stage implemented so far on the demo config."""
+    input:
+        rules.preprocess.input,

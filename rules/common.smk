@@ -1,0 +1,129 @@
+# Shared settings and input functions. Rules only wire files to the `marginmine` CLI.
+
+import math
+import re
+import os
+import shutil
+import sys
+from pathlib import Path
+
+# `marginmine` comes from the environment snakemake runs in (make puts .venv/bin on PATH).
+if shutil.which("marginmine") is None:
+    os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+
+EXP = config["experiment"]
+RESULTS = config.get("results_dir", f"results/{EXP}")
+WORK = f"work/{EXP}"
+LOGS = f"{WORK}/logs"
+BENCH = f"{WORK}/benchmarks"
+SRC = config["src_lang"]
+TGT = config["tgt_lang"]
+DATA_DIR = Path(
+    config.get("data_dir") or os.environ.get("MARGINMINE_DATA_DIR") or "../shared/data"
+)
+PRE = config.get("preprocess", {})
+SHARD_SIZE = PRE.get("shard_size", 5_000_000)
+N_SHARDS = max(1, math.ceil(config["corpus"]["expected_pairs"] / SHARD_SIZE))
+SHARDS = [f"{i:04d}" for i in range(N_SHARDS)]
+EVAL_SETS = {
+    "dev": config["eval"]["dev"],
+    "test": config["eval"]["test"],
+    **config["eval"].get("extra", {}),
+}
+SIZES = config["selection"]["sizes"]
+METHODS = config["selection"].get("methods", ["ratio"])
+
+
+wildcard_constraints:
+    shard=r"\d{4}",
+    N=r"[0-9.]+[kKmMbB]?",
+    evalset=r"[A-Za-z0-9_.-]+",
+
+
+def parse_size(text):
+    """'100k' -> 100000, '10M' -> 10000000, '1.5B' -> 1500000000."""
+    mult = {"k": 10**3, "m": 10**6, "b": 10**9}
+    t = str(text).strip()
+    if t[-1].lower() in mult:
+        return int(float(t[:-1]) * mult[t[-1].lower()])
+    return int(t)
+
+
+def data_path(rel):
+    """A file below data_dir (absolute paths pass through)."""
+    p = Path(rel)
+    return str(p if p.is_absolute() else DATA_DIR / p)
+
+
+# --- sources: every url source gets a stable name, so one download rule serves them all -----
+
+
+def _url_sources():
+    out = {"corpus": config["corpus"]["source"]}
+    for item in config.get("encoder", {}).get("train", []):
+        out[f"encoder-{item['name']}"] = item["source"]
+    for name, src in EVAL_SETS.items():
+        out[f"eval-{name}"] = src
+    return {k: v for k, v in out.items() if v["kind"] == "url"}
+
+
+URL_SOURCES = _url_sources()
+
+
+def download_path(name):
+    return f"data/downloads/{name}/{Path(URL_SOURCES[name]['url']).name}"
+
+
+def source_files(name, src):
+    """The local files a source resolves to: [tsv] or [src, tgt]."""
+    kind = src["kind"]
+    if kind == "local":
+        if "path" in src:
+            return [data_path(src["path"])]
+        return [data_path(src["src"]), data_path(src["tgt"])]
+    if kind == "url":
+        if "members" in src:
+            return [f"data/sources/{name}/{src['members'][s]}" for s in ("src", "tgt")]
+        return [download_path(name)]
+    if kind == "demo":
+        return [f"{WORK}/corpus/demo.tsv.gz"]
+    if kind == "sacrebleu":
+        stem = f"data/sacrebleu/{sacrebleu_id(src)}"
+        return [f"{stem}.src", f"{stem}.ref"]
+    raise ValueError(f"unknown source kind {kind!r} for {name}")
+
+
+def sacrebleu_id(src):
+    """File-name form of a sacreBLEU set: wmt14/full + en-de -> wmt14_full.en-de."""
+    return f"{src['test_set'].replace('/', '_')}.{src['langpair']}"
+
+
+SACREBLEU_SETS = {
+    sacrebleu_id(s): s for s in EVAL_SETS.values() if s["kind"] == "sacrebleu"
+}
+
+
+def source_columns(src):
+    return ",".join(str(c) for c in src.get("columns", [0, 1]))
+
+
+def corpus_files(wildcards=None):
+    return source_files("corpus", config["corpus"]["source"])
+
+
+def eval_files(name):
+    if name not in EVAL_SETS:
+        raise ValueError(f"protect: {name!r} is neither an eval set nor a file below data_dir")
+    return source_files(f"eval-{name}", EVAL_SETS[name])
+
+
+def protect_files(wildcards=None):
+    """Files whose sentences must never enter the corpus: eval sets by name, or data_dir paths."""
+    out = []
+    for item in config.get("protect", []):
+        out += eval_files(item) if item in EVAL_SETS else [data_path(item)]
+    return out
+
+
+def bleu_targets():
+    return [f"{RESULTS}/bleu_{n}.txt" for n in SIZES]

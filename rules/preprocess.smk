@@ -1,0 +1,127 @@
+# The paper's preprocessing: global exact dedup + split into shards, then per shard: test-set
+# overlap, fastText language id, 3-80 tokens, token overlap, length ratio. The ledger accounts
+# for every input pair (in = kept + removed by step and reason, per source-length bucket).
+
+
+rule split_corpus:
+    """Read the raw corpus once: input defects and exact duplicates (over the whole corpus) go to
+    the rejects, the rest is dealt to N_SHARDS shards in blocks (N_SHARDS fixed at plan time)."""
+    input:
+        corpus_files,
+    output:
+        shards=expand(f"{WORK}/preprocess/split/shard{{shard}}.tsv.gz", shard=SHARDS),
+        rejects=f"{WORK}/preprocess/split/rejects.tsv.gz",
+        ledger=f"{WORK}/preprocess/split/ledger.json",
+        ledger_tsv=f"{WORK}/preprocess/split/ledger.tsv",
+    log:
+        f"{LOGS}/split_corpus.log",
+    benchmark:
+        f"{BENCH}/split_corpus.tsv"
+    params:
+        columns=source_columns(config["corpus"]["source"]),
+        shards=N_SHARDS,
+        block=PRE.get("block", 100_000),
+        outdir=f"{WORK}/preprocess/split",
+        max_chars=PRE.get("max_chars", 10_000),
+        dedup_mem_mb=PRE.get("dedup_mem_mb", 4096),
+        tmpdir=f"{WORK}/tmp",
+    threads: 1
+    resources:
+        mem_mb=PRE.get("dedup_mem_mb", 4096) + 1000,
+        runtime=PRE.get("runtime_min", 240),
+    conda:
+        "../envs/preprocess.yaml"
+    shell:
+        "mkdir -p {params.tmpdir} && "
+        "marginmine split --input {input} --columns {params.columns} --shards {params.shards} "
+        "--block {params.block} --outdir {params.outdir} --rejects {output.rejects} "
+        "--ledger {output.ledger} --max-chars {params.max_chars} "
+        "--dedup-mem-mb {params.dedup_mem_mb} --tmpdir {params.tmpdir} > {log} 2>&1"
+
+
+rule preprocess_shard:
+    """Filter one shard; rejects carry their step and reason."""
+    input:
+        shard=f"{WORK}/preprocess/split/shard{{shard}}.tsv.gz",
+        protect=protect_files,
+    output:
+        kept=f"{WORK}/preprocess/kept/shard{{shard}}.tsv.gz",
+        rejects=f"{WORK}/preprocess/rejects/shard{{shard}}.tsv.gz",
+        ledger=f"{WORK}/preprocess/ledger/shard{{shard}}.json",
+        ledger_tsv=f"{WORK}/preprocess/ledger/shard{{shard}}.tsv",
+    log:
+        f"{LOGS}/preprocess/shard{{shard}}.log",
+    benchmark:
+        f"{BENCH}/preprocess/shard{{shard}}.tsv"
+    params:
+        langs=f"--src-lang {SRC} --tgt-lang {TGT}",
+        min_tokens=PRE.get("min_tokens", 3),
+        max_tokens=PRE.get("max_tokens", 80),
+        max_overlap=PRE.get("max_overlap", 0.5),
+        max_ratio=PRE.get("max_ratio", 2.0),
+        langid="" if PRE.get("langid", True) else "--no-langid",
+        langid_min_prob=PRE.get("langid_min_prob", 0.1),
+    threads: PRE.get("workers", 2)
+    resources:
+        mem_mb=PRE.get("mem_mb", 4000),
+        runtime=PRE.get("runtime_min", 240),
+    conda:
+        "../envs/preprocess.yaml"
+    shell:
+        "marginmine preprocess {params.langs} --input {input.shard} --output {output.kept} "
+        "--rejects {output.rejects} --ledger {output.ledger} --no-dedup --workers {threads} "
+        "--min-tokens {params.min_tokens} --max-tokens {params.max_tokens} "
+        "--max-overlap {params.max_overlap} --max-ratio {params.max_ratio} {params.langid} "
+        "--langid-min-prob {params.langid_min_prob} --protect {input.protect} > {log} 2>&1"
+
+
+rule preprocess_ledger:
+    """One ledger for the whole corpus: the split's read/dedup steps chained with all shards."""
+    input:
+        first=rules.split_corpus.output.ledger,
+        shards=expand(rules.preprocess_shard.output.ledger, shard=SHARDS),
+    output:
+        json=report(
+            f"{RESULTS}/preprocess/ledger.json",
+            category="Preprocessing",
+            caption="../docs/report/ledger.rst",
+        ),
+        tsv=report(
+            f"{RESULTS}/preprocess/ledger.tsv",
+            category="Preprocessing",
+            caption="../docs/report/ledger.rst",
+        ),
+    log:
+        f"{LOGS}/preprocess_ledger.log",
+    benchmark:
+        f"{BENCH}/preprocess_ledger.tsv"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    conda:
+        "../envs/preprocess.yaml"
+    shell:
+        "marginmine ledger --first {input.first} --shards {input.shards} --output {output.json} > {log} 2>&1"
+
+
+rule check_overlap:
+    """Proof that no dev/test sentence survived into the filtered corpus (fails otherwise)."""
+    input:
+        kept=expand(rules.preprocess_shard.output.kept, shard=SHARDS),
+        protect=protect_files,
+    output:
+        f"{RESULTS}/preprocess/overlap_check.json",
+    log:
+        f"{LOGS}/check_overlap.log",
+    benchmark:
+        f"{BENCH}/check_overlap.tsv"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=PRE.get("runtime_min", 240),
+    conda:
+        "../envs/preprocess.yaml"
+    shell:
+        "marginmine check-overlap --corpus {input.kept} --protect {input.protect} "
+        "--output {output} > {log} 2>&1"

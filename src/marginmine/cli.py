@@ -1,0 +1,251 @@
+"""``marginmine`` command line: one subcommand per workflow stage, usable without Snakemake.
+
+Errors in the input are reported as one line naming the file (and line) and what to do,
+with exit status 2; no traceback unless ``--debug``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import Callable, Sequence
+
+from .errors import MarginmineError, NotImplementedYet
+
+log = logging.getLogger("marginmine")
+
+Handler = Callable[[argparse.Namespace], int]
+_HANDLERS: dict[str, Handler] = {}
+
+
+def _columns(text: str) -> tuple[int, int]:
+    try:
+        a, b = (int(x) for x in text.split(","))
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError("expected two 0-based column numbers like 0,1") from exc
+    return a, b
+
+
+def _add_input(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--input", nargs="+", required=True, metavar="FILE",
+                   help="one TSV file (source and target in --columns, default 0,1; further columns "
+                        "are carried through) or two line-aligned files (source, target); .gz allowed")
+    p.add_argument("--columns", type=_columns, default=(0, 1),
+                   help="0-based source,target columns of a TSV input (ParaCrawl/BiCleaner: 2,3)")
+    p.add_argument("--max-chars", type=int, default=10_000,
+                   help="longer sides are rejected as too_long (default 10000)")
+
+
+def _spec(args: argparse.Namespace):  # noqa: ANN202 - InputSpec, imported lazily
+    from .preprocess import InputSpec
+
+    if len(args.input) > 2:
+        raise MarginmineError("--input takes one TSV file or two aligned files")
+    return InputSpec(tuple(args.input), tuple(args.columns))
+
+
+def _add_filter_settings(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--src-lang", required=True)
+    p.add_argument("--tgt-lang", required=True)
+    p.add_argument("--min-tokens", type=int, default=3)
+    p.add_argument("--max-tokens", type=int, default=80)
+    p.add_argument("--max-overlap", type=float, default=0.5,
+                   help="drop pairs whose content tokens overlap this much or more (default 0.5)")
+    p.add_argument("--max-ratio", type=float, default=2.0, help="drop pairs with a token length ratio above")
+    p.add_argument("--langid-min-prob", type=float, default=0.1,
+                   help="fastText probability each side's expected language needs (default 0.1)")
+    p.add_argument("--no-langid", action="store_true", help="skip language identification")
+    p.add_argument("--langid-model", default=None, help="fastText LID model (default: bundled lid.176.ftz)")
+    p.add_argument("--protect", nargs="*", default=[], metavar="FILE",
+                   help="dev/test files: pairs with a side found in them are removed (test_set_overlap)")
+
+
+def cmd_preprocess(args: argparse.Namespace) -> int:
+    from .preprocess import PreprocessSettings, preprocess, protected_keys
+
+    settings = PreprocessSettings(
+        args.src_lang, args.tgt_lang, args.min_tokens, args.max_tokens, args.max_overlap, args.max_ratio,
+        not args.no_langid, args.langid_min_prob, args.langid_model, args.max_chars,
+        protected_keys(args.protect))
+    ledger = preprocess(_spec(args), args.output, args.rejects, args.ledger, settings,
+                        dedup=not args.no_dedup, workers=args.workers, shard_size=args.shard_size,
+                        dedup_mem_mb=args.dedup_mem_mb, tmpdir=args.tmpdir)
+    print(ledger.summary(), file=sys.stderr)
+    return 0
+
+
+def cmd_split(args: argparse.Namespace) -> int:
+    from .shard import split_corpus
+
+    paths = [Path(args.outdir) / f"{args.prefix}{i:04d}.tsv.gz" for i in range(args.shards)]
+    split_corpus(_spec(args), paths, args.rejects, args.ledger, block=args.block,
+                 max_chars=args.max_chars, dedup_mem_mb=args.dedup_mem_mb, tmpdir=args.tmpdir)
+    return 0
+
+
+def cmd_ledger(args: argparse.Namespace) -> int:
+    from .ledger import Ledger
+
+    first = Ledger.read(args.first)
+    later = Ledger()
+    for p in args.shards:
+        later.merge(Ledger.read(p))
+    total = first.then(later) if args.shards else first
+    total.write(args.output)
+    print(total.summary(), file=sys.stderr)
+    return 0
+
+
+def cmd_download(args: argparse.Namespace) -> int:
+    from .download import download
+
+    download(args.url, Path(args.output), sha256=args.sha256, retries=args.retries, timeout=args.timeout)
+    return 0
+
+
+def cmd_extract(args: argparse.Namespace) -> int:
+    from .archive import extract_member
+
+    extract_member(args.archive, args.member, args.output)
+    return 0
+
+
+def cmd_fetch_testset(args: argparse.Namespace) -> int:
+    from .archive import fetch_sacrebleu
+
+    fetch_sacrebleu(args.test_set, args.langpair, args.src, args.ref)
+    return 0
+
+
+def cmd_demo_corpus(args: argparse.Namespace) -> int:
+    from .democorpus import build_demo_corpus
+
+    summary = build_demo_corpus(Path(args.data_dir), Path(args.output), Path(args.labels), seed=args.seed,
+                                scale=args.scale)
+    print(json.dumps(summary, indent=1), file=sys.stderr)
+    return 0
+
+
+def cmd_check_overlap(args: argparse.Namespace) -> int:
+    from .democorpus import overlap_report
+
+    report = overlap_report(Path(args.corpus), [Path(p) for p in args.protect])
+    Path(args.output).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.output).write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+    bad = report.get("overlapping_pairs", 0)
+    if bad:
+        raise MarginmineError(f"{args.corpus}: {bad} pairs have a side in a protected dev/test set "
+                              f"(details in {args.output}); remove them before training")
+    return 0
+
+
+def _not_implemented(stage: str, issue: int) -> Handler:
+    def run(args: argparse.Namespace) -> int:
+        raise NotImplementedYet(f"'{stage}' is not implemented yet (planned in issue #{issue})")
+    return run
+
+
+PLANNED = {"train-encoder": 3, "embed": 3, "score": 4, "mine": 4, "select": 4, "train-nmt": 5, "evaluate": 5}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="marginmine", description=__doc__.splitlines()[0])
+    ap.add_argument("--debug", action="store_true", help="show tracebacks")
+    ap.add_argument("-q", "--quiet", action="store_true", help="only warnings and errors")
+    sub = ap.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("preprocess", help="the paper's preprocessing: dedup, langid, length, overlap, ratio")
+    _add_input(p)
+    _add_filter_settings(p)
+    p.add_argument("--output", required=True, help="kept pairs (TSV; .gz allowed)")
+    p.add_argument("--rejects", required=True, help="removed pairs: line, step, reason, source, target, ...")
+    p.add_argument("--ledger", required=True, help="ledger JSON (a .tsv is written beside it)")
+    p.add_argument("--no-dedup", action="store_true", help="skip exact dedup (input already deduplicated)")
+    p.add_argument("--shard-size", type=int, default=None,
+                   help="split kept pairs into files of this many pairs (OUTPUT.00000.tsv, ...)")
+    p.add_argument("--workers", type=int, default=1, help="filter processes (default 1)")
+    p.add_argument("--dedup-mem-mb", type=int, default=1024, help="RAM for dedup keys before spilling to disk")
+    p.add_argument("--tmpdir", default=None, help="where dedup spills (default: system temp)")
+    _HANDLERS["preprocess"] = cmd_preprocess
+
+    p = sub.add_parser("split", help="read + global exact dedup, then deal pairs to N shard files")
+    _add_input(p)
+    p.add_argument("--shards", type=int, required=True)
+    p.add_argument("--block", type=int, default=10_000, help="consecutive pairs per shard turn")
+    p.add_argument("--outdir", required=True)
+    p.add_argument("--prefix", default="shard", help="shard file names: PREFIX0000.tsv.gz ...")
+    p.add_argument("--rejects", required=True)
+    p.add_argument("--ledger", required=True)
+    p.add_argument("--dedup-mem-mb", type=int, default=1024)
+    p.add_argument("--tmpdir", default=None)
+    _HANDLERS["split"] = cmd_split
+
+    p = sub.add_parser("ledger", help="chain the split ledger with the sum of per-shard ledgers")
+    p.add_argument("--first", required=True, help="ledger of the split step")
+    p.add_argument("--shards", nargs="*", default=[], help="per-shard preprocessing ledgers")
+    p.add_argument("--output", required=True, help="combined ledger JSON (+ .tsv beside it)")
+    _HANDLERS["ledger"] = cmd_ledger
+
+    p = sub.add_parser("download", help="HTTP(S) download with retries, resume and SHA-256 check")
+    p.add_argument("--url", required=True)
+    p.add_argument("--output", required=True)
+    p.add_argument("--sha256", default=None)
+    p.add_argument("--retries", type=int, default=5)
+    p.add_argument("--timeout", type=float, default=60.0)
+    _HANDLERS["download"] = cmd_download
+
+    p = sub.add_parser("extract", help="copy one member of a .tgz/.tar archive to a file")
+    p.add_argument("--archive", required=True)
+    p.add_argument("--member", required=True, help="member path or file name")
+    p.add_argument("--output", required=True)
+    _HANDLERS["extract"] = cmd_extract
+
+    p = sub.add_parser("fetch-testset", help="write a sacreBLEU test set's source and reference")
+    p.add_argument("--test-set", required=True, help="e.g. wmt13, wmt14/full")
+    p.add_argument("--langpair", required=True, help="e.g. en-de")
+    p.add_argument("--src", required=True)
+    p.add_argument("--ref", required=True)
+    _HANDLERS["fetch-testset"] = cmd_fetch_testset
+
+    p = sub.add_parser("demo-corpus", help="build the demo noisy en-de corpus from the shared real data")
+    p.add_argument("--data-dir", required=True)
+    p.add_argument("--output", required=True, help="corpus TSV: en, de, id")
+    p.add_argument("--labels", required=True, help="sidecar TSV: id, origin, kind, clean")
+    p.add_argument("--seed", type=int, default=1234)
+    p.add_argument("--scale", type=float, default=1.0, help="multiply every component's size")
+    _HANDLERS["demo-corpus"] = cmd_demo_corpus
+
+    p = sub.add_parser("check-overlap", help="fail if a corpus shares sentences with dev/test sets")
+    p.add_argument("--corpus", required=True, help="TSV with source and target in the first two columns")
+    p.add_argument("--protect", nargs="+", required=True)
+    p.add_argument("--output", required=True, help="report JSON")
+    _HANDLERS["check-overlap"] = cmd_check_overlap
+
+    for stage, issue in PLANNED.items():
+        p = sub.add_parser(stage, help=f"(not implemented yet: issue #{issue})")
+        p.add_argument("rest", nargs=argparse.REMAINDER)
+        _HANDLERS[stage] = _not_implemented(stage, issue)
+    return ap
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO,
+                        format="%(asctime)s %(name)s %(levelname)s: %(message)s", stream=sys.stderr)
+    try:
+        return _HANDLERS[args.command](args)
+    except MarginmineError as exc:
+        if args.debug:
+            raise
+        print(f"marginmine {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"marginmine {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

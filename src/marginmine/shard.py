@@ -1,0 +1,73 @@
+"""Global read + dedup, then a split into a fixed number of shards for parallel jobs.
+
+A workflow must know its shard count before it runs (so that ``snakemake -n`` plans every
+shard job), while the corpus size is only known after download. So the count comes from the
+config (``ceil(expected_pairs / shard_size)``) and pairs are dealt to shards in blocks of
+``block`` consecutive lines, round robin: shard sizes differ by at most one block, no count
+pass is needed, and the assignment depends only on the input order (deterministic).
+Duplicates are found over the *whole* corpus before the split, so no duplicate survives in
+different shards.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Sequence
+
+from .ledger import Ledger, length_bucket
+from .normalize import clean_text
+from .preprocess import InputSpec, _Progress, _reject_line, find_duplicates
+from .textio import DEFAULT_MAX_CHARS, ReadStats, format_tsv_line, open_text_out
+
+log = logging.getLogger(__name__)
+
+
+def shard_of(index: int, n_shards: int, block: int) -> int:
+    """Shard of the ``index``-th kept pair (0-based)."""
+    return (index // block) % n_shards
+
+
+def split_corpus(spec: InputSpec, shard_paths: Sequence[str | Path], rejects: str | Path,
+                 ledger_path: str | Path, *, block: int = 10_000, max_chars: int = DEFAULT_MAX_CHARS,
+                 dedup_mem_mb: int = 1024, tmpdir: str | Path | None = None) -> Ledger:
+    """Read ``spec``, drop defective and duplicate pairs (to ``rejects``), deal the rest to shards.
+
+    The ledger has the steps ``read`` and ``dedup``; per-shard preprocessing ledgers continue it
+    (see :meth:`marginmine.ledger.Ledger.then`).
+    """
+    ledger = Ledger()
+    ledger.declare(["read", "dedup"])
+    dup_mask = find_duplicates(spec, max_chars, dedup_mem_mb << 20, tmpdir)
+    stats = ReadStats()
+    outs = [open_text_out(p) for p in shard_paths]
+    prog = _Progress(f"split {spec}")
+    k = kept = 0
+    try:
+        with open_text_out(rejects) as rej:
+            for p in spec.open(max_chars, stats):
+                prog.tick()
+                if p.defect is not None:
+                    ledger.add_removed("read", p.defect, length_bucket(p.src))
+                    rej.write(_reject_line(p, "read", p.defect))
+                    continue
+                k += 1
+                if dup_mask[k - 1]:
+                    ledger.add_removed("dedup", "duplicate", length_bucket(p.src))
+                    rej.write(_reject_line(p, "dedup", "duplicate"))
+                    continue
+                src, tgt = clean_text(p.src), clean_text(p.tgt)
+                ledger.add_kept(length_bucket(src))
+                outs[shard_of(kept, len(outs), block)].write(format_tsv_line([src, tgt, *p.extra]))
+                kept += 1
+    finally:
+        for fh in outs:
+            fh.close()
+    prog.done()
+    ledger.notes.update(stats.notes)
+    if kept < len(outs) * block:
+        log.warning("only %d pairs for %d shards of block %d: some shards are small or empty "
+                    "(lower preprocess.shard_size or corpus.expected_pairs)", kept, len(outs), block)
+    ledger.write(ledger_path)
+    log.info("ledger:\n%s", ledger.summary())
+    return ledger

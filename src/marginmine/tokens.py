@@ -1,0 +1,42 @@
+"""Moses tokenisation (sacremoses), used to count tokens and compare the two sides of a pair."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from sacremoses import MosesTokenizer
+
+
+@lru_cache(maxsize=None)
+def moses(lang: str) -> MosesTokenizer:
+    """One cached tokenizer per language (construction compiles many regexes)."""
+    return MosesTokenizer(lang=lang)
+
+
+def tokenize(text: str, lang: str) -> list[str]:
+    """Moses tokens of ``text``, unescaped (``&`` stays ``&``), aggressive dash splitting off."""
+    return moses(lang).tokenize(text, escape=False)
+
+
+def content_tokens(tokens: list[str]) -> set[str]:
+    """Lower-cased tokens containing at least one letter; all tokens if there are none.
+
+    Punctuation and numbers are left out so that "Hello , world ." and "Hallo , Welt ." do not
+    count as 50% overlapping, while an untranslated copy overlaps 100%.
+    """
+    words = {t.lower() for t in tokens if any(c.isalpha() for c in t)}
+    return words if words else {t.lower() for t in tokens}
+
+
+def token_overlap(src_tokens: list[str], tgt_tokens: list[str]) -> float:
+    """Share of the larger side's content-token set that also occurs on the other side, in [0, 1]."""
+    s, t = content_tokens(src_tokens), content_tokens(tgt_tokens)
+    if not s or not t:
+        return 0.0
+    return len(s & t) / max(len(s), len(t))
+
+
+def length_ratio(n_src: int, n_tgt: int) -> float:
+    """Longer side over shorter side in tokens (inf if one side has none)."""
+    lo, hi = min(n_src, n_tgt), max(n_src, n_tgt)
+    return float("inf") if lo == 0 else hi / lo
