@@ -20,6 +20,12 @@ if not workflow.overwrite_configfiles:
 validate(config, "config/schema.yaml")
 
 
+# rules call the `marginmine` CLI found on PATH (make puts .venv/bin first)
+envvars:
+    "PATH",
+
+
+
 include: "rules/common.smk"
 include: "rules/data.smk"
 include: "rules/preprocess.smk"

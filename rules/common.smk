@@ -95,7 +95,7 @@ def source_files(name, src):
 
 def sacrebleu_id(src):
     """File-name form of a sacreBLEU set: wmt14/full + en-de -> wmt14_full.en-de."""
-    return f"{src['test_set'].replace('/', '_')}.{src['langpair']}"
+    return f"{re.sub(r'[^A-Za-z0-9.-]', '_', src['test_set'])}.{src['langpair']}"
 
 
 SACREBLEU_SETS = {
@@ -123,6 +123,20 @@ def protect_files(wildcards=None):
     for item in config.get("protect", []):
         out += eval_files(item) if item in EVAL_SETS else [data_path(item)]
     return out
+
+
+def archive_of(wildcards):
+    return download_path(wildcards.source)
+
+
+ENC = config.get("encoder", {"kind": "dual"})
+
+
+def encoder_train_files(wildcards=None):
+    files = []
+    for item in ENC.get("train", []):
+        files += source_files(f"encoder-{item['name']}", item["source"])
+    return files
 
 
 def bleu_targets():

@@ -29,14 +29,10 @@ rule download:
         "marginmine download --url {params.url} --output {output} {params.sha256} > {log} 2>&1"
 
 
-def _archive_of(wc):
-    return download_path(wc.source)
-
-
 rule extract_member:
     """One side of a parallel corpus shipped inside a .tgz (e.g. Europarl v7)."""
     input:
-        _archive_of,
+        archive_of,
     output:
         "data/sources/{source}/{member}",
     log:

@@ -1,15 +1,5 @@
 # Sentence encoder training and embedding (issue #3). PLACEHOLDERS: planned in the DAG so that
 # `snakemake -n` shows the whole experiment; running them fails with "not implemented yet".
-ENC = config.get("encoder", {"kind": "dual"})
-
-
-def encoder_train_files(wildcards=None):
-    files = []
-    for item in ENC.get("train", []):
-        files += source_files(f"encoder-{item['name']}", item["source"])
-    return files
-
-
 rule train_encoder:
     """[placeholder, issue #3] Learn joint subwords and train the configured encoder."""
     input:

@@ -21,7 +21,7 @@ rule split_corpus:
         columns=source_columns(config["corpus"]["source"]),
         shards=N_SHARDS,
         block=PRE.get("block", 100_000),
-        outdir=f"{WORK}/preprocess/split",
+        outdir=lambda wildcards, output: os.path.dirname(output.rejects),
         max_chars=PRE.get("max_chars", 10_000),
         dedup_mem_mb=PRE.get("dedup_mem_mb", 4096),
         tmpdir=f"{WORK}/tmp",

@@ -1,0 +1,49 @@
+"""Exact dedup: first occurrence kept, normalisation-aware, same answer in RAM and spilled to disk."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+
+from marginmine.dedup import DuplicateFinder, first_occurrence_dups, _to_records
+from marginmine.normalize import pair_key
+
+
+def brute_force(keys: list[bytes]) -> np.ndarray:
+    seen: set[bytes] = set()
+    out = np.zeros(len(keys), dtype=np.uint8)
+    for i, k in enumerate(keys):
+        if k in seen:
+            out[i] = 1
+        seen.add(k)
+    return out
+
+
+def test_normalised_duplicates() -> None:
+    keys = [pair_key("Hello  world.", "Hallo Welt."), pair_key("Hello world. ", "Hallo\u00a0Welt."),
+            pair_key("hello world.", "Hallo Welt."), pair_key("Hello world.", "Hallo Welt.")]
+    finder = DuplicateFinder()
+    finder.add_many(keys)
+    assert finder.mask().tolist() == [0, 1, 0, 1]
+
+
+def test_spilled_equals_in_memory_equals_brute_force(tmp_path) -> None:
+    rng = random.Random(7)
+    keys = [pair_key(str(rng.randrange(60_000)), "x") for _ in range(300_000)]
+    expected = brute_force(keys)
+    small = DuplicateFinder(mem_budget_bytes=1 << 20, workdir=tmp_path)  # forces spilling
+    small.add_many(keys)
+    spilled = small.mask(tmp_path / "mask.npy")
+    big = DuplicateFinder(mem_budget_bytes=1 << 30)
+    big.add_many(keys)
+    assert small._parts and not big._parts
+    assert np.array_equal(spilled, expected)
+    assert np.array_equal(big.mask(), expected)
+    assert not list(tmp_path.glob("mm-dedup-*"))  # spill files cleaned up
+
+
+def test_first_occurrence_is_kept_whatever_the_order() -> None:
+    keys = [b"b" * 16, b"a" * 16, b"b" * 16, b"a" * 16, b"c" * 16]
+    rec = _to_records(keys, 0)
+    assert sorted(first_occurrence_dups(rec[::-1]).tolist()) == [2, 3]
