@@ -47,3 +47,16 @@ def test_first_occurrence_is_kept_whatever_the_order() -> None:
     keys = [b"b" * 16, b"a" * 16, b"b" * 16, b"a" * 16, b"c" * 16]
     rec = _to_records(keys, 0)
     assert sorted(first_occurrence_dups(rec[::-1]).tolist()) == [2, 3]
+
+
+def test_fast_path_normalisation_equals_full_normalisation() -> None:
+    import re
+    import unicodedata
+
+    from marginmine.normalize import clean_text, match_form
+
+    ws = re.compile(r"\s+")
+    for t in ["a  b", " a", "a\tb", "\ufb01 x", "a\u00a0b", "plain text.", "a\nb", "a\x1cb", "a\x0bb", "x ", "",
+              "Caf\u0065\u0301", "ok"]:
+        assert clean_text(t) == ws.sub(" ", unicodedata.normalize("NFC", t)).strip(), repr(t)
+        assert match_form(t) == ws.sub(" ", unicodedata.normalize("NFKC", t)).strip(), repr(t)

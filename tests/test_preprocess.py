@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from marginmine.ledger import Ledger
-from marginmine.preprocess import InputSpec, PreprocessSettings, preprocess, protected_keys
+from marginmine.leakage import protected_keys
+from marginmine.preprocess import InputSpec, PreprocessSettings, preprocess
 from marginmine.shard import split_corpus
 
 

@@ -64,7 +64,8 @@ def _add_filter_settings(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_preprocess(args: argparse.Namespace) -> int:
-    from .preprocess import PreprocessSettings, preprocess, protected_keys
+    from .leakage import protected_keys
+    from .preprocess import PreprocessSettings, preprocess
 
     settings = PreprocessSettings(
         args.src_lang, args.tgt_lang, args.min_tokens, args.max_tokens, args.max_overlap, args.max_ratio,
@@ -130,9 +131,9 @@ def cmd_demo_corpus(args: argparse.Namespace) -> int:
 
 
 def cmd_check_overlap(args: argparse.Namespace) -> int:
-    from .democorpus import overlap_report
+    from .leakage import overlap_report
 
-    report = overlap_report(Path(args.corpus), [Path(p) for p in args.protect])
+    report = overlap_report(args.corpus, args.protect)
     Path(args.output).parent.mkdir(parents=True, exist_ok=True)
     Path(args.output).write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
     bad = report.get("overlapping_pairs", 0)
@@ -219,7 +220,8 @@ def build_parser() -> argparse.ArgumentParser:
     _HANDLERS["demo-corpus"] = cmd_demo_corpus
 
     p = sub.add_parser("check-overlap", help="fail if a corpus shares sentences with dev/test sets")
-    p.add_argument("--corpus", required=True, help="TSV with source and target in the first two columns")
+    p.add_argument("--corpus", nargs="+", required=True,
+                   help="TSV files (.gz allowed) with source and target in the first two columns")
     p.add_argument("--protect", nargs="+", required=True)
     p.add_argument("--output", required=True, help="report JSON")
     _HANDLERS["check-overlap"] = cmd_check_overlap

@@ -8,10 +8,19 @@ import re
 import unicodedata
 
 _WS = re.compile(r"\s+")
+_NON_SPACE_WS = re.compile(r"[^\S ]")
+
+
+def _is_plain(text: str) -> bool:
+    """ASCII, single spaces, no surrounding whitespace: every normal form leaves it unchanged."""
+    return (text.isascii() and "  " not in text and not text.startswith(" ") and not text.endswith(" ")
+            and _NON_SPACE_WS.search(text) is None)
 
 
 def clean_text(text: str) -> str:
     """Output form of a sentence: Unicode NFC, whitespace runs collapsed to one space, stripped."""
+    if _is_plain(text):
+        return text
     return _WS.sub(" ", unicodedata.normalize("NFC", text)).strip()
 
 
@@ -20,6 +29,8 @@ def match_form(text: str) -> str:
 
     Case and punctuation are kept: "Hello." and "hello." are different sentences.
     """
+    if _is_plain(text):
+        return text
     return _WS.sub(" ", unicodedata.normalize("NFKC", text)).strip()
 
 

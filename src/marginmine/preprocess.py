@@ -23,15 +23,14 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Callable, Iterable, Iterator, Sequence
+from typing import IO, Callable, Iterator, Sequence
 
 from .dedup import DuplicateFinder
 from .filters import (Candidate, LengthFilter, LengthRatioFilter, PairFilter, ProtectedSetFilter,
                       TokenOverlapFilter, apply_filters)
 from .ledger import Ledger, length_bucket
-from .normalize import clean_text, pair_key, sentence_key
-from .textio import DEFAULT_MAX_CHARS, Pair, ReadStats, format_tsv_line, open_text_out, read_lines, \
-    read_parallel, read_tsv
+from .normalize import clean_text, pair_key
+from .textio import DEFAULT_MAX_CHARS, Pair, ReadStats, format_tsv_line, open_text_out, read_parallel, read_tsv
 
 log = logging.getLogger(__name__)
 
@@ -81,14 +80,6 @@ class InputSpec:
 
     def __str__(self) -> str:
         return " + ".join(self.paths)
-
-
-def protected_keys(paths: Iterable[str | Path]) -> frozenset[bytes]:
-    """Normalised keys of every sentence in the given dev/test files (either side of a pair)."""
-    keys: set[bytes] = set()
-    for p in paths:
-        keys.update(sentence_key(s) for s in read_lines(p) if s.strip())
-    return frozenset(keys)
 
 
 # --- worker side: filter a chunk of (src, tgt) in a separate process -------------------------

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 
 from sacremoses import MosesTokenizer
+
+
+_HAS_LETTER = re.compile(r"[^\W\d_]")
 
 
 @lru_cache(maxsize=None)
@@ -24,7 +28,7 @@ def content_tokens(tokens: list[str]) -> set[str]:
     Punctuation and numbers are left out so that "Hello , world ." and "Hallo , Welt ." do not
     count as 50% overlapping, while an untranslated copy overlaps 100%.
     """
-    words = {t.lower() for t in tokens if any(c.isalpha() for c in t)}
+    words = {t.lower() for t in tokens if _HAS_LETTER.search(t)}
     return words if words else {t.lower() for t in tokens}
 
 
