@@ -139,7 +139,10 @@ class Ledger:
             rows.append((r["step"], "in", "all", r["in"]))
             rows.extend((r["step"], reason, "all", n) for reason, n in r["reasons"].items())
             rows.append((r["step"], "kept", "all", r["kept"]))
-        for (s, reason, b), n in sorted(self.removed.items()):
+        order = {b: i for i, b in enumerate(BUCKETS)}
+        step_order = {s: i for i, s in enumerate(self.steps)}
+        for (s, reason, b), n in sorted(self.removed.items(),
+                                        key=lambda kv: (step_order.get(kv[0][0], 99), kv[0][1], order[kv[0][2]])):
             rows.append((s, reason, b, n))
         for b in BUCKETS:
             if self.pairs_in[b]:
