@@ -47,7 +47,22 @@ rule preprocess:
         f"{RESULTS}/preprocess/overlap_check.json",
 
 
+rule encoders:
+    """Every configured encoder trained and evaluated (results/<exp>/encoders/intrinsic.md)."""
+    input:
+        f"{RESULTS}/encoders/intrinsic.tsv",
+        f"{RESULTS}/encoders/intrinsic.md",
+
+
+rule embeddings:
+    """Both sides of every preprocessed shard embedded with the default encoder."""
+    input:
+        expand(rules.embed_shard.output, shard=SHARDS),
+
+
 rule demo:
     """What `make demo` builds: every stage implemented so far on the demo config."""
     input:
         rules.preprocess.input,
+        rules.encoders.input,
+        rules.embeddings.input,

@@ -1,8 +1,9 @@
 # Shared settings and input functions. Rules only wire files to the `marginmine` CLI.
 
+import json
 import math
-import re
 import os
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -62,6 +63,8 @@ def _url_sources():
     out = {"corpus": config["corpus"]["source"]}
     for item in config.get("encoder", {}).get("train", []):
         out[f"encoder-{item['name']}"] = item["source"]
+    for item in config.get("intrinsic", []):
+        out[f"intrinsic-{item['name']}"] = item["source"]
     for name, src in EVAL_SETS.items():
         out[f"eval-{name}"] = src
     return {k: v for k, v in out.items() if v["kind"] == "url"}
@@ -87,6 +90,8 @@ def source_files(name, src):
         return [download_path(name)]
     if kind == "demo":
         return [f"{WORK}/corpus/demo.tsv.gz"]
+    if kind == "tatoeba_share":
+        return [f"{WORK}/encoder/sources/tatoeba-share.{lang}" for lang in ("en", "de")]
     if kind == "sacrebleu":
         stem = f"data/sacrebleu/{sacrebleu_id(src)}"
         return [f"{stem}.src", f"{stem}.ref"]
@@ -99,7 +104,9 @@ def sacrebleu_id(src):
 
 
 SACREBLEU_SETS = {
-    sacrebleu_id(s): s for s in EVAL_SETS.values() if s["kind"] == "sacrebleu"
+    sacrebleu_id(s): s
+    for s in [*EVAL_SETS.values(), *(i["source"] for i in config.get("intrinsic", []))]
+    if s["kind"] == "sacrebleu"
 }
 
 
@@ -129,7 +136,48 @@ def archive_of(wildcards):
     return download_path(wildcards.source)
 
 
-ENC = config.get("encoder", {"kind": "dual"})
+# --- encoders ---------------------------------------------------------------------------
+
+ENC = config["encoder"]
+QUICK = config.get("quick", False)
+DEFAULT_ENCODER = ENC["default"]
+DEFAULT_ENCODER_DIR = f"{RESULTS}/encoder"
+_EXTRA = [] if QUICK else list(ENC.get("extra", []))
+ENCODER_DIRS = {DEFAULT_ENCODER: DEFAULT_ENCODER_DIR}
+ENCODER_DIRS.update({n: f"{RESULTS}/encoders/{n}" for n in _EXTRA})
+if ENC.get("eval_random_init", True) and not QUICK:
+    ENCODER_DIRS.update({f"{n}-random": f"{WORK}/encoders-random/{n}" for n in [DEFAULT_ENCODER, *_EXTRA]})
+EVALUATED_ENCODERS = list(ENCODER_DIRS)
+_NAME_OF_DIR = {d: n for n, d in ENCODER_DIRS.items()}
+
+
+def encoder_name(encdir):
+    return _NAME_OF_DIR[encdir]
+
+
+def encoder_model(encdir):
+    """The models: entry of an encoder directory (random-init variants: same, zero updates)."""
+    name = encoder_name(encdir)
+    if name.endswith("-random") and name not in ENC["models"]:
+        model = dict(ENC["models"][name.removesuffix("-random")])
+        model["params"] = {**model.get("params", {}), "max_steps": 0}
+        model["max_minutes"] = None
+        return model
+    return ENC["models"][name]
+
+
+def encoder_params_json(encdir):
+    return json.dumps(encoder_model(encdir).get("params", {}), sort_keys=True)
+
+
+def encoder_budget_arg(encdir):
+    minutes = encoder_model(encdir).get("max_minutes")
+    return f"--max-minutes {minutes}" if minutes else ""
+
+
+def encoder_runtime(encdir):
+    minutes = encoder_model(encdir).get("max_minutes")
+    return int(minutes * 1.5 + 15) if minutes else 7 * 24 * 60
 
 
 def encoder_train_files(wildcards=None):
@@ -137,6 +185,44 @@ def encoder_train_files(wildcards=None):
     for item in ENC.get("train", []):
         files += source_files(f"encoder-{item['name']}", item["source"])
     return files
+
+
+def encoder_sources_json():
+    items = [
+        {
+            "name": item["name"],
+            "src_lang": item["src_lang"],
+            "tgt_lang": item["tgt_lang"],
+            "files": source_files(f"encoder-{item['name']}", item["source"]),
+            "columns": item["source"].get("columns", [0, 1]),
+        }
+        for item in ENC.get("train", [])
+    ]
+    return json.dumps(items)
+
+
+def intrinsic_files(wildcards=None):
+    files = []
+    for item in config.get("intrinsic", []):
+        files += source_files(f"intrinsic-{item['name']}", item["source"])
+    return files
+
+
+def intrinsic_set_args(wildcards=None):
+    args = []
+    for item in config.get("intrinsic", []):
+        a, b = source_files(f"intrinsic-{item['name']}", item["source"])
+        args.append(f"--set {item['name']},{item['kind']},{item['src_lang']},{item['tgt_lang']},{a},{b}")
+    return " ".join(args)
+
+
+def encoder_protect_files(wildcards=None):
+    """Dev/test sets and the intrinsic-evaluation sets never enter encoder training."""
+    return sorted(set(protect_files() + intrinsic_files()))
+
+
+def encoder_excluded_corpus(wildcards=None):
+    return corpus_files() if ENC.get("exclude_corpus", False) else []
 
 
 def bleu_targets():

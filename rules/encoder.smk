@@ -1,31 +1,145 @@
-# Sentence encoder training and embedding (issue #3). PLACEHOLDERS: planned in the DAG so that
-# `snakemake -n` shows the whole experiment; running them fails with "not implemented yet".
-rule train_encoder:
-    """[placeholder, issue #3] Learn joint subwords and train the configured encoder."""
-    input:
-        encoder_train_files,
+# Sentence encoders (issue #3): training data with leakage removed, training (resumable; the
+# default encoder in results/<exp>/encoder/, others in results/<exp>/encoders/<name>/),
+# intrinsic evaluation, and embedding of every preprocessed shard.
+
+
+rule tatoeba_share:
+    """The Tatoeba de-en pairs the demo corpus leaves for encoder training (disjoint by design)."""
     output:
-        directory(f"{RESULTS}/encoder"),
+        en=f"{WORK}/encoder/sources/tatoeba-share.en",
+        de=f"{WORK}/encoder/sources/tatoeba-share.de",
     log:
-        f"{LOGS}/train_encoder.log",
+        f"{LOGS}/tatoeba_share.log",
     benchmark:
-        f"{BENCH}/train_encoder.tsv"
-    message:
-        "PLACEHOLDER (not implemented yet, issue #3): train the {ENC[kind]} encoder"
-    threads: 2
+        f"{BENCH}/tatoeba_share.tsv"
+    params:
+        data_dir=str(DATA_DIR),
+    threads: 1
     resources:
-        mem_mb=8000,
-        runtime=24 * 60,
+        mem_mb=1000,
+        runtime=10,
     conda:
         "../envs/encoder.yaml"
     shell:
-        "marginmine train-encoder > {log} 2>&1"
+        "marginmine tatoeba-share --data-dir {params.data_dir} --en {output.en} --de {output.de} > {log} 2>&1"
+
+
+rule encoder_data:
+    """Clean the encoder training data; pairs with a dev/test (or scored-corpus) sentence are removed."""
+    input:
+        train=encoder_train_files,
+        protect=encoder_protect_files,
+        corpus=encoder_excluded_corpus,
+    output:
+        manifest=f"{WORK}/encoder/data/manifest.json",
+        report=report(
+            f"{WORK}/encoder/data/report.json",
+            category="Encoders",
+            caption="../docs/report/encoder_data.rst",
+        ),
+    log:
+        f"{LOGS}/encoder_data.log",
+    benchmark:
+        f"{BENCH}/encoder_data.tsv"
+    params:
+        sources=encoder_sources_json(),
+        outdir=lambda wildcards, output: os.path.dirname(output.manifest),
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=120,
+    conda:
+        "../envs/encoder.yaml"
+    shell:
+        "marginmine encoder-data --sources '{params.sources}' --outdir {params.outdir} "
+        "--protect {input.protect} --exclude-corpus {input.corpus} > {log} 2>&1"
+
+
+rule train_encoder:
+    """Train one configured encoder; checkpoints in work/ make an interrupted run resume."""
+    input:
+        data=rules.encoder_data.output.manifest,
+    output:
+        f"{{encdir}}/encoder.json",
+    log:
+        f"{LOGS}/train_encoder/{{encdir}}.log",
+    benchmark:
+        f"{BENCH}/train_encoder/{{encdir}}.tsv"
+    params:
+        kind=lambda wc: encoder_model(wc.encdir)["kind"],
+        json=lambda wc: encoder_params_json(wc.encdir),
+        seed=lambda wc: encoder_model(wc.encdir).get("seed", 1234),
+        budget=lambda wc: encoder_budget_arg(wc.encdir),
+        workdir=lambda wc: f"{WORK}/encoders/{encoder_name(wc.encdir)}",
+        outdir=lambda wildcards, output: os.path.dirname(output[0]),
+    wildcard_constraints:
+        encdir="|".join(map(re.escape, ENCODER_DIRS.values())),
+    threads: 2
+    resources:
+        mem_mb=lambda wc: encoder_model(wc.encdir).get("mem_mb", 8000),
+        runtime=lambda wc: encoder_runtime(wc.encdir),
+    conda:
+        "../envs/encoder.yaml"
+    shell:
+        "marginmine train-encoder --kind {params.kind} --data {input.data} --output {params.outdir} "
+        "--workdir {params.workdir} --params '{params.json}' --seed {params.seed} {params.budget} "
+        "> {log} 2>&1"
+
+
+rule eval_encoder:
+    """Tatoeba retrieval and newstest alignment error rates, cosine and ratio margin."""
+    input:
+        encoder=lambda wc: f"{ENCODER_DIRS[wc.name]}/encoder.json",
+        gold=intrinsic_files,
+    output:
+        f"{RESULTS}/encoders/eval/{{name}}.json",
+    log:
+        f"{LOGS}/eval_encoder/{{name}}.log",
+    benchmark:
+        f"{BENCH}/eval_encoder/{{name}}.tsv"
+    params:
+        sets=intrinsic_set_args,
+        encdir=lambda wildcards, input: os.path.dirname(input.encoder),
+        device=ENC.get("device", "cpu"),
+    wildcard_constraints:
+        name="|".join(map(re.escape, ENCODER_DIRS)),
+    threads: 2
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    conda:
+        "../envs/encoder.yaml"
+    shell:
+        "marginmine eval-encoder --encoder {params.encdir} --name {wildcards.name} {params.sets} "
+        "--device {params.device} --output {output} > {log} 2>&1"
+
+
+rule encoder_report:
+    """One table, one row per encoder (random-init baselines included)."""
+    input:
+        expand(f"{RESULTS}/encoders/eval/{{name}}.json", name=EVALUATED_ENCODERS),
+    output:
+        tsv=report(f"{RESULTS}/encoders/intrinsic.tsv", category="Encoders"),
+        md=report(f"{RESULTS}/encoders/intrinsic.md", category="Encoders"),
+    log:
+        f"{LOGS}/encoder_report.log",
+    benchmark:
+        f"{BENCH}/encoder_report.tsv"
+    threads: 1
+    resources:
+        mem_mb=500,
+        runtime=5,
+    conda:
+        "../envs/encoder.yaml"
+    shell:
+        "marginmine encoder-report --inputs {input} --tsv {output.tsv} --md {output.md} > {log} 2>&1"
 
 
 rule embed_shard:
-    """[placeholder, issue #3] Embed both sides of one preprocessed shard (float16 .npy)."""
+    """Embed both sides of one preprocessed shard with the default encoder (float16, memory-mapped,
+    resumable in chunks)."""
     input:
-        encoder=rules.train_encoder.output,
+        encoder=f"{DEFAULT_ENCODER_DIR}/encoder.json",
         shard=rules.preprocess_shard.output.kept,
     output:
         src=f"{WORK}/embed/shard{{shard}}.{SRC}.npy",
@@ -34,8 +148,12 @@ rule embed_shard:
         f"{LOGS}/embed/shard{{shard}}.log",
     benchmark:
         f"{BENCH}/embed/shard{{shard}}.tsv"
-    message:
-        "PLACEHOLDER (not implemented yet, issue #3): embed shard {wildcards.shard}"
+    params:
+        encdir=lambda wildcards, input: os.path.dirname(input.encoder),
+        device=ENC.get("device", "cpu"),
+        dtype=ENC.get("embed_dtype", "float16"),
+        src=SRC,
+        tgt=TGT,
     threads: 2
     resources:
         mem_mb=4000,
@@ -43,4 +161,7 @@ rule embed_shard:
     conda:
         "../envs/encoder.yaml"
     shell:
-        "marginmine embed > {log} 2>&1"
+        "(marginmine embed --encoder {params.encdir} --lang {params.src} --input {input.shard} --column 0 "
+        "--output {output.src} --dtype {params.dtype} --device {params.device} && "
+        "marginmine embed --encoder {params.encdir} --lang {params.tgt} --input {input.shard} --column 1 "
+        "--output {output.tgt} --dtype {params.dtype} --device {params.device}) > {log} 2>&1"

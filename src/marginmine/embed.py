@@ -1,0 +1,127 @@
+"""Embedding a text file (or one column of a TSV shard) into a memory-mapped ``.npy``.
+
+Long jobs never die silently and never start over: rows are written in chunks into
+``OUTPUT.part.npy`` (memory-mapped, so RAM stays flat whatever the file size), a small state file
+records how many rows are complete, and a rerun after a kill continues from the last complete
+chunk. The finished file is renamed into place only when every line is embedded, so the presence
+of OUTPUT means "complete" (what Snakemake relies on).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from pathlib import Path
+from typing import Iterator
+
+import numpy as np
+
+from .encoder import SentenceEncoder
+from .errors import InputError
+from .textio import iter_raw_lines, open_binary
+
+log = logging.getLogger(__name__)
+
+MAX_LINE_BYTES = 1 << 20
+
+
+def iter_sentences(path: str | Path, column: int | None = None, start: int = 0) -> Iterator[str]:
+    """Lines of ``path`` (or their ``column``-th TSV field), from 0-based line ``start`` on."""
+    with open_binary(path) as fh:
+        for n, (raw, too_long) in enumerate(iter_raw_lines(fh, MAX_LINE_BYTES, str(path)), 1):
+            if n <= start:
+                continue
+            if too_long:
+                raise InputError(str(path), f"line longer than {MAX_LINE_BYTES} bytes", line=n,
+                                 hint="preprocess the corpus first (it rejects over-long lines)")
+            try:
+                text = raw.decode("utf-8").rstrip("\r")
+            except UnicodeDecodeError as exc:
+                raise InputError(str(path), f"invalid UTF-8 ({exc.reason})", line=n,
+                                 hint="preprocess the corpus first (it rejects such lines)") from exc
+            if column is not None:
+                cols = text.split("\t")
+                if column >= len(cols):
+                    raise InputError(str(path), f"has no column {column} (0-based)", line=n)
+                text = cols[column]
+            yield text
+
+
+def count_lines(path: str | Path) -> int:
+    with open_binary(path) as fh:
+        return sum(1 for _ in iter_raw_lines(fh, MAX_LINE_BYTES, str(path)))
+
+
+def _fingerprint(path: Path, column: int | None, lang: str, encoder_id: str) -> dict[str, object]:
+    st = path.stat()
+    return {"input": str(path), "size": st.st_size, "mtime_ns": st.st_mtime_ns, "column": column,
+            "lang": lang, "encoder": encoder_id}
+
+
+def _write_state(path: Path, state: dict[str, object]) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(state) + "\n", encoding="utf-8")
+    tmp.replace(path)
+
+
+def embed_file(encoder: SentenceEncoder, lang: str, input_path: str | Path, output: str | Path, *,
+               column: int | None = None, dtype: str = "float16", chunk_size: int = 50_000,
+               encoder_id: str = "", log_every: float = 10.0) -> Path:
+    """Embed every line of ``input_path`` into ``output`` (``.npy``, L2-normalised rows)."""
+    src, out = Path(input_path), Path(output)
+    n = count_lines(src)
+    if n == 0:
+        raise InputError(str(src), "is empty: nothing to embed", hint="check the previous step's output")
+    part = out.with_name(out.name.removesuffix(".npy") + ".part.npy")
+    state_path = out.with_name(out.name + ".state.json")
+    fp = _fingerprint(src, column, lang, encoder_id)
+    state = json.loads(state_path.read_text()) if state_path.exists() and part.exists() else None
+    if state and state.get("fingerprint") == fp and state.get("rows") == n and state.get("dtype") == dtype:
+        done = int(state["done"])
+        mm = np.load(part, mmap_mode="r+")
+        log.info("resuming %s at line %d of %d", out, done, n)
+    else:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        done = 0
+        mm = np.lib.format.open_memmap(part, mode="w+", dtype=np.dtype(dtype), shape=(n, encoder.dim))
+        state = {"fingerprint": fp, "rows": n, "dtype": dtype, "done": 0}
+        _write_state(state_path, state)
+    t0 = last = time.monotonic()
+    start_done = done
+    batch: list[str] = []
+    for text in iter_sentences(src, column, start=done):
+        batch.append(text)
+        if len(batch) == chunk_size:
+            done = _write_chunk(encoder, lang, batch, mm, done, state, state_path)
+            batch = []
+            now = time.monotonic()
+            if now - last >= log_every:
+                last = now
+                log.info("%s: %d/%d sentences, %.0f sentences/s", out.name, done, n,
+                         (done - start_done) / (now - t0))
+    if batch:
+        done = _write_chunk(encoder, lang, batch, mm, done, state, state_path)
+    if done != n:
+        raise InputError(str(src), f"changed while embedding: expected {n} lines, read {done}",
+                         hint="rerun; the partial output will be discarded")
+    del mm
+    os.replace(part, out)
+    state_path.unlink(missing_ok=True)
+    dt = time.monotonic() - t0
+    log.info("%s: %d sentences in %.1f s (%.0f sentences/s)", out, n - start_done, dt, (n - start_done) / max(dt, 1e-9))
+    return out
+
+
+def _write_chunk(encoder: SentenceEncoder, lang: str, batch: list[str], mm: np.ndarray, done: int,
+                 state: dict[str, object], state_path: Path) -> int:
+    emb = encoder.encode(batch, lang)
+    if emb.shape != (len(batch), encoder.dim):
+        raise RuntimeError(f"encoder returned shape {emb.shape} for {len(batch)} sentences")
+    mm[done:done + len(batch)] = emb
+    mm.flush()
+    done += len(batch)
+    state["done"] = done
+    _write_state(state_path, state)
+    return done
