@@ -86,3 +86,44 @@ def test_smoke_config_preprocesses_for_real(real_data: Path, tmp_path: Path) -> 
     assert check["overlapping_pairs"] == 0
     # every shard job left a benchmark file (per-rule wall time for the report)
     assert len(list((tmp_path / "work/test/benchmarks/preprocess").glob("shard*.tsv"))) == 2
+
+
+@pytest.mark.slow
+@pytest.mark.workflow
+def test_url_source_is_downloaded_and_preprocessed(real_data: Path, tmp_path: Path) -> None:
+    """A url corpus source served on loopback: download rule (sha256 checked) -> split -> preprocess."""
+    import functools
+    import gzip
+    import hashlib
+    import http.server
+    import threading
+
+    pc = real_data / "paracrawl-human-eval-en-de" / "paracrawl-v3-validation-data.sorted.en-de.tsv"
+    served = tmp_path / "srv"
+    served.mkdir()
+    (served / "pc.tsv.gz").write_bytes(gzip.compress(pc.read_bytes(), mtime=0))
+    digest = hashlib.sha256((served / "pc.tsv.gz").read_bytes()).hexdigest()
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(served))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        for item in ("Snakefile", "rules", "config", "envs", "docs"):
+            src = REPO / item
+            (shutil.copytree if src.is_dir() else shutil.copy)(src, tmp_path / item)
+        cfg = yaml.safe_load((REPO / "config" / "test.yaml").read_text())
+        cfg["experiment"] = "urltest"
+        cfg["results_dir"] = "results/urltest"
+        cfg["corpus"] = {"name": "pc", "expected_pairs": 2000,
+                         "source": {"kind": "url", "url": f"http://127.0.0.1:{server.server_port}/pc.tsv.gz",
+                                    "sha256": digest, "format": "tsv", "columns": [2, 3]}}
+        cfg["preprocess"]["shard_size"] = 1000
+        cfg["encoder"]["exclude_corpus"] = False
+        (tmp_path / "config" / "url.yaml").write_text(yaml.safe_dump(cfg))
+        r = snakemake("preprocess", "--configfile", "config/url.yaml", "--cores", "2",
+                      "--config", f"data_dir={real_data}", cwd=tmp_path)
+    finally:
+        server.shutdown()
+    assert r.returncode == 0, (r.stdout + r.stderr)[-4000:]
+    assert (tmp_path / "data/downloads/corpus/pc.tsv.gz").read_bytes() == (served / "pc.tsv.gz").read_bytes()
+    ledger = json.loads((tmp_path / "results/urltest/preprocess/ledger.json").read_text())
+    assert ledger["pairs_in"] == 2000 and 1000 < ledger["kept"] < 2000
