@@ -1,7 +1,8 @@
 """Embedding a text file (or one column of a TSV shard) into a memory-mapped ``.npy``.
 
 Long jobs never die silently and never start over: rows are written in chunks into
-``OUTPUT.part.npy`` (memory-mapped, so RAM stays flat whatever the file size), a small state file
+``OUTPUT.part.npy`` (plain positioned writes into a pre-sized ``.npy``, so RAM stays flat
+whatever the file size; readers memory-map the result), a small state file
 records how many rows are complete, and a rerun after a kill continues from the last complete
 chunk. The finished file is renamed into place only when every line is embedded, so the presence
 of OUTPUT means "complete" (what Snakemake relies on).
@@ -80,21 +81,22 @@ def embed_file(encoder: SentenceEncoder, lang: str, input_path: str | Path, outp
     state = json.loads(state_path.read_text()) if state_path.exists() and part.exists() else None
     if state and state.get("fingerprint") == fp and state.get("rows") == n and state.get("dtype") == dtype:
         done = int(state["done"])
-        mm = np.load(part, mmap_mode="r+")
         log.info("resuming %s at line %d of %d", out, done, n)
     else:
         out.parent.mkdir(parents=True, exist_ok=True)
         done = 0
-        mm = np.lib.format.open_memmap(part, mode="w+", dtype=np.dtype(dtype), shape=(n, encoder.dim))
+        # header + full size now; rows are written in place below
+        np.lib.format.open_memmap(part, mode="w+", dtype=np.dtype(dtype), shape=(n, encoder.dim)).flush()
         state = {"fingerprint": fp, "rows": n, "dtype": dtype, "done": 0}
         _write_state(state_path, state)
+    sink = _RowWriter(part, np.dtype(dtype), encoder.dim)
     t0 = last = time.monotonic()
     start_done = done
     batch: list[str] = []
     for text in iter_sentences(src, column, start=done):
         batch.append(text)
         if len(batch) == chunk_size:
-            done = _write_chunk(encoder, lang, batch, mm, done, state, state_path)
+            done = _write_chunk(encoder, lang, batch, sink, done, state, state_path)
             batch = []
             now = time.monotonic()
             if now - last >= log_every:
@@ -102,11 +104,11 @@ def embed_file(encoder: SentenceEncoder, lang: str, input_path: str | Path, outp
                 log.info("%s: %d/%d sentences, %.0f sentences/s", out.name, done, n,
                          (done - start_done) / (now - t0))
     if batch:
-        done = _write_chunk(encoder, lang, batch, mm, done, state, state_path)
+        done = _write_chunk(encoder, lang, batch, sink, done, state, state_path)
+    sink.close()
     if done != n:
         raise InputError(str(src), f"changed while embedding: expected {n} lines, read {done}",
                          hint="rerun; the partial output will be discarded")
-    del mm
     os.replace(part, out)
     state_path.unlink(missing_ok=True)
     dt = time.monotonic() - t0
@@ -114,13 +116,33 @@ def embed_file(encoder: SentenceEncoder, lang: str, input_path: str | Path, outp
     return out
 
 
-def _write_chunk(encoder: SentenceEncoder, lang: str, batch: list[str], mm: np.ndarray, done: int,
+class _RowWriter:
+    """Positioned writes of rows into an existing ``.npy`` (no mapping: resident memory stays flat)."""
+
+    def __init__(self, path: Path, dtype: np.dtype, dim: int):
+        with open(path, "rb") as fh:
+            major, _ = np.lib.format.read_magic(fh)
+            (np.lib.format.read_array_header_1_0 if major == 1 else np.lib.format.read_array_header_2_0)(fh)
+            self.offset = fh.tell()
+        self.fh = open(path, "r+b")
+        self.dtype, self.row_bytes = dtype, dtype.itemsize * dim
+
+    def write(self, start: int, rows: np.ndarray) -> None:
+        self.fh.seek(self.offset + start * self.row_bytes)
+        self.fh.write(np.ascontiguousarray(rows, dtype=self.dtype).tobytes())
+        self.fh.flush()
+        os.fsync(self.fh.fileno())
+
+    def close(self) -> None:
+        self.fh.close()
+
+
+def _write_chunk(encoder: SentenceEncoder, lang: str, batch: list[str], sink: _RowWriter, done: int,
                  state: dict[str, object], state_path: Path) -> int:
     emb = encoder.encode(batch, lang)
     if emb.shape != (len(batch), encoder.dim):
         raise RuntimeError(f"encoder returned shape {emb.shape} for {len(batch)} sentences")
-    mm[done:done + len(batch)] = emb
-    mm.flush()
+    sink.write(done, emb)
     done += len(batch)
     state["done"] = done
     _write_state(state_path, state)
