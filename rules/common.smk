@@ -156,11 +156,13 @@ def encoder_name(encdir):
 
 
 def encoder_model(encdir):
-    """The models: entry of an encoder directory (random-init variants: same, zero updates)."""
+    """The models: entry of an encoder directory. Random-init twins: same network and subwords,
+    no training (dual: 0 steps; laser: 1 update, as fairseq cannot export an untrained model)."""
     name = encoder_name(encdir)
     if name.endswith("-random") and name not in ENC["models"]:
         model = dict(ENC["models"][name.removesuffix("-random")])
-        model["params"] = {**model.get("params", {}), "max_steps": 0}
+        untrained = {"max_update": 1, "max_epoch": 1} if model["kind"] == "laser" else {"max_steps": 0}
+        model["params"] = {**model.get("params", {}), **untrained}
         model["max_minutes"] = None
         return model
     return ENC["models"][name]

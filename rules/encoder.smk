@@ -83,6 +83,7 @@ rule train_encoder:
     shell:
         "marginmine train-encoder --kind {params.kind} --data {input.data} --output {params.outdir} "
         "--workdir {params.workdir} --params '{params.json}' --seed {params.seed} {params.budget} "
+        "--threads {threads} "
         "> {log} 2>&1"
 
 
@@ -111,7 +112,7 @@ rule eval_encoder:
         "../envs/encoder.yaml"
     shell:
         "marginmine eval-encoder --encoder {params.encdir} --name {wildcards.name} {params.sets} "
-        "--device {params.device} --output {output} > {log} 2>&1"
+        "--device {params.device} --threads {threads} --output {output} > {log} 2>&1"
 
 
 rule encoder_report:
@@ -162,6 +163,7 @@ rule embed_shard:
         "../envs/encoder.yaml"
     shell:
         "(marginmine embed --encoder {params.encdir} --lang {params.src} --input {input.shard} --column 0 "
-        "--output {output.src} --dtype {params.dtype} --device {params.device} && "
+        "--output {output.src} --dtype {params.dtype} --device {params.device} --threads {threads} && "
         "marginmine embed --encoder {params.encdir} --lang {params.tgt} --input {input.shard} --column 1 "
-        "--output {output.tgt} --dtype {params.dtype} --device {params.device}) > {log} 2>&1"
+        "--output {output.tgt} --dtype {params.dtype} --device {params.device} --threads {threads}) "
+        "> {log} 2>&1"

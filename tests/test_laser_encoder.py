@@ -1,0 +1,196 @@
+"""The LASER-style encoder (fairseq LASER task): masked max-pooling, a tiny real training run,
+loading through the manifest, padding invariance, tamper refusal and resuming."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import shutil
+import sys
+import types
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("fairseq")
+pytest.importorskip("sentencepiece")
+
+from marginmine.encoder import EncoderError, ParallelData, load_encoder  # noqa: E402
+
+try:
+    from marginmine.encoders import laser
+except ImportError:  # encoders/__init__.py imports dual.py, which may not exist yet: bypass the package
+    _pkg = types.ModuleType("marginmine.encoders")
+    _pkg.__path__ = [str(Path(__file__).resolve().parents[1] / "src" / "marginmine" / "encoders")]
+    sys.modules["marginmine.encoders"] = _pkg
+    laser = importlib.import_module("marginmine.encoders.laser")
+
+TINY = {"embed_dim": 16, "encoder_hidden": 16, "encoder_layers": 1, "decoder_hidden": 32,
+        "lang_embed_dim": 8, "bpe_vocab": 300, "max_epoch": 1, "max_tokens": 1000, "threads": 1,
+        "log_interval": 5}
+N_PAIRS = 300
+
+
+# ---------------------------------------------------------------------------------------------
+# pure functions
+
+
+def test_max_pool_masked_ignores_padding():
+    T, B, C = 6, 4, 5
+    lengths = [6, 2, 4, 1]
+    g = torch.Generator().manual_seed(0)
+    outputs = torch.randn(T, B, C, generator=g)
+    mask = torch.arange(T).unsqueeze(1) >= torch.tensor(lengths).unsqueeze(0)
+    outputs[mask] = 1e6  # padded positions carry huge values: they must never win
+    pooled = laser.max_pool_masked(outputs, mask)
+    assert pooled.shape == (B, C)
+    for b, n in enumerate(lengths):
+        torch.testing.assert_close(pooled[b], outputs[:n, b].max(dim=0).values, rtol=0, atol=0)
+    assert float(pooled.max()) < 1e5
+
+
+def test_max_pool_masked_rejects_bad_input():
+    with pytest.raises(ValueError):
+        laser.max_pool_masked(torch.zeros(3, 2, 4), torch.zeros(3, 3, dtype=torch.bool))
+    all_pad = torch.zeros(3, 2, dtype=torch.bool)
+    all_pad[:, 1] = True
+    with pytest.raises(ValueError, match="padding only"):
+        laser.max_pool_masked(torch.zeros(3, 2, 4), all_pad)
+
+
+def test_params_defaults_alias_and_validation():
+    p = laser.resolve_params({"bpe_merges": 40000, "encoder_hidden": 512})
+    assert p["bpe_vocab"] == 40000 and p["encoder_hidden"] == 512 and p["embed_dim"] == 256
+    assert p["lang_embed_dim"] == 32 and p["lr"] == 0.001 and p["dropout"] == 0.1
+    with pytest.raises(EncoderError):
+        laser.resolve_params({"encoder_hidden": 0})
+
+
+def test_parse_fairseq_log():
+    lines = [
+        "2026 | INFO | fairseq.trainer | Loaded checkpoint /x/checkpoint_last.pt (epoch 3 @ 120 updates)",
+        "2026 | INFO | train_inner | epoch 004:     50 / 60 loss=7.1, ppl=137, wps=2345.6, ups=1.2, num_updates=170",
+        "2026 | INFO | fairseq_cli.train | Stopping training due to cumulative_training_time: 0.6 > "
+        "stop_time_hours: 0.5 hour(s)",
+        "2026 | INFO | train | epoch 004 | loss 7.05 | ppl 132.5 | wps 2300.1 | num_updates 175 | lr 0.001",
+    ]
+    r = laser.parse_fairseq_log(lines)
+    assert r["resumed_from"] == {"epoch": 3, "num_updates": 120}
+    assert r["epoch"] == 4 and r["num_updates"] == 175 and r["stopped_by_time"]
+    assert r["wps"] == [2345.6] and r["epoch_stats"][-1]["wps"] == 2300.1
+
+
+# ---------------------------------------------------------------------------------------------
+# a tiny real training run
+
+
+@pytest.fixture(scope="module")
+def single_thread():
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)  # the 2-core CI machine is shared; oversubscribed OpenMP is very slow
+    yield
+    torch.set_num_threads(old)
+
+
+@pytest.fixture(scope="module")
+def tiny_data(tmp_path_factory, real_data):
+    src = real_data / "tatoeba-manythings-deu-eng-2018"
+    out = tmp_path_factory.mktemp("laser_data")
+    de = (src / "train.nooverlap.de").read_text(encoding="utf-8").split("\n")
+    en = (src / "train.nooverlap.en").read_text(encoding="utf-8").split("\n")
+    assert len(de) == len(en)
+    step = (len(de) - 1) // N_PAIRS  # spread over the file: sentences get longer further down
+    (out / "t.de").write_text("\n".join(de[::step][:N_PAIRS]) + "\n", encoding="utf-8")
+    (out / "t.en").write_text("\n".join(en[::step][:N_PAIRS]) + "\n", encoding="utf-8")
+    return [ParallelData("de", "en", out / "t.de", out / "t.en")]
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory, tiny_data, single_thread):
+    out = tmp_path_factory.mktemp("laser") / "enc"
+    assert laser.train(tiny_data, out, dict(TINY), seed=7) == out
+    return out
+
+
+@pytest.fixture(scope="module")
+def encoder(trained):
+    return load_encoder(trained)
+
+
+def test_training_writes_a_loadable_encoder(trained, encoder):
+    manifest = json.loads((trained / "encoder.json").read_text())
+    assert manifest["kind"] == "laser" and manifest["dim"] == 32 and manifest["langs"] == ["de", "en"]
+    assert set(manifest["files"].values()) == {"model.pt", "spm.model", "dict.txt", "config.json"}
+    info = manifest["info"]
+    assert info["directions"] == ["de-en", "en-de"]  # English is trained as a source too
+    assert info["lang_ids"] == {"de": 0, "en": 1}
+    assert info["pairs"] == {"de-en": N_PAIRS}
+    assert info["epoch"] == 1 and info["num_updates"] > 0 and info["resumed_from"] is None
+    assert info["train_wps"] > 0
+    # both directions read the same binarized files (the task names datasets by directory)
+    assert (trained / "work" / "bin" / "en-de" / "train.en-de.en.bin").is_symlink()
+    assert encoder.kind == "laser" and encoder.dim == 32
+
+
+def test_embeddings_shape_norm_determinism(encoder):
+    de = ["Ich habe Hunger.", "Wo ist der Bahnhof?", "", "Tom hat gestern ein sehr langes Buch gelesen."]
+    a = encoder.encode(de, "de")
+    b = encoder.encode(de, "de")
+    assert a.shape == (4, 32) and a.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(a, axis=1), 1.0, atol=1e-5)
+    np.testing.assert_array_equal(a, b)
+    e = encoder.encode(["I am hungry."], "en")
+    assert e.shape == (1, 32)
+    assert encoder.encode([], "en").shape == (0, 32)
+    with pytest.raises(EncoderError, match="fr"):
+        encoder.encode(["Bonjour."], "fr")
+
+
+def test_embeddings_are_padding_invariant(encoder):
+    short = "Hallo!"
+    longer = ["Das ist ein wesentlich längerer Satz, der viele Teilwörter hat.",
+              "Noch ein langer Satz mit mehreren Wörtern und einem Komma, bitte.", short]
+    alone = encoder.encode([short], "de")[0]
+    in_batch = encoder.encode(longer, "de")
+    np.testing.assert_allclose(in_batch[2], alone, atol=1e-5)
+    for i in range(2):
+        np.testing.assert_allclose(in_batch[i], encoder.encode([longer[i]], "de")[0], atol=1e-5)
+    # and equal to fairseq's own (unpadded) sentence embedding
+    toks = torch.from_numpy(encoder.tokenize([short])[0]).unsqueeze(0)
+    with torch.inference_mode():
+        ref = encoder.encoder(toks, torch.tensor([toks.shape[1]]), "x")["sentemb"][0].numpy()
+    np.testing.assert_allclose(alone, ref / np.linalg.norm(ref), atol=1e-5)
+
+
+def test_tampered_checkpoint_is_refused_before_unpickling(trained, tmp_path, monkeypatch):
+    bad = tmp_path / "enc"
+    shutil.copytree(trained, bad, ignore=shutil.ignore_patterns("work"))
+    data = bytearray((bad / "model.pt").read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    (bad / "model.pt").write_bytes(bytes(data))
+
+    def no_unpickling(*args, **kwargs):
+        raise AssertionError("torch.load called on an unverified checkpoint")
+
+    monkeypatch.setattr(torch, "load", no_unpickling)
+    with pytest.raises(EncoderError, match="SHA-256"):
+        load_encoder(bad)
+
+
+def test_rerun_resumes_from_last_checkpoint(trained, tiny_data, tmp_path):
+    first = json.loads((trained / "encoder.json").read_text())["info"]
+    again = tmp_path / "enc"
+    shutil.copytree(trained, again, symlinks=True)  # the work dir moves along (relative symlinks)
+    laser.train(tiny_data, again, dict(TINY, max_epoch=2), seed=7)
+    info = json.loads((again / "encoder.json").read_text())["info"]
+    assert info["resumed_from"] == {"epoch": 1, "num_updates": first["num_updates"]}
+    assert info["epoch"] == 2 and info["num_updates"] == 2 * first["num_updates"]
+    assert info["train_seconds_total"] > first["train_seconds_total"]
+    enc = load_encoder(again)
+    assert enc.encode(["Hallo!"], "de").shape == (1, 32)
+    # other model sizes on top of these checkpoints are refused, not silently mixed
+    with pytest.raises(EncoderError, match="different run"):
+        laser.train(tiny_data, again, dict(TINY, max_epoch=3, encoder_hidden=8), seed=7)
+    assert load_encoder(again).dim == 32  # ... and leave the exported encoder intact
