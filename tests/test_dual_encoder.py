@@ -1,0 +1,269 @@
+"""The dual encoder: loss, id batching, tiny real trainings (load, determinism, resume) and quality."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from marginmine.encoder import EncoderError, ParallelData, SentenceEncoder, load_encoder
+from marginmine.encoders import dual
+
+TINY = {"vocab_size": 200, "spm_sample": 2000, "buckets": 4096, "emb_dim": 32, "hidden": 32, "dim": 16,
+        "d_model": 32, "ffn": 64, "heads": 2, "batch_size": 32, "epochs": 2, "threads": 1, "max_len": 32}
+
+
+# ---------------------------------------------------------------------------------------------
+# pure helpers
+
+
+def test_in_batch_loss_hand_computed() -> None:
+    src = torch.tensor([[1.0, 0.0], [0.0, 1.0]])
+    tgt = torch.tensor([[0.6, 0.8], [0.0, 1.0]])
+    # cos = [[0.6, 0], [0.8, 1]]; logits = 10 * (cos - 0.3 I) = [[3, 0], [8, 7]]
+    rows = [math.log(1 + math.exp(-3)), math.log(1 + math.exp(1))]      # src -> tgt (rows)
+    cols = [math.log(1 + math.exp(5)), math.log(1 + math.exp(-7))]      # tgt -> src (columns)
+    expected = 0.5 * (sum(rows) / 2 + sum(cols) / 2)
+    got = dual.in_batch_loss(src, tgt, scale=10.0, margin=0.3)
+    assert got.item() == pytest.approx(expected, rel=1e-6)
+    # no margin: logits 10 * cos
+    rows0 = [math.log(1 + math.exp(-6)), math.log(1 + math.exp(-2))]
+    cols0 = [math.log(1 + math.exp(2)), math.log(1 + math.exp(-10))]
+    expected0 = 0.5 * (sum(rows0) / 2 + sum(cols0) / 2)
+    assert dual.in_batch_loss(src, tgt, 10.0, 0.0).item() == pytest.approx(expected0, rel=1e-6)
+
+
+def test_margin_increases_loss_and_loss_is_symmetric() -> None:
+    g = torch.Generator().manual_seed(0)
+    a = torch.nn.functional.normalize(torch.randn(8, 5, generator=g), dim=1)
+    b = torch.nn.functional.normalize(torch.randn(8, 5, generator=g), dim=1)
+    assert dual.in_batch_loss(a, b, 20.0, 0.3) > dual.in_batch_loss(a, b, 20.0, 0.0)
+    swapped = dual.in_batch_loss(b, a, 20.0, 0.3).item()
+    assert dual.in_batch_loss(a, b, 20.0, 0.3).item() == pytest.approx(swapped)
+
+
+def test_bigram_hash_is_deterministic_in_range_and_ordered() -> None:
+    a = np.arange(1000)
+    b = (np.arange(1000) * 7) % 1000
+    h = dual.bigram_hash(a, b, 1 << 10)
+    assert h.min() >= 0 and h.max() < 1 << 10
+    assert np.array_equal(h, dual.bigram_hash(a, b, 1 << 10))
+    assert len(np.unique(h)) > 500                       # spreads over the buckets
+    assert (dual.bigram_hash(a, b, 1 << 18) != dual.bigram_hash(b, a, 1 << 18)).mean() > 0.99
+
+
+def test_dan_bags_offsets_bigrams_and_empty_sentence() -> None:
+    flat = np.array([5, 6, 7, 8], dtype=np.int32)
+    lengths = np.array([3, 0, 1])
+    ids, offsets = dual.dan_bags(flat, lengths, vocab=10, buckets=16)
+    h = dual.bigram_hash(np.array([5, 6]), np.array([6, 7]), 16)
+    assert ids.tolist() == [5, 6, 7, 10 + h[0], 10 + h[1], 8]
+    assert offsets.tolist() == [0, 5, 5]
+    bag = torch.nn.EmbeddingBag(26, 3, mode="mean")
+    out = bag(torch.from_numpy(ids), torch.from_numpy(offsets))
+    w = bag.weight.detach()
+    assert torch.allclose(out[0], w[ids[:5]].mean(0))
+    assert torch.equal(out[1], torch.zeros(3))          # empty sentence: empty bag
+    assert torch.allclose(out[2], w[8])
+
+
+def test_pad_ids_and_gather() -> None:
+    flat = np.array([5, 6, 7, 8, 9], dtype=np.int32)
+    lengths = np.array([3, 0, 2])
+    assert dual.pad_ids(flat, lengths, pad=99).tolist() == [[5, 6, 7], [99, 99, 99], [8, 9, 99]]
+    sub, sub_len = dual.gather(flat, np.array([0, 3, 3]), lengths, np.array([2, 0, 1, 2]))
+    assert sub.tolist() == [8, 9, 5, 6, 7, 8, 9] and sub_len.tolist() == [2, 3, 0, 2]
+    assert dual.pad_ids(np.zeros(0, np.int32), np.array([0, 0]), pad=1).tolist() == [[1], [1]]
+
+
+def test_length_batches_respect_both_limits() -> None:
+    lengths = np.array([0, 1, 2, 2, 3, 5, 8, 100])
+    batches = dual.length_batches(lengths, max_sentences=3, max_tokens=10)
+    assert [(b.start, b.stop) for b in batches] == [(0, 3), (3, 5), (5, 6), (6, 7), (7, 8)]
+    for b in batches:
+        assert b.stop - b.start == 1 or (b.stop - b.start) * lengths[b.stop - 1] <= 10
+    assert dual.length_batches(np.zeros(0, np.int64), 4, 10) == []
+
+
+def test_epoch_order_depends_only_on_seed_and_epoch() -> None:
+    p1, s1 = dual.epoch_order(3, 1, 50)
+    p2, s2 = dual.epoch_order(3, 1, 50)
+    assert np.array_equal(p1, p2) and np.array_equal(s1, s2)
+    assert sorted(p1.tolist()) == list(range(50))
+    assert not np.array_equal(p1, dual.epoch_order(3, 2, 50)[0])
+
+
+def test_epoch_batches_cover_pairs_and_sort_windows() -> None:
+    lengths = np.random.default_rng(0).integers(1, 40, size=103)
+    plain, swap = dual.epoch_batches(5, 0, lengths, 10, sort_window=1)
+    assert len(plain) == 10 and all(len(b) == 10 for b in plain)
+    assert len(set(np.concatenate(plain).tolist())) == 100 and swap.dtype == bool
+    assert np.array_equal(np.concatenate(plain), dual.epoch_order(5, 0, 103)[0][:100])
+    sorted_, _ = dual.epoch_batches(5, 0, lengths, 10, sort_window=5)
+    assert sorted(np.concatenate(sorted_).tolist()) == sorted(np.concatenate(plain).tolist())
+    spread = lambda bs: np.mean([np.ptp(lengths[b]) for b in bs])  # noqa: E731
+    assert spread(sorted_) < spread(plain) / 2                       # less padding
+    small, _ = dual.epoch_batches(5, 0, lengths[:7], 10, sort_window=5)
+    assert len(small) == 1 and sorted(small[0].tolist()) == list(range(7))
+    assert dual.epoch_batches(5, 0, lengths[:1], 10, sort_window=1)[0] == []
+
+
+def test_unknown_params_are_refused() -> None:
+    with pytest.raises(EncoderError, match="batchsize"):
+        dual.resolve_params({"batchsize": 5})
+    with pytest.raises(EncoderError, match="arch"):
+        dual.resolve_params({"arch": "cnn"})
+
+
+# ---------------------------------------------------------------------------------------------
+# tiny real trainings
+
+
+@pytest.fixture(scope="module")
+def tiny_data(tmp_path_factory, real_data: Path) -> list[ParallelData]:
+    d = real_data / "tatoeba-manythings-deu-eng-2018"
+    if not d.is_dir():
+        pytest.skip(f"{d} missing")
+    en = _lines(d / "train.nooverlap.en")[::350][:400]
+    de = _lines(d / "train.nooverlap.de")[::350][:400]
+    tmp = tmp_path_factory.mktemp("dual_data")
+    (tmp / "train.de").write_text("\n".join(de) + "\n", encoding="utf-8")
+    (tmp / "train.en").write_text("\n".join(en) + "\n", encoding="utf-8")
+    return [ParallelData("de", "en", tmp / "train.de", tmp / "train.en")]
+
+
+@pytest.fixture(scope="module")
+def tiny_encoder(tmp_path_factory, tiny_data) -> Path:
+    return dual.train(tiny_data, tmp_path_factory.mktemp("dual") / "enc", TINY, seed=7)
+
+
+def _lines(path: Path) -> list[str]:
+    """Lines split on newline only (``str.splitlines`` also splits on U+2028 and friends)."""
+    return path.read_text(encoding="utf-8").rstrip("\n").split("\n")
+
+
+def _weights(directory: Path) -> dict[str, torch.Tensor]:
+    return torch.load(directory / "model.pt", weights_only=True)
+
+
+def _same_weights(a: Path, b: Path) -> bool:
+    wa, wb = _weights(a), _weights(b)
+    return wa.keys() == wb.keys() and all(torch.equal(wa[k], wb[k]) for k in wa)
+
+
+def test_tiny_training_writes_a_loadable_encoder(tiny_encoder: Path, tiny_data) -> None:
+    manifest = json.loads((tiny_encoder / "encoder.json").read_text())
+    assert manifest["kind"] == "dual" and manifest["dim"] == 16 and manifest["langs"] == ["de", "en"]
+    assert set(manifest["files"].values()) == {"model.pt", "spm.model", "config.json"}
+    info = manifest["info"]
+    assert info["train_pairs"] == 400 and info["steps"] == 2 * (400 // 32) and info["stopped_by"] == "epochs"
+    assert info["pairs_seen"] == info["steps"] * 32 and math.isfinite(info["final_loss"])
+    ckpt = torch.load(tiny_encoder / "checkpoints" / "last.pt", weights_only=True)
+    assert ckpt["step"] == info["steps"]
+
+    enc = load_encoder(tiny_encoder)
+    assert isinstance(enc, SentenceEncoder) and enc.kind == "dual" and enc.dim == 16
+    sents = _lines(tiny_data[0].src)[:50] + ["", "Hallo!"]
+    emb = enc.encode(sents, "de")
+    assert emb.shape == (52, 16) and emb.dtype == np.float32
+    assert np.allclose(np.linalg.norm(emb, axis=1), 1.0, atol=1e-5)
+    assert np.array_equal(emb, enc.encode(sents, "de"))
+    assert np.array_equal(emb, enc.encode(sents, "en"))                 # one encoder for all languages
+    assert np.allclose(enc.encode(sents[3:4], "de"), emb[3:4], atol=1e-6)  # batching does not matter
+    assert enc.encode([], "de").shape == (0, 16)
+
+
+def test_tampered_model_is_refused(tiny_encoder: Path, tmp_path: Path) -> None:
+    bad = tmp_path / "enc"
+    shutil.copytree(tiny_encoder, bad)
+    w = _weights(bad)
+    key = next(iter(w))
+    w[key] = w[key] + 1.0
+    torch.save(w, bad / "model.pt")
+    with pytest.raises(EncoderError, match="SHA-256"):
+        load_encoder(bad)
+
+
+def test_same_seed_gives_identical_weights(tiny_encoder: Path, tiny_data, tmp_path: Path) -> None:
+    again = dual.train(tiny_data, tmp_path / "again", TINY, seed=7)
+    assert (again / "spm.model").read_bytes() == (tiny_encoder / "spm.model").read_bytes()
+    assert _same_weights(again, tiny_encoder)
+    other = dual.train(tiny_data, tmp_path / "other", {**TINY, "epochs": 1}, seed=8)
+    assert not torch.equal(_weights(other)["out.weight"], _weights(tiny_encoder)["out.weight"])
+
+
+def test_resume_continues_from_checkpoint(tiny_encoder: Path, tiny_data, tmp_path: Path, caplog) -> None:
+    out = tmp_path / "enc"
+    dual.train(tiny_data, out, {**TINY, "max_steps": 5}, seed=7)
+    info = json.loads((out / "encoder.json").read_text())["info"]
+    assert info["steps"] == 5 and info["stopped_by"] == "max_steps"
+    load_encoder(out)                                                      # an interrupted run is usable
+    assert torch.load(out / "checkpoints" / "last.pt", weights_only=True)["step"] == 5
+
+    with caplog.at_level("INFO", logger="marginmine.encoders.dual"):
+        dual.train(tiny_data, out, TINY, seed=7)
+    assert "resuming" in caplog.text and "at step 5 " in caplog.text
+    info = json.loads((out / "encoder.json").read_text())["info"]
+    assert info["steps"] == 2 * (400 // 32) and info["stopped_by"] == "epochs"
+    assert _same_weights(out, tiny_encoder)                               # same as an uninterrupted run
+
+    with pytest.raises(EncoderError, match="lr"):
+        dual.train(tiny_data, out, {**TINY, "lr": 0.01}, seed=7)
+
+
+def test_time_budget_still_writes_an_encoder(tiny_data, tmp_path: Path) -> None:
+    out = dual.train(tiny_data, tmp_path / "enc", TINY, seed=7, max_minutes=1e-6)
+    info = json.loads((out / "encoder.json").read_text())["info"]
+    assert info["stopped_by"] == "max_minutes" and info["steps"] == 0
+    assert load_encoder(out).encode(["Hallo!"], "de").shape == (1, 16)
+
+
+@pytest.mark.parametrize("arch", ["transformer", "bilstm"])
+def test_other_architectures_train_and_encode(arch: str, tiny_data, tmp_path: Path) -> None:
+    out = dual.train(tiny_data, tmp_path / arch, {**TINY, "arch": arch, "epochs": 1, "layers": 1}, seed=7)
+    assert json.loads((out / "config.json").read_text())["arch"] == arch
+    enc = load_encoder(out)
+    sents = ["Hallo!", "", "Das ist ein ziemlich langer Satz mit vielen verschiedenen Wörtern darin."]
+    emb = enc.encode(sents, "de")
+    assert emb.shape == (3, 16) and np.allclose(np.linalg.norm(emb, axis=1), 1.0, atol=1e-5)
+    for i, s in enumerate(sents):                                         # padding does not change a sentence
+        assert np.allclose(enc.encode([s], "de")[0], emb[i], atol=1e-5)
+
+
+# ---------------------------------------------------------------------------------------------
+# quality
+
+
+def _retrieval_error(a: np.ndarray, b: np.ndarray) -> float:
+    sim = a @ b.T
+    gold = np.arange(len(a))
+    return 0.5 * float((sim.argmax(1) != gold).mean() + (sim.argmax(0) != gold).mean())
+
+
+@pytest.mark.slow
+def test_quality_tatoeba_retrieval(real_data: Path, tmp_path: Path) -> None:
+    train_dir = real_data / "tatoeba-manythings-deu-eng-2018"
+    test_dir = real_data / "laser-tatoeba-v1"
+    if not train_dir.is_dir() or not test_dir.is_dir():
+        pytest.skip(f"{train_dir} or {test_dir} missing")
+    en = _lines(train_dir / "train.nooverlap.en")
+    de = _lines(train_dir / "train.nooverlap.de")
+    keep = np.random.default_rng(0).choice(len(en), 50_000, replace=False)
+    (tmp_path / "train.en").write_text("\n".join(en[i] for i in keep) + "\n", encoding="utf-8")
+    (tmp_path / "train.de").write_text("\n".join(de[i] for i in keep) + "\n", encoding="utf-8")
+    data = [ParallelData("de", "en", tmp_path / "train.de", tmp_path / "train.en")]
+    out = dual.train(data, tmp_path / "enc", {"vocab_size": 4000, "epochs": 20, "threads": 1}, seed=1,
+                     max_minutes=1.0)
+    enc = load_encoder(out)
+    x = _lines(test_dir / "tatoeba.deu-eng.deu")
+    y = _lines(test_dir / "tatoeba.deu-eng.eng")
+    assert len(x) == len(y) == 1000
+    err = _retrieval_error(enc.encode(x, "de"), enc.encode(y, "en"))
+    info = json.loads((out / "encoder.json").read_text())["info"]
+    print(f"dual DAN, {info['steps']} steps in {info['minutes']} min: Tatoeba v1 deu-eng error {err:.1%}")
+    assert err < 0.30, f"Tatoeba v1 deu-eng error {err:.1%} after {info['steps']} steps"
