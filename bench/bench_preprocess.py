@@ -22,22 +22,20 @@ import json
 import os
 import platform
 import random
-import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
-import psutil
-
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
+sys.path.insert(0, str(REPO / "bench"))
 
 from marginmine.langid import language_probs  # noqa: E402
 from marginmine.normalize import pair_key  # noqa: E402
 from marginmine.preprocess import InputSpec  # noqa: E402
 from marginmine.textio import ReadStats  # noqa: E402
 from marginmine.tokens import tokenize  # noqa: E402
+from measure import measure_tree  # noqa: E402
 
 
 def real_pairs(data: Path) -> list[tuple[str, str]]:
@@ -73,34 +71,6 @@ def build_corpus(data: Path, n: int, path: Path, seed: int = 1) -> dict[str, int
         for a, b in rows:
             fh.write(f"{a}\t{b}\n")
     return {"pairs": len(rows), "real_aligned": n_real, "recombined": len(mixed), "duplicates": n_dup}
-
-
-def measure_tree(cmd: list[str]) -> tuple[float, float, int]:
-    """Run ``cmd``; return (wall s, peak RSS MiB of the process tree, return code)."""
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    peak = 0
-    stop = threading.Event()
-
-    def sample() -> None:
-        nonlocal peak
-        p = psutil.Process(proc.pid)
-        while not stop.is_set():
-            try:
-                rss = p.memory_info().rss + sum(c.memory_info().rss for c in p.children(recursive=True))
-                peak = max(peak, rss)
-            except psutil.Error:
-                pass
-            time.sleep(0.2)
-
-    th = threading.Thread(target=sample, daemon=True)
-    th.start()
-    _, err = proc.communicate()
-    stop.set()
-    th.join()
-    if proc.returncode:
-        print(err[-3000:], file=sys.stderr)
-    return time.perf_counter() - t0, peak / 2**20, proc.returncode
 
 
 def timed(fn, *args) -> tuple[float, object]:  # noqa: ANN001

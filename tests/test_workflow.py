@@ -127,3 +127,27 @@ def test_url_source_is_downloaded_and_preprocessed(real_data: Path, tmp_path: Pa
     assert (tmp_path / "data/downloads/corpus/pc.tsv.gz").read_bytes() == (served / "pc.tsv.gz").read_bytes()
     ledger = json.loads((tmp_path / "results/urltest/preprocess/ledger.json").read_text())
     assert ledger["pairs_in"] == 2000 and 1000 < ledger["kept"] < 2000
+
+
+@pytest.mark.slow
+@pytest.mark.workflow
+def test_smoke_config_trains_evaluates_and_embeds(real_data: Path, tmp_path: Path) -> None:
+    """config/test.yaml (quick): leakage-checked encoder data -> DAN -> intrinsic table -> shard embeddings."""
+    import numpy as np
+
+    for item in ("Snakefile", "rules", "config", "envs", "docs"):
+        src = REPO / item
+        (shutil.copytree if src.is_dir() else shutil.copy)(src, tmp_path / item)
+    r = snakemake("encoders", "embeddings", "--configfile", "config/test.yaml", "--cores", "2",
+                  "--config", f"data_dir={real_data}", cwd=tmp_path, timeout=900)
+    assert r.returncode == 0, (r.stdout + r.stderr)[-4000:]
+    rows = (tmp_path / "results/test/encoders/intrinsic.tsv").read_text().splitlines()
+    assert rows[0].startswith("encoder\tset\tmargin") and len(rows) == 1 + 4 * 2  # 4 sets x 2 margins, 1 encoder
+    tatoeba = [r.split("\t") for r in rows[1:] if "\ttatoeba-deu-eng\t" in r]
+    assert all(float(r[6]) < 60 for r in tatoeba), tatoeba  # a trained DAN, far from random (99.9%)
+    report = json.loads((tmp_path / "work/test/encoder/data/report.json").read_text())
+    assert report["protected_sentences"] > 0 and report["excluded_corpus_sentences"] > 0
+    emb = np.load(tmp_path / "work/test/embed/shard0000.de.npy", mmap_mode="r")
+    kept = sum(1 for _ in __import__("gzip").open(tmp_path / "work/test/preprocess/kept/shard0000.tsv.gz", "rt"))
+    assert emb.shape == (kept, 320) and emb.dtype == np.float16
+    assert np.allclose(np.linalg.norm(emb[:100].astype(np.float32), axis=1), 1, atol=1e-2)

@@ -33,11 +33,16 @@ def content_tokens(tokens: list[str]) -> set[str]:
 
 
 def token_overlap(src_tokens: list[str], tgt_tokens: list[str]) -> float:
-    """Share of the larger side's content-token set that also occurs on the other side, in [0, 1]."""
+    """Jaccard overlap of the two sides' content-token sets, in [0, 1] (1 = untranslated copy).
+
+    The paper does not define its "token overlap"; on the 1,048 valid ParaCrawl v3 en-de pairs
+    (mostly short, name-heavy web strings) a 50% threshold flags 96 with Jaccard, 183 with the
+    shared share of the larger side and 224 of the smaller side, while copies score 1 under all.
+    """
     s, t = content_tokens(src_tokens), content_tokens(tgt_tokens)
     if not s or not t:
         return 0.0
-    return len(s & t) / max(len(s), len(t))
+    return len(s & t) / len(s | t)
 
 
 def length_ratio(n_src: int, n_tgt: int) -> float:

@@ -1,0 +1,38 @@
+"""Shared benchmark helpers: run a command and record wall time and the peak RSS of its tree."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+
+import psutil
+
+
+def measure_tree(cmd: list[str], interval: float = 0.2) -> tuple[float, float, int]:
+    """Run ``cmd``; return (wall seconds, peak RSS in MiB of the process and its children, exit code)."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    peak = 0
+    stop = threading.Event()
+
+    def sample() -> None:
+        nonlocal peak
+        p = psutil.Process(proc.pid)
+        while not stop.is_set():
+            try:
+                rss = p.memory_info().rss + sum(c.memory_info().rss for c in p.children(recursive=True))
+                peak = max(peak, rss)
+            except psutil.Error:
+                pass
+            time.sleep(interval)
+
+    th = threading.Thread(target=sample, daemon=True)
+    th.start()
+    _, err = proc.communicate()
+    stop.set()
+    th.join()
+    if proc.returncode:
+        print(err[-3000:], file=sys.stderr)
+    return time.perf_counter() - t0, peak / 2**20, proc.returncode
