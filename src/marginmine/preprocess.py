@@ -131,7 +131,7 @@ class _ChunkRunner:
             self.pool.join()
 
 
-class _Progress:
+class Progress:
     def __init__(self, what: str, every: float = 10.0):
         self.what, self.every, self.t0 = what, every, time.monotonic()
         self.last = self.t0
@@ -150,7 +150,7 @@ class _Progress:
         return dt
 
 
-def _reject_line(p: Pair, step: str, reason: str) -> str:
+def reject_line(p: Pair, step: str, reason: str) -> str:
     return format_tsv_line([str(p.line), step, reason, p.src.replace("\t", " "), p.tgt.replace("\t", " "),
                             *p.extra])
 
@@ -164,7 +164,7 @@ def find_duplicates(spec: InputSpec, max_chars: int, mem_budget_bytes: int,
                     workdir: str | Path | None = None) -> Sequence[int]:
     """Pass 1: duplicate mask over the defect-free pairs of ``spec`` (in reading order)."""
     finder = DuplicateFinder(mem_budget_bytes, workdir)
-    prog = _Progress("dedup pass 1", every=30.0)
+    prog = Progress("dedup pass 1", every=30.0)
     for p in spec.open(max_chars, ReadStats()):
         if p.defect is None:
             finder.add(pair_key(p.src, p.tgt))
@@ -226,7 +226,7 @@ def preprocess(spec: InputSpec, output: str | Path, rejects: str | Path, ledger_
     stats = ReadStats()
     writer = ShardedWriter(output, shard_size)
     runner = _ChunkRunner(settings, workers)
-    prog = _Progress(f"preprocess {spec}")
+    prog = Progress(f"preprocess {spec}")
     with open_text_out(rejects) as rej:
         def chunks() -> Iterator[list[Pair]]:
             buf: list[Pair] = []
@@ -235,13 +235,13 @@ def preprocess(spec: InputSpec, output: str | Path, rejects: str | Path, ledger_
                 prog.tick()
                 if p.defect is not None:
                     ledger.add_removed("read", p.defect, length_bucket(p.src))
-                    rej.write(_reject_line(p, "read", p.defect))
+                    rej.write(reject_line(p, "read", p.defect))
                     continue
                 is_dup = dup_mask is not None and dup_mask[k]
                 k += 1
                 if is_dup:
                     ledger.add_removed("dedup", "duplicate", length_bucket(p.src))
-                    rej.write(_reject_line(p, "dedup", "duplicate"))
+                    rej.write(reject_line(p, "dedup", "duplicate"))
                     continue
                 buf.append(_cleaned(p))
                 if len(buf) >= chunk_size:
@@ -259,7 +259,7 @@ def preprocess(spec: InputSpec, output: str | Path, rejects: str | Path, ledger_
                         writer.write(format_tsv_line([p.src, p.tgt, *p.extra]))
                     else:
                         ledger.add_removed(v[0], v[1], bucket)
-                        rej.write(_reject_line(p, *v))
+                        rej.write(reject_line(p, *v))
                 if on_chunk:
                     on_chunk(len(ch))
         finally:

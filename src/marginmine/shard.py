@@ -17,7 +17,7 @@ from typing import Sequence
 
 from .ledger import Ledger, length_bucket
 from .normalize import clean_text
-from .preprocess import InputSpec, _Progress, _reject_line, find_duplicates
+from .preprocess import InputSpec, Progress, reject_line, find_duplicates
 from .textio import DEFAULT_MAX_CHARS, ReadStats, format_tsv_line, open_text_out
 
 log = logging.getLogger(__name__)
@@ -41,7 +41,7 @@ def split_corpus(spec: InputSpec, shard_paths: Sequence[str | Path], rejects: st
     dup_mask = find_duplicates(spec, max_chars, dedup_mem_mb << 20, tmpdir)
     stats = ReadStats()
     outs = [open_text_out(p) for p in shard_paths]
-    prog = _Progress(f"split {spec}")
+    prog = Progress(f"split {spec}")
     k = kept = 0
     try:
         with open_text_out(rejects) as rej:
@@ -49,12 +49,12 @@ def split_corpus(spec: InputSpec, shard_paths: Sequence[str | Path], rejects: st
                 prog.tick()
                 if p.defect is not None:
                     ledger.add_removed("read", p.defect, length_bucket(p.src))
-                    rej.write(_reject_line(p, "read", p.defect))
+                    rej.write(reject_line(p, "read", p.defect))
                     continue
                 k += 1
                 if dup_mask[k - 1]:
                     ledger.add_removed("dedup", "duplicate", length_bucket(p.src))
-                    rej.write(_reject_line(p, "dedup", "duplicate"))
+                    rej.write(reject_line(p, "dedup", "duplicate"))
                     continue
                 src, tgt = clean_text(p.src), clean_text(p.tgt)
                 ledger.add_kept(length_bucket(src))
