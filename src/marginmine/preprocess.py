@@ -23,7 +23,7 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Callable, Iterator, Sequence
+from typing import IO, Iterator, Sequence
 
 from .dedup import DuplicateFinder
 from .filters import (Candidate, LengthFilter, LengthRatioFilter, PairFilter, ProtectedSetFilter,
@@ -213,8 +213,7 @@ class ShardedWriter:
 def preprocess(spec: InputSpec, output: str | Path, rejects: str | Path, ledger_path: str | Path,
                settings: PreprocessSettings, *, dedup: bool = True, workers: int = 1,
                chunk_size: int = 2000, shard_size: int | None = None,
-               dedup_mem_mb: int = 1024, tmpdir: str | Path | None = None,
-               on_chunk: Callable[[int], None] | None = None) -> Ledger:
+               dedup_mem_mb: int = 1024, tmpdir: str | Path | None = None) -> Ledger:
     """Run all steps over ``spec``; returns the ledger (also written to ``ledger_path``)."""
     ledger = Ledger()
     ledger.declare(s for s in STEPS if s != "test_overlap" or settings.protected)
@@ -260,8 +259,6 @@ def preprocess(spec: InputSpec, output: str | Path, rejects: str | Path, ledger_
                     else:
                         ledger.add_removed(v[0], v[1], bucket)
                         rej.write(reject_line(p, *v))
-                if on_chunk:
-                    on_chunk(len(ch))
         finally:
             runner.close()
     files = writer.finish()

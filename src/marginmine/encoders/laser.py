@@ -48,11 +48,14 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 import numpy as np
 
 from ..encoder import EncoderError, ParallelData, l2_normalize, register, write_manifest
+
+if TYPE_CHECKING:
+    import torch
 
 log = logging.getLogger(__name__)
 
