@@ -67,7 +67,15 @@ def _url_sources():
         out[f"intrinsic-{item['name']}"] = item["source"]
     for name, src in EVAL_SETS.items():
         out[f"eval-{name}"] = src
-    return {k: v for k, v in out.items() if v["kind"] == "url"}
+    flat = {}
+    for name, src in out.items():
+        if src["kind"] != "url":
+            continue
+        if "urls" in src:  # two separately downloaded sides
+            flat.update({f"{name}-{side}": {"url": src["urls"][side]} for side in ("src", "tgt")})
+        else:
+            flat[name] = src
+    return flat
 
 
 URL_SOURCES = _url_sources()
@@ -85,6 +93,8 @@ def source_files(name, src):
             return [data_path(src["path"])]
         return [data_path(src["src"]), data_path(src["tgt"])]
     if kind == "url":
+        if "urls" in src:
+            return [download_path(f"{name}-{side}") for side in ("src", "tgt")]
         if "members" in src:
             return [f"data/sources/{name}/{src['members'][s]}" for s in ("src", "tgt")]
         return [download_path(name)]
