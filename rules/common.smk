@@ -8,6 +8,8 @@ import shutil
 import sys
 from pathlib import Path
 
+from marginmine.shard import shard_ids
+
 # `marginmine` comes from the environment snakemake runs in (make puts .venv/bin on PATH).
 if shutil.which("marginmine") is None:
     os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
@@ -25,7 +27,7 @@ DATA_DIR = Path(
 PRE = config.get("preprocess", {})
 SHARD_SIZE = PRE.get("shard_size", 5_000_000)
 N_SHARDS = max(1, math.ceil(config["corpus"]["expected_pairs"] / SHARD_SIZE))
-SHARDS = [f"{i:04d}" for i in range(N_SHARDS)]
+SHARDS = shard_ids(N_SHARDS)
 EVAL_SETS = {
     "dev": config["eval"]["dev"],
     "test": config["eval"]["test"],
@@ -36,18 +38,8 @@ METHODS = config["selection"].get("methods", ["ratio"])
 
 
 wildcard_constraints:
-    shard=r"\d{4}",
+    shard=r"\d\d\d\d+",
     N=r"[0-9.]+[kKmMbB]?",
-    evalset=r"[A-Za-z0-9_.-]+",
-
-
-def parse_size(text):
-    """'100k' -> 100000, '10M' -> 10000000, '1.5B' -> 1500000000."""
-    mult = {"k": 10**3, "m": 10**6, "b": 10**9}
-    t = str(text).strip()
-    if t[-1].lower() in mult:
-        return int(float(t[:-1]) * mult[t[-1].lower()])
-    return int(t)
 
 
 def data_path(rel):

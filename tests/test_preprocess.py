@@ -119,3 +119,11 @@ def test_cli_reports_bad_input_without_traceback(tmp_path: Path) -> None:
 def test_cli_placeholder_stage_says_not_implemented() -> None:
     r = cli("train-nmt")
     assert r.returncode == 2 and "not implemented yet" in r.stderr
+
+
+def test_shard_ids_widen_past_ten_thousand() -> None:
+    from marginmine.shard import shard_ids
+
+    assert shard_ids(3) == ["0000", "0001", "0002"]
+    ids = shard_ids(12_000)
+    assert ids[0] == "00000" and ids[-1] == "11999" and len(set(map(len, ids))) == 1

@@ -79,9 +79,9 @@ def cmd_preprocess(args: argparse.Namespace) -> int:
 
 
 def cmd_split(args: argparse.Namespace) -> int:
-    from .shard import split_corpus
+    from .shard import shard_ids, split_corpus
 
-    paths = [Path(args.outdir) / f"{args.prefix}{i:04d}.tsv.gz" for i in range(args.shards)]
+    paths = [Path(args.outdir) / f"{args.prefix}{i}.tsv.gz" for i in shard_ids(args.shards)]
     split_corpus(_spec(args), paths, args.rejects, args.ledger, block=args.block,
                  max_chars=args.max_chars, dedup_mem_mb=args.dedup_mem_mb, tmpdir=args.tmpdir)
     return 0

@@ -23,6 +23,12 @@ from .textio import DEFAULT_MAX_CHARS, ReadStats, format_tsv_line, open_text_out
 log = logging.getLogger(__name__)
 
 
+def shard_ids(n_shards: int) -> list[str]:
+    """Zero-padded shard ids ``0000``, ``0001``, ... (wider when there are more than 10,000)."""
+    width = max(4, len(str(n_shards - 1)))
+    return [f"{i:0{width}d}" for i in range(n_shards)]
+
+
 def shard_of(index: int, n_shards: int, block: int) -> int:
     """Shard of the ``index``-th kept pair (0-based)."""
     return (index // block) % n_shards
