@@ -73,19 +73,7 @@ def dual_bare(enc: dual.DualEncoder, sents: list[str]) -> Callable[[], Any]:
 
 
 def laser_bare(enc: laser.LaserEncoder, sents: list[str]) -> Callable[[], Any]:
-    toks = enc.tokenize(sents)
-    lengths = np.array([len(t) for t in toks])
-    order = np.argsort(-lengths, kind="stable")
-    batches, start = [], 0
-    while start < len(order):
-        longest = lengths[order[start]]
-        n = max(1, min(enc.batch_sentences, enc.batch_tokens // max(1, longest), len(order) - start))
-        idx = order[start:start + n]
-        start += n
-        batch = torch.full((n, longest), enc._pad, dtype=torch.long)
-        for row, i in enumerate(idx):
-            batch[row, : lengths[i]] = torch.from_numpy(toks[i])
-        batches.append((batch, torch.from_numpy(lengths[idx].astype(np.int64))))
+    batches = [(batch, lens) for _, batch, lens in enc.batches(sents)]
 
     def run() -> None:
         with torch.inference_mode():

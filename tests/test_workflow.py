@@ -23,6 +23,13 @@ def snakemake(*args: str, cwd: Path = REPO, timeout: float = 600) -> subprocess.
     return subprocess.run([SNAKEMAKE, *args], cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env)
 
 
+def copy_workflow(dest: Path) -> None:
+    """The workflow (not its results) into ``dest``, so a test runs it without touching the repo."""
+    for item in ("Snakefile", "rules", "config", "envs", "docs"):
+        src = REPO / item
+        (shutil.copytree if src.is_dir() else shutil.copy)(src, dest / item)
+
+
 def job_counts(stdout: str) -> dict[str, int]:
     block = stdout.split("Job stats:")[1].split("\n\n")[0]
     return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", block, re.M)}
@@ -70,9 +77,7 @@ def test_lint_is_clean() -> None:
 @pytest.mark.workflow
 def test_smoke_config_preprocesses_for_real(real_data: Path, tmp_path: Path) -> None:
     """Run the preprocess target of config/test.yaml in a copy of the workflow (real data)."""
-    for item in ("Snakefile", "rules", "config", "envs", "docs"):
-        src = REPO / item
-        (shutil.copytree if src.is_dir() else shutil.copy)(src, tmp_path / item)
+    copy_workflow(tmp_path)
     r = snakemake("preprocess", "--configfile", "config/test.yaml", "--cores", "2",
                   "--config", f"data_dir={real_data}", cwd=tmp_path)
     assert r.returncode == 0, (r.stdout + r.stderr)[-4000:]
@@ -107,9 +112,7 @@ def test_url_source_is_downloaded_and_preprocessed(real_data: Path, tmp_path: Pa
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        for item in ("Snakefile", "rules", "config", "envs", "docs"):
-            src = REPO / item
-            (shutil.copytree if src.is_dir() else shutil.copy)(src, tmp_path / item)
+        copy_workflow(tmp_path)
         cfg = yaml.safe_load((REPO / "config" / "test.yaml").read_text())
         cfg["experiment"] = "urltest"
         cfg["results_dir"] = "results/urltest"
@@ -135,9 +138,7 @@ def test_smoke_config_trains_evaluates_and_embeds(real_data: Path, tmp_path: Pat
     """config/test.yaml (quick): leakage-checked encoder data -> DAN -> intrinsic table -> shard embeddings."""
     import numpy as np
 
-    for item in ("Snakefile", "rules", "config", "envs", "docs"):
-        src = REPO / item
-        (shutil.copytree if src.is_dir() else shutil.copy)(src, tmp_path / item)
+    copy_workflow(tmp_path)
     r = snakemake("encoders", "embeddings", "--configfile", "config/test.yaml", "--cores", "2",
                   "--config", f"data_dir={real_data}", cwd=tmp_path, timeout=900)
     assert r.returncode == 0, (r.stdout + r.stderr)[-4000:]

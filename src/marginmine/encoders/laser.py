@@ -562,32 +562,36 @@ class LaserEncoder:
             out.append(np.append(ids[: self.encode_max_len - 1], self._eos))
         return out
 
+    def batches(self, sentences: Sequence[str]) -> Iterator[tuple[np.ndarray, "torch.Tensor", "torch.Tensor"]]:
+        """``(indices, padded ids B x T, lengths)`` per batch, longest first (as pack_padded_sequence
+        wants), at most ``batch_sentences`` sentences and ``batch_tokens`` padded ids each."""
+        import torch
+
+        toks = self.tokenize(sentences)
+        lengths = np.array([len(t) for t in toks])
+        order = np.argsort(-lengths, kind="stable")
+        start = 0
+        while start < len(order):
+            longest = lengths[order[start]]
+            n = max(1, min(self.batch_sentences, self.batch_tokens // max(1, longest), len(order) - start))
+            idx = order[start:start + n]
+            start += n
+            batch = torch.full((n, longest), self._pad, dtype=torch.long)
+            for row, i in enumerate(idx):
+                batch[row, : lengths[i]] = torch.from_numpy(toks[i])
+            yield idx, batch, torch.from_numpy(lengths[idx].astype(np.int64))
+
     def encode(self, sentences: Sequence[str], lang: str) -> np.ndarray:
         import torch
 
         if lang not in self.langs:
             raise EncoderError(f"laser encoder trained on {', '.join(self.langs)}; no {lang!r}")
-        toks = self.tokenize(sentences)
-        result = np.zeros((len(toks), self.dim), dtype=np.float32)
-        if not toks:
-            return result
-        lengths = np.array([len(t) for t in toks])
-        order = np.argsort(-lengths, kind="stable")  # pack_padded_sequence wants descending lengths
+        result = np.zeros((len(sentences), self.dim), dtype=np.float32)
         with torch.inference_mode():
-            start = 0
-            while start < len(order):
-                longest = lengths[order[start]]
-                n = max(1, min(self.batch_sentences, self.batch_tokens // max(1, longest), len(order) - start))
-                idx = order[start:start + n]
-                start += n
-                batch = torch.full((n, longest), self._pad, dtype=torch.long)
-                for row, i in enumerate(idx):
-                    batch[row, : lengths[i]] = torch.from_numpy(toks[i])
-                lens = torch.from_numpy(lengths[idx].astype(np.int64))
-                batch = batch.to(self.device)
-                enc = self.encoder(batch, lens, "encode")
+            for idx, batch, lens in self.batches(sentences):
+                enc = self.encoder(batch.to(self.device), lens, "encode")
                 outputs = enc["encoder_out"][0]                           # T x B x C
-                pad_mask = torch.arange(longest).unsqueeze(1) >= lens.unsqueeze(0)  # T x B
+                pad_mask = torch.arange(batch.shape[1]).unsqueeze(1) >= lens.unsqueeze(0)  # T x B
                 pooled = max_pool_masked(outputs, pad_mask.to(outputs.device))
                 result[idx] = pooled.float().cpu().numpy()
         return l2_normalize(result)
