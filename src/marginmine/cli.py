@@ -239,7 +239,7 @@ def _not_implemented(stage: str, issue: int) -> Handler:
     return run
 
 
-PLANNED = {"score": 4, "mine": 4, "select": 4, "train-nmt": 5, "evaluate": 5}
+PLANNED = {"train-nmt": 5, "evaluate": 5}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -371,6 +371,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tsv", required=True)
     p.add_argument("--md", required=True)
     _HANDLERS["encoder-report"] = cmd_encoder_report
+
+    from .cli_score import register as register_scoring
+
+    register_scoring(sub, _HANDLERS, _columns)
 
     for stage, issue in PLANNED.items():
         p = sub.add_parser(stage, help=f"(not implemented yet: issue #{issue})")

@@ -1,30 +1,144 @@
 """k-nearest-neighbour search by inner product over L2-normalised embeddings (= cosine).
 
-Exact search with FAISS ``IndexFlatIP``, queries in blocks so memory stays bounded: one block
-needs ``block x len(database)`` floats of scratch. Ties are broken by the lower database index
-so results are deterministic.
+Exact search is FAISS ``IndexFlatIP`` with queries in blocks, so scratch memory stays at
+``block x len(database)`` floats; the database may be a memory-mapped ``.npy`` (float16 rows are
+converted to float32 one slice at a time). Approximate search (IVF, IVF-PQ) trades recall for
+speed on large databases; :func:`choose_index` picks one from the database size, as stopes does,
+and the benchmark measures the recall it gives against exact search.
+
+Results are deterministic: the same inputs and thread count give bit-identical similarities and
+indices (FAISS breaks ties by the lower database index; IVF training is seeded). A GPU index is
+only used when asked for, and asking for one without a visible GPU fails at once.
 """
 
 from __future__ import annotations
 
+import logging
+import math
+from dataclasses import dataclass
+from typing import Any, Literal
+
 import numpy as np
 
+from .errors import MarginmineError
 
-def knn(queries: np.ndarray, database: np.ndarray, k: int, block: int = 8192) -> tuple[np.ndarray, np.ndarray]:
-    """``(similarities, indices)``, both ``(len(queries), k')`` with ``k' = min(k, len(database))``,
-    best first."""
+log = logging.getLogger(__name__)
+
+IndexKind = Literal["auto", "flat", "ivf", "ivfpq"]
+INDEX_KINDS: tuple[str, ...] = ("auto", "flat", "ivf", "ivfpq")
+# below this many database vectors exact search is fast enough (one GEMM per query block);
+# above IVF_PQ_FROM the float32 vectors of an IVF-Flat index stop fitting comfortably in memory
+FLAT_UP_TO = 2_000_000
+IVF_PQ_FROM = 50_000_000
+
+
+@dataclass(frozen=True)
+class IndexSpec:
+    """How to index a database: ``kind`` plus IVF/PQ settings (``nlist=0`` means from the size)."""
+
+    kind: str = "auto"
+    nlist: int = 0
+    nprobe: int = 16
+    pq_m: int = 16
+    train_size: int = 262_144
+    seed: int = 1234
+    device: str = "cpu"
+
+
+def choose_index(n: int, kind: str = "auto") -> str:
+    """The index kind for a database of ``n`` vectors: exact up to ``FLAT_UP_TO``, IVF-Flat up to
+    ``IVF_PQ_FROM``, IVF-PQ beyond (compressed codes keep billions of vectors in memory)."""
+    if kind not in INDEX_KINDS:
+        raise MarginmineError(f"unknown index kind {kind!r} (choose from {', '.join(INDEX_KINDS)})")
+    if kind != "auto":
+        return kind
+    if n <= FLAT_UP_TO:
+        return "flat"
+    return "ivf" if n < IVF_PQ_FROM else "ivfpq"
+
+
+def default_nlist(n: int) -> int:
+    """IVF cells: about 4 sqrt(n), at least 1 and at most n / 39 (FAISS wants >= 39 training
+    points per centroid)."""
+    return max(1, min(int(4 * math.sqrt(n)), n // 39))
+
+
+def check_device(device: str) -> None:
+    """Fail loudly when a GPU is requested but FAISS cannot see one (never a silent CPU run)."""
+    if device == "cpu":
+        return
+    if not device.startswith("cuda"):
+        raise MarginmineError(f"unknown device {device!r} (use cpu or cuda)")
     import faiss
 
-    q = np.ascontiguousarray(queries, dtype=np.float32)
-    db = np.ascontiguousarray(database, dtype=np.float32)
-    k = min(k, len(db))
-    if k == 0 or len(q) == 0:
-        return np.zeros((len(q), k), np.float32), np.zeros((len(q), k), np.int64)
-    index = faiss.IndexFlatIP(db.shape[1])
-    index.add(db)
-    sims = np.empty((len(q), k), dtype=np.float32)
-    ids = np.empty((len(q), k), dtype=np.int64)
-    for start in range(0, len(q), block):
-        s, i = index.search(q[start:start + block], k)
+    gpus = faiss.get_num_gpus() if hasattr(faiss, "get_num_gpus") else 0
+    if gpus == 0:
+        raise MarginmineError(f"--device {device} asked for a GPU, but FAISS sees none "
+                              "(install faiss-gpu-cu12 on a GPU host, or run with --device cpu)")
+
+
+def _float32(rows: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(rows, dtype=np.float32)
+
+
+def build_index(database: np.ndarray, spec: IndexSpec = IndexSpec()) -> Any:
+    """A FAISS inner-product index holding ``database`` (added in slices of 1M rows)."""
+    import faiss
+
+    check_device(spec.device)
+    n, dim = database.shape
+    kind = choose_index(n, spec.kind)
+    if kind == "flat":
+        index = faiss.IndexFlatIP(dim)
+    else:
+        nlist = spec.nlist or default_nlist(n)
+        quantizer = faiss.IndexFlatIP(dim)
+        if kind == "ivf":
+            index = faiss.IndexIVFFlat(quantizer, dim, nlist, faiss.METRIC_INNER_PRODUCT)
+        else:
+            if dim % spec.pq_m:
+                raise MarginmineError(f"IVF-PQ: dimension {dim} is not divisible by pq_m={spec.pq_m}")
+            index = faiss.IndexIVFPQ(quantizer, dim, nlist, spec.pq_m, 8, faiss.METRIC_INNER_PRODUCT)
+        rng = np.random.default_rng(spec.seed)
+        sample = np.sort(rng.choice(n, size=min(n, max(spec.train_size, 39 * nlist)), replace=False))
+        index.cp.seed = spec.seed
+        log.info("training %s index: %d cells on %d of %d vectors", kind, nlist, len(sample), n)
+        index.train(_float32(database[sample]))
+        index.nprobe = spec.nprobe
+    if spec.device.startswith("cuda"):
+        res = faiss.StandardGpuResources()
+        index = faiss.index_cpu_to_gpu(res, int(spec.device.partition(":")[2] or 0), index)
+    for start in range(0, n, 1_000_000):
+        index.add(_float32(database[start:start + 1_000_000]))
+    return index
+
+
+def search(index: Any, queries: np.ndarray, k: int, block: int = 8192) -> tuple[np.ndarray, np.ndarray]:
+    """``(similarities, indices)`` of the ``k`` best database rows per query, best first."""
+    k = min(k, index.ntotal)
+    n = len(queries)
+    sims = np.empty((n, k), dtype=np.float32)
+    ids = np.empty((n, k), dtype=np.int64)
+    if k == 0 or n == 0:
+        return sims, ids
+    for start in range(0, n, block):
+        s, i = index.search(_float32(queries[start:start + block]), k)
         sims[start:start + block], ids[start:start + block] = s, i
     return sims, ids
+
+
+def knn(queries: np.ndarray, database: np.ndarray, k: int, block: int = 8192,
+        spec: IndexSpec = IndexSpec(kind="flat")) -> tuple[np.ndarray, np.ndarray]:
+    """``(similarities, indices)``, both ``(len(queries), k')`` with ``k' = min(k, len(database))``,
+    best first. Exact by default."""
+    if len(database) == 0:
+        return np.zeros((len(queries), 0), np.float32), np.zeros((len(queries), 0), np.int64)
+    return search(build_index(database, spec), queries, k, block)
+
+
+def recall_at_k(exact_ids: np.ndarray, approx_ids: np.ndarray) -> float:
+    """Share of the exact k nearest neighbours that the approximate search also returned."""
+    if exact_ids.size == 0:
+        return 1.0
+    hits = sum(len(np.intersect1d(e, a, assume_unique=True)) for e, a in zip(exact_ids, approx_ids))
+    return hits / exact_ids.size

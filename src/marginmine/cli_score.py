@@ -1,0 +1,288 @@
+"""Subcommands of the scoring stage: ``score``, ``mine``, ``select`` and their evaluations
+(``bucc-data``, ``eval-mining``, ``eval-filter``). Registered by :mod:`marginmine.cli`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import Callable
+
+from .errors import MarginmineError
+
+log = logging.getLogger("marginmine")
+Handler = Callable[[argparse.Namespace], int]
+
+
+def _torch_threads(n: int | None) -> None:
+    if n:
+        import torch
+
+        torch.set_num_threads(n)
+        import faiss
+
+        faiss.omp_set_num_threads(n)
+
+
+def _index_spec(args: argparse.Namespace):
+    from .knn import IndexSpec, check_device
+
+    check_device(args.device)
+    return IndexSpec(kind=args.index, nprobe=args.nprobe, device=args.device)
+
+
+def _add_knn(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-k", "--neighbourhood", dest="k", type=int, default=4, help="neighbours per sentence (default 4)")
+    p.add_argument("--index", default="flat", choices=["auto", "flat", "ivf", "ivfpq"],
+                   help="FAISS index: exact flat (default), IVF, IVF-PQ, or auto by size")
+    p.add_argument("--nprobe", type=int, default=16, help="IVF cells visited per query")
+    p.add_argument("--device", default="cpu", help="cpu or cuda[:N] (fails if no GPU is visible)")
+    p.add_argument("--threads", type=int, default=None, help="CPU threads for the encoder and FAISS")
+
+
+def _encoder(args: argparse.Namespace):
+    from .encoder import load_encoder
+
+    if not args.encoder:
+        raise MarginmineError("give --encoder DIR (or precomputed --src-embeddings/--tgt-embeddings)")
+    return load_encoder(args.encoder, args.device)
+
+
+def cmd_score(args: argparse.Namespace) -> int:
+    from .scoring import ArrayEmbeddings, EncoderEmbeddings, ScoreSettings, score_file
+
+    _torch_threads(args.threads)
+    margins = tuple(m for m in args.margin.split(",") if m)
+    settings = ScoreSettings(margins, args.k, args.batch_size, _index_spec(args))
+    if args.src_embeddings or args.tgt_embeddings:
+        if not (args.src_embeddings and args.tgt_embeddings):
+            raise MarginmineError("give both --src-embeddings and --tgt-embeddings")
+        emb = ArrayEmbeddings.load(args.src_embeddings, args.tgt_embeddings)
+        ident = {"embeddings": [args.src_embeddings, args.tgt_embeddings]}
+    else:
+        from .encoder import read_manifest
+
+        emb = EncoderEmbeddings(_encoder(args), args.src_lang, args.tgt_lang)
+        ident = {"encoder": read_manifest(args.encoder, verify=False)["sha256"], "langs": [args.src_lang, args.tgt_lang]}
+    n = score_file(args.input, args.output, emb, settings, tuple(args.columns), ident)
+    log.info("scored %d pairs -> %s (columns: %s, cosine)", n, args.output, ", ".join(margins))
+    return 0
+
+
+def cmd_mine(args: argparse.Namespace) -> int:
+    from .mining import Sentences, check_pairs, embed_unique, mine_arrays, write_mined
+    from .preprocess import PreprocessSettings
+
+    _torch_threads(args.threads)
+    spec = _index_spec(args)
+    src, tgt = Sentences.read_file(args.src), Sentences.read_file(args.tgt)
+    log.info("%s: %d distinct sentences of %d lines; %s: %d of %d", args.src, len(src.texts), src.read,
+             args.tgt, len(tgt.texts), tgt.read)
+    encoder = _encoder(args)
+    x = embed_unique(encoder, src.texts, args.src_lang)
+    y = embed_unique(encoder, tgt.texts, args.tgt_lang)
+    mined = mine_arrays(x, y, args.k, args.margin, args.retrieval, spec)
+    settings = None if args.no_checks else PreprocessSettings(
+        args.src_lang, args.tgt_lang, args.min_tokens, args.max_tokens, args.max_overlap, args.max_ratio,
+        not args.no_langid, args.langid_min_prob)
+    keep, ledger = check_pairs(mined, src, tgt, settings, args.threshold)
+    n = write_mined(args.output, mined, keep, src, tgt)
+    if args.ledger:
+        ledger.write(args.ledger, Path(args.ledger).with_suffix(".tsv"))
+    print(ledger.summary(), file=sys.stderr)
+    log.info("mined %d pairs (%s retrieval, %s margin, k=%d) -> %s", n, args.retrieval, args.margin, args.k, args.output)
+    return 0
+
+
+def cmd_select(args: argparse.Namespace) -> int:
+    from .selection import Source, parse_count, select
+
+    if args.scores and len(args.scores) != len(args.pairs):
+        raise MarginmineError(f"--scores has {len(args.scores)} files for {len(args.pairs)} --pairs files")
+    if args.method in ("random", "unfiltered"):
+        sources = [Source(Path(p), None) for p in args.pairs]
+        column = None
+    else:
+        if not args.scores:
+            raise MarginmineError(f"method {args.method} needs --scores")
+        sources = [Source(Path(p), Path(s)) for p, s in zip(args.pairs, args.scores)]
+        column = args.column
+    n = parse_count(args.n) if args.n else None
+    report = select(sources, args.output, args.method, n, args.threshold, column, args.seed)
+    if args.report:
+        report.write(args.report)
+    return 0
+
+
+def cmd_bucc_data(args: argparse.Namespace) -> int:
+    from .bucc import build_benchmark
+    from .textio import read_lines
+
+    def pairs(items: list[str]) -> list[tuple[str, str]]:
+        out = []
+        for item in items:
+            a, _, b = item.partition(",")
+            if not b:
+                raise MarginmineError(f"--gold-train/--gold-test take SRC,TGT file pairs, got {item!r}")
+            out.append((a, b))
+        return out
+
+    mono_src = [t for p in args.mono_src for t in read_lines(p)]
+    mono_tgt = [t for p in args.mono_tgt for t in read_lines(p)]
+    summary = build_benchmark({"train": pairs(args.gold_train), "test": pairs(args.gold_test)}, mono_src, mono_tgt,
+                              args.output_dir, args.share, args.distractors, args.seed)
+    for split in ("train", "test"):
+        s = summary[split]
+        log.info("%s: %d src, %d tgt sentences, %d gold pairs (%.1f%%)", split, s["src"], s["tgt"], s["gold"],
+                 100 * s["gold_share_src"])
+    return 0
+
+
+def cmd_eval_mining(args: argparse.Namespace) -> int:
+    from .bucc import evaluate, write_table
+
+    _torch_threads(args.threads)
+    rows = evaluate(_encoder(args), args.data, args.src_lang, args.tgt_lang, args.k)
+    title = f"BUCC-style mining, {args.src_lang}-{args.tgt_lang}, encoder {args.name} (k={args.k}; test split)"
+    write_table(rows, args.tsv, args.md, title)
+    for r in rows:
+        log.info("%s/%s: P %.1f R %.1f F1 %.1f", r.margin, r.retrieval, 100 * r.precision, 100 * r.recall, 100 * r.f1)
+    return 0
+
+
+def cmd_eval_filter(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from .filtereval import quality_rows, read_demo_labels, read_paracrawl_eval, write_quality_table
+    from .margin import filter_scores_unique, unique_groups
+    from .mining import embed_unique
+    from .scoring import read_score_column
+
+    _torch_threads(args.threads)
+    rows = []
+    if args.paracrawl:
+        encoder = _encoder(args)
+        data = read_paracrawl_eval(args.paracrawl)
+        fx, gx = unique_groups(data.src)
+        fy, gy = unique_groups(data.tgt)
+        xu = embed_unique(encoder, [data.src[i] for i in fx], args.src_lang)
+        yu = embed_unique(encoder, [data.tgt[i] for i in fy], args.tgt_lang)
+        ours = filter_scores_unique(xu, yu, gx, gy, args.k, ("ratio", "distance"))
+        scores = {"ratio margin": ours["ratio"], "distance margin": ours["distance"], "cosine": ours["cosine"],
+                  **{f"{k} (shipped)": v for k, v in data.shipped.items()}}
+        rows += quality_rows(Path(args.paracrawl).parent.name, scores, data.positive, args.top_n)
+    if args.demo_labels:
+        labels = read_demo_labels(args.demo_labels)
+        ids, values = [], {"ratio margin": [], "cosine": []}
+        for pairs_path, scores_path in zip(args.pairs, args.scores):
+            from .embed import iter_sentences
+
+            ids += list(iter_sentences(pairs_path, column=args.id_column))
+            values["ratio margin"].append(read_score_column(scores_path, 0))
+            values["cosine"].append(read_score_column(scores_path, 1))
+        missing = [i for i in ids if i not in labels]
+        if missing:
+            raise MarginmineError(f"{len(missing)} pair ids (e.g. {missing[0]!r}) are not in {args.demo_labels}")
+        positive = np.array([labels[i] for i in ids])
+        scores = {k: np.concatenate(v) for k, v in values.items()}
+        rows += quality_rows("demo corpus (preprocessed)", scores, positive, args.top_n)
+    if not rows:
+        raise MarginmineError("nothing to evaluate: give --paracrawl and/or --demo-labels")
+    write_quality_table(rows, args.tsv, args.md, f"Filtering quality, encoder {args.name} (k={args.k})")
+    for r in rows:
+        log.info("%s / %s: AUC %.3f", r["data"], r["scorer"], r["auc"])
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=1) + "\n", encoding="utf-8")
+    return 0
+
+
+def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler], columns_type: Callable) -> None:
+    p = sub.add_parser("score", help="margin-score given pairs in batches (filtering mode)")
+    p.add_argument("--input", nargs="+", required=True, metavar="FILE",
+                   help="a TSV (source and target in --columns) or two line-aligned files; .gz allowed")
+    p.add_argument("--columns", type=columns_type, default=(0, 1), help="0-based source,target columns (default 0,1)")
+    p.add_argument("--output", required=True, help="one line per input line: margin score(s), cosine (.gz allowed)")
+    p.add_argument("--encoder", default=None, help="encoder directory (or give precomputed embeddings)")
+    p.add_argument("--src-embeddings", default=None, help=".npy of the source side, line-aligned with --input")
+    p.add_argument("--tgt-embeddings", default=None, help=".npy of the target side")
+    p.add_argument("--src-lang", default="en")
+    p.add_argument("--tgt-lang", default="de")
+    p.add_argument("--margin", default="ratio", help="absolute, distance, ratio, or a comma list (default ratio)")
+    p.add_argument("--batch-size", type=int, default=5_000_000,
+                   help="pairs per kNN batch (paper 5M); scores depend on it, nothing else")
+    _add_knn(p)
+    handlers["score"] = cmd_score
+
+    p = sub.add_parser("mine", help="mine parallel sentences from two monolingual files")
+    p.add_argument("--src", required=True)
+    p.add_argument("--tgt", required=True)
+    p.add_argument("--src-lang", required=True)
+    p.add_argument("--tgt-lang", required=True)
+    p.add_argument("--encoder", required=True)
+    p.add_argument("--margin", default="ratio", choices=["absolute", "distance", "ratio"])
+    p.add_argument("--retrieval", default="max", choices=["fwd", "bwd", "intersect", "max"])
+    p.add_argument("--threshold", type=float, default=None, help="keep pairs scoring at least this")
+    p.add_argument("--output", required=True, help="TSV sorted by score: src, tgt, score, src_line, tgt_line")
+    p.add_argument("--ledger", default=None, help="JSON ledger of removed candidates (a .tsv beside it)")
+    p.add_argument("--no-checks", action="store_true", help="skip the language-id / length / copy / ratio checks")
+    p.add_argument("--no-langid", action="store_true")
+    p.add_argument("--langid-min-prob", type=float, default=0.1)
+    p.add_argument("--min-tokens", type=int, default=3)
+    p.add_argument("--max-tokens", type=int, default=80)
+    p.add_argument("--max-overlap", type=float, default=0.5)
+    p.add_argument("--max-ratio", type=float, default=2.0)
+    _add_knn(p)
+    handlers["mine"] = cmd_mine
+
+    p = sub.add_parser("select", help="top-N (or threshold) pairs over all shards for one method")
+    p.add_argument("--pairs", nargs="+", required=True, help="shard TSVs (src, tgt, ...)")
+    p.add_argument("--scores", nargs="*", default=[], help="score files, one per shard, same order")
+    p.add_argument("--method", required=True, help="a margin name or cosine (scores), random, unfiltered")
+    p.add_argument("--column", type=int, default=0, help="score-file column of the method (default 0)")
+    p.add_argument("-n", default=None, help="how many pairs: 500, 20k, 10M")
+    p.add_argument("--threshold", type=float, default=None, help="instead of -n: keep scores >= this")
+    p.add_argument("--seed", type=int, default=1234, help="seed of the random method")
+    p.add_argument("--output", required=True, help="TSV: src, tgt, score, further shard columns")
+    p.add_argument("--report", default=None, help="JSON: counts, threshold, score histogram")
+    handlers["select"] = cmd_select
+
+    p = sub.add_parser("bucc-data", help="build the BUCC-style mining benchmark from real text")
+    p.add_argument("--gold-train", nargs="+", required=True, metavar="SRC,TGT")
+    p.add_argument("--gold-test", nargs="+", required=True, metavar="SRC,TGT")
+    p.add_argument("--mono-src", nargs="+", required=True)
+    p.add_argument("--mono-tgt", nargs="+", required=True)
+    p.add_argument("--share", type=float, default=0.025, help="gold share of each pool (BUCC: 2-3%%)")
+    p.add_argument("--distractors", type=int, default=2000, help="unpaired gold-domain lines per side")
+    p.add_argument("--seed", type=int, default=1234)
+    p.add_argument("--output-dir", required=True)
+    handlers["bucc-data"] = cmd_bucc_data
+
+    p = sub.add_parser("eval-mining", help="P/R/F1 of every margin x retrieval on the BUCC-style benchmark")
+    p.add_argument("--encoder", required=True)
+    p.add_argument("--name", default="default")
+    p.add_argument("--data", required=True, help="directory written by bucc-data")
+    p.add_argument("--src-lang", required=True)
+    p.add_argument("--tgt-lang", required=True)
+    p.add_argument("--tsv", required=True)
+    p.add_argument("--md", required=True)
+    _add_knn(p)
+    handlers["eval-mining"] = cmd_eval_mining
+
+    p = sub.add_parser("eval-filter", help="ROC-AUC / precision@N of margin scores vs BiCleaner/Zipporah")
+    p.add_argument("--encoder", default=None)
+    p.add_argument("--name", default="default")
+    p.add_argument("--paracrawl", default=None, help="ParaCrawl human-evaluation TSV (9 columns)")
+    p.add_argument("--src-lang", default="en")
+    p.add_argument("--tgt-lang", default="de")
+    p.add_argument("--demo-labels", default=None, help="demo corpus sidecar labels TSV")
+    p.add_argument("--pairs", nargs="*", default=[], help="preprocessed shards (with the id column)")
+    p.add_argument("--scores", nargs="*", default=[], help="their score files (ratio, cosine)")
+    p.add_argument("--id-column", type=int, default=2)
+    p.add_argument("--top-n", type=int, nargs="+", default=[500, 1000])
+    p.add_argument("--tsv", required=True)
+    p.add_argument("--md", required=True)
+    p.add_argument("--json", default=None)
+    _add_knn(p)
+    handlers["eval-filter"] = cmd_eval_filter
