@@ -3,37 +3,16 @@
 from __future__ import annotations
 
 import gzip
-import hashlib
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 import pytest
 
 from marginmine.embed import embed_file
-from marginmine.encoder import l2_normalize
 from marginmine.errors import InputError
 from marginmine.intrinsic import GoldSet, evaluate
 
-
-class TrigramEncoder:
-    """A deterministic bag of hashed character trigrams (test double with real behaviour)."""
-
-    kind, dim = "trigram", 64
-
-    def __init__(self, fail_after: int | None = None) -> None:
-        self.calls, self.fail_after = 0, fail_after
-
-    def encode(self, sentences: Sequence[str], lang: str) -> np.ndarray:
-        self.calls += 1
-        if self.fail_after is not None and self.calls > self.fail_after:
-            raise KeyboardInterrupt("simulated kill")
-        out = np.zeros((len(sentences), self.dim), np.float32)
-        for i, s in enumerate(sentences):
-            t = f"  {s.lower()}  "
-            for j in range(len(t) - 2):
-                out[i, int.from_bytes(hashlib.blake2b(t[j:j + 3].encode(), digest_size=4).digest(), "big") % self.dim] += 1
-        return l2_normalize(out)
+from doubles import TrigramEncoder
 
 
 def test_embeds_tsv_column_as_float16(tmp_path: Path) -> None:

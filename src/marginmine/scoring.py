@@ -18,6 +18,7 @@ import json
 import logging
 import os
 import time
+from itertools import zip_longest
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Iterator, Protocol, Sequence
@@ -81,14 +82,13 @@ def iter_pairs(paths: Sequence[str], columns: tuple[int, int] = (0, 1)) -> Itera
     if len(paths) != 2:
         raise InputError(", ".join(map(str, paths)), "expected one TSV or two line-aligned files")
     a, b = (str(p) for p in paths)
-    src, tgt = _lines(a), _lines(b)
     n = 0
-    for n, (s, t) in enumerate(zip(src, tgt), 1):
-        yield s, t
-    for name, rest in ((a, src), (b, tgt)):
-        if next(rest, None) is not None:
-            raise InputError(name, f"has more lines than its pair file (which ends after line {n})",
+    for n, (s, t) in enumerate(zip_longest(_lines(a), _lines(b)), 1):
+        if s is None or t is None:
+            longer, other = (b, a) if s is None else (a, b)
+            raise InputError(longer, f"has more lines than {other} (which ends after line {n - 1})",
                              hint="the two files must be line-aligned")
+        yield s, t
 
 
 class Embeddings(Protocol):

@@ -1,0 +1,237 @@
+"""Filtering-mode scoring files, selection, mining, the BUCC-style benchmark and filter AUC."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import itertools
+from pathlib import Path
+
+import numpy as np
+import pytest
+from doubles import TrigramEncoder
+
+from marginmine.bucc import build_benchmark, evaluate_split_pair, read_split
+from marginmine.cli import main
+from marginmine.errors import InputError, MarginmineError
+from marginmine.filtereval import precision_at, read_paracrawl_eval, roc_auc
+from marginmine.mining import Sentences, check_pairs, embed_unique, mine_arrays
+from marginmine.preprocess import PreprocessSettings
+from marginmine.scoring import EncoderEmbeddings, ScoreSettings, iter_pairs, read_score_column, score_file
+from marginmine.selection import Source, optimal_threshold, parse_count, prf_at, select
+
+
+def sha(path: Path) -> str:
+    return hashlib.sha256(gzip.open(path).read() if path.suffix == ".gz" else path.read_bytes()).hexdigest()
+
+
+@pytest.fixture(scope="module")
+def real_pairs(paracrawl_tsv: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The 2,000 real ParaCrawl en-de pairs as a src/tgt TSV."""
+    out = tmp_path_factory.mktemp("pairs") / "pairs.tsv"
+    lines = [ln.split("\t") for ln in paracrawl_tsv.read_text(encoding="utf-8").splitlines()]
+    out.write_text("".join(f"{c[2]}\t{c[3]}\n" for c in lines), encoding="utf-8")
+    return out
+
+
+def test_batches_scored_in_one_job_or_as_separate_jobs_are_byte_identical(real_pairs: Path, tmp_path: Path) -> None:
+    settings = ScoreSettings(("ratio", "distance"), 4, 700)
+    emb = EncoderEmbeddings(TrigramEncoder(), "en", "de")
+    whole = tmp_path / "whole.tsv.gz"
+    assert score_file([str(real_pairs)], whole, emb, settings) == 2000
+    lines = real_pairs.read_text(encoding="utf-8").splitlines(keepends=True)
+    parts = []
+    for n, start in enumerate(range(0, 2000, 700)):
+        piece = tmp_path / f"piece{n}.tsv"
+        piece.write_text("".join(lines[start:start + 700]), encoding="utf-8")
+        parts.append(tmp_path / f"piece{n}.scores.tsv.gz")
+        score_file([str(piece)], parts[-1], emb, settings)
+    joined = b"".join(gzip.open(p).read() for p in parts)
+    assert hashlib.sha256(joined).hexdigest() == sha(whole)
+    assert b"".join(p.read_bytes() for p in parts) == whole.read_bytes()  # even the gzip members
+    again = tmp_path / "again.tsv.gz"
+    score_file([str(real_pairs)], again, EncoderEmbeddings(TrigramEncoder(), "en", "de"), settings)
+    assert sha(again) == sha(whole)
+    rows = [ln.split("\t") for ln in gzip.open(whole, "rt").read().splitlines()]
+    assert len(rows) == 2000 and all(len(r) == 3 for r in rows)
+    # the batch size is part of the result: other batches, other neighbourhoods
+    other = tmp_path / "other.tsv"
+    score_file([str(real_pairs)], other, emb, ScoreSettings(("ratio", "distance"), 4, 2000))
+    assert sha(other) != sha(whole)
+
+
+def test_score_resumes_after_a_kill_from_the_last_batch(real_pairs: Path, tmp_path: Path) -> None:
+    settings = ScoreSettings(("ratio",), 4, 500)
+    ref = tmp_path / "ref.tsv"
+    score_file([str(real_pairs)], ref, EncoderEmbeddings(TrigramEncoder(), "en", "de"), settings)
+    out = tmp_path / "out.tsv"
+    killed = TrigramEncoder(fail_after=5)  # 2 encode calls per batch: dies in the third batch
+    with pytest.raises(KeyboardInterrupt):
+        score_file([str(real_pairs)], out, EncoderEmbeddings(killed, "en", "de"), settings)
+    assert not out.exists() and (tmp_path / "out.tsv.part").exists()
+    counting = TrigramEncoder()
+    score_file([str(real_pairs)], out, EncoderEmbeddings(counting, "en", "de"), settings)
+    assert counting.calls == 4  # batches 3 and 4 only
+    assert out.read_bytes() == ref.read_bytes()
+
+
+def test_score_input_errors_name_file_and_line(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.tsv"
+    bad.write_text("a b c\tx y z\nonly one column\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"bad.tsv:2: has 1 column"):
+        list(iter_pairs([str(bad)]))
+    a, b = tmp_path / "a.txt", tmp_path / "b.txt"
+    a.write_text("1\n2\n3\n")
+    b.write_text("1\n2\n")
+    with pytest.raises(InputError, match="a.txt: has more lines than .*b.txt"):
+        list(iter_pairs([str(a), str(b)]))
+    empty = tmp_path / "empty.tsv"
+    empty.write_text("")
+    with pytest.raises(InputError, match="empty"):
+        score_file([str(empty)], tmp_path / "o.tsv", EncoderEmbeddings(TrigramEncoder(), "en", "de"), ScoreSettings())
+    assert main(["score", "--input", str(bad), "--output", str(tmp_path / "o.tsv"), "--encoder", str(tmp_path)]) == 2
+
+
+def _shards(tmp_path: Path, scores: list[list[float]]) -> list[Source]:
+    sources = []
+    for n, sc in enumerate(scores):
+        pairs, score = tmp_path / f"p{n}.tsv", tmp_path / f"s{n}.tsv"
+        pairs.write_text("".join(f"src {n}-{i}\ttgt {n}-{i}\tid{n}-{i}\n" for i in range(len(sc))))
+        score.write_text("".join(f"{v:.6f}\t0.5\n" for v in sc))
+        sources.append(Source(pairs, score))
+    return sources
+
+
+def test_top_n_over_shards_breaks_ties_by_corpus_order(tmp_path: Path) -> None:
+    sources = _shards(tmp_path, [[0.1, 0.9, 0.5, 0.5], [0.5, 0.8, 0.2]])
+    out = tmp_path / "top.tsv"
+    rep = select(sources, out, "ratio", n=4)
+    rows = [ln.split("\t") for ln in out.read_text().splitlines()]
+    assert [r[2] for r in rows] == ["0.900000", "0.500000", "0.500000", "0.800000"]
+    assert [r[3] for r in rows] == ["id0-1", "id0-2", "id0-3", "id1-1"]  # the third 0.5 (shard 1) is out
+    assert rep.selected == 4 and rep.total == 7 and rep.threshold == 0.5
+    assert sum(rep.histogram["counts"]) == 7
+    select(sources, out, "ratio", n=100)
+    assert len(out.read_text().splitlines()) == 7
+    select(sources, out, "ratio", threshold=0.8)
+    assert len(out.read_text().splitlines()) == 2
+
+
+def test_random_and_unfiltered_methods(tmp_path: Path) -> None:
+    sources = [Source(s.pairs, None) for s in _shards(tmp_path, [[0.0] * 50, [0.0] * 30])]
+    a, b = tmp_path / "a.tsv", tmp_path / "b.tsv"
+    select(sources, a, "random", n=20, column=None, seed=7)
+    select(sources, b, "random", n=20, column=None, seed=7)
+    assert a.read_bytes() == b.read_bytes() and len(a.read_text().splitlines()) == 20
+    select(sources, b, "random", n=20, column=None, seed=8)
+    assert a.read_bytes() != b.read_bytes()
+    rep = select(sources, b, "unfiltered", column=None)
+    assert rep.selected == 80 and len(b.read_text().splitlines()) == 80
+
+
+def test_select_refuses_score_files_of_another_length(tmp_path: Path) -> None:
+    sources = _shards(tmp_path, [[0.1, 0.2, 0.3]])
+    sources[0].scores.write_text("0.1\t0.5\n0.2\t0.5\n")  # type: ignore[union-attr]
+    with pytest.raises(InputError, match="has 2 scores"):
+        select(sources, tmp_path / "o.tsv", "ratio", n=1)
+    assert not (tmp_path / "o.tsv").exists()
+    with pytest.raises(MarginmineError, match="not a count"):
+        parse_count("ten")
+    assert [parse_count(t) for t in ("500", "20k", "1.5M", "10M")] == [500, 20_000, 1_500_000, 10_000_000]
+
+
+def test_optimal_threshold_equals_trying_every_threshold() -> None:
+    rng = np.random.default_rng(11)
+    scores = np.round(rng.random(400), 2)  # many ties
+    correct = rng.random(400) < scores
+    n_gold = int(correct.sum()) + 25  # gold pairs no candidate found
+    best = optimal_threshold(scores, correct, n_gold)
+    brute = max((prf_at(scores, correct, n_gold, t) for t in np.unique(scores)), key=lambda r: (r.f1, r.threshold))
+    assert best.f1 == pytest.approx(brute.f1) and best.threshold == brute.threshold
+    assert prf_at(scores, correct, n_gold, best.threshold) == best
+    hand = optimal_threshold(np.array([0.9, 0.8, 0.7]), np.array([True, False, True]), 2)
+    assert (hand.threshold, hand.precision, hand.recall) == (0.7, 2 / 3, 1.0)
+
+
+def test_roc_auc_equals_pairwise_count_and_real_shipped_scores(paracrawl_tsv: Path) -> None:
+    rng = np.random.default_rng(2)
+    s = np.round(rng.random(300), 1)
+    y = rng.random(300) < 0.4
+    pairwise = np.mean([1.0 if a > b else 0.5 if a == b else 0.0
+                        for a, b in itertools.product(s[y], s[~y])])
+    assert roc_auc(s, y) == pytest.approx(pairwise)
+    assert precision_at(np.array([3, 2, 1.0]), np.array([True, False, True]), 2) == 0.5
+    data = read_paracrawl_eval(paracrawl_tsv)
+    assert len(data.src) == 2000 and int(data.positive.sum()) == 1048
+    assert roc_auc(data.shipped["bicleaner"], data.positive) == pytest.approx(0.547, abs=0.001)
+    assert roc_auc(data.shipped["zipporah"], data.positive) == pytest.approx(0.590, abs=0.001)
+
+
+def test_mining_checks_count_every_removed_candidate(tmp_path: Path) -> None:
+    src = tmp_path / "en.txt"
+    tgt = tmp_path / "de.txt"
+    src.write_text("The house is very small and old.\nThe house is very small and old.\n\n"
+                   "Completely identical sentence here.\nI like to read books in the evening.\nShort.\n")
+    tgt.write_text("Das Haus ist sehr klein und alt.\nCompletely identical sentence here.\n"
+                   "Ich lese abends gern Bücher.\nKurz.\n")
+    s, t = Sentences.read_file(src), Sentences.read_file(tgt)
+    assert s.read == 6 and len(s.texts) == 4 and s.lines.tolist() == [1, 4, 5, 6]
+    enc = TrigramEncoder()
+    mined = mine_arrays(embed_unique(enc, s.texts, "en"), embed_unique(enc, t.texts, "de"), 2, "ratio", "max")
+    keep, ledger = check_pairs(mined, s, t, PreprocessSettings("en", "de"), threshold=None)
+    assert ledger.total_in == len(mined) == ledger.total_kept + sum(ledger.removed.values())
+    reasons = {r for (_, r, _) in ledger.removed}
+    kept_pairs = {(s.texts[i], t.texts[j]) for i, j in zip(mined.src[keep], mined.tgt[keep])}
+    assert ("Completely identical sentence here.", "Completely identical sentence here.") not in kept_pairs
+    assert "copy" in reasons or "wrong_lang_tgt" in reasons
+    keep_hi, ledger_hi = check_pairs(mined, s, t, None, threshold=float(mined.score.max()) + 1)
+    assert not keep_hi.any() and ledger_hi.removed[("threshold", "below_threshold", "6-10")] >= 1
+
+
+@pytest.fixture(scope="module")
+def bucc_dir(real_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    w = real_data / "wmt-newstest-ende"
+    out = tmp_path_factory.mktemp("bucc")
+    gold = {"train": [(str(w / "newstest2015.en"), str(w / "newstest2015.de"))],
+            "test": [(str(w / "newstest2017.en"), str(w / "newstest2017.de"))]}
+    mono_en = (real_data / "mono-en-wiki-web" / "wikitext2.valid+test.sentences.detok.en").read_text().splitlines()
+    mono_de = (real_data / "mono-de-news" / "10kGNAD.test.sentences.de").read_text().splitlines()
+    build_benchmark(gold, mono_en[:8000], mono_de[:8000], out, share=0.025, distractors=500)
+    return out
+
+
+def test_bucc_benchmark_hides_real_gold_pairs(real_data: Path, bucc_dir: Path) -> None:
+    w = real_data / "wmt-newstest-ende"
+    truth = dict(zip((w / "newstest2015.en").read_text().splitlines(), (w / "newstest2015.de").read_text().splitlines()))
+    sp = read_split(bucc_dir, "train")
+    share = len(sp.gold) / len(sp.src)
+    assert 0.02 <= share <= 0.03
+    assert all(truth[sp.src[i]].strip() == sp.tgt[j] for i, j in sp.gold)
+    assert len(set(sp.src)) == len(sp.src) and len(set(sp.tgt)) == len(sp.tgt)
+    test = read_split(bucc_dir, "test")
+    assert not set(sp.src) & set(test.src), "train and test pools are disjoint"
+
+
+def test_bucc_evaluation_with_a_perfect_encoder_scores_one(bucc_dir: Path) -> None:
+    data = []
+    for split in ("train", "test"):
+        sp = read_split(bucc_dir, split)
+        rng = np.random.default_rng(0)
+        x = rng.normal(size=(len(sp.src), 64))
+        y = rng.normal(size=(len(sp.tgt), 64))
+        for i, j in sp.gold:
+            y[j] = x[i]  # gold pairs share one vector
+        x /= np.linalg.norm(x, axis=1, keepdims=True)
+        y /= np.linalg.norm(y, axis=1, keepdims=True)
+        data.append((x.astype(np.float32), y.astype(np.float32), sp))
+    rows = evaluate_split_pair(data[0], data[1], k=4, margins=["ratio"], retrievals=["max", "intersect"])
+    assert all(r.train_f1 == pytest.approx(1.0) and r.precision == 1.0 and r.f1 > 0.98 for r in rows), rows
+
+
+def test_cli_select_writes_report(tmp_path: Path) -> None:
+    sources = _shards(tmp_path, [[0.3, 0.7], [0.9]])
+    out, rep = tmp_path / "sel.tsv.gz", tmp_path / "sel.json"
+    rc = main(["select", "--pairs", *(str(s.pairs) for s in sources), "--scores", *(str(s.scores) for s in sources),
+               "--method", "cosine", "--column", "1", "-n", "2", "--output", str(out), "--report", str(rep)])
+    assert rc == 0 and len(gzip.open(out, "rt").read().splitlines()) == 2
+    assert read_score_column(sources[0].scores, 0).tolist() == [0.3, 0.7]  # type: ignore[arg-type]
