@@ -60,9 +60,16 @@ rule embeddings:
         expand(rules.embed_shard.output, shard=SHARDS),
 
 
+rule scoring:
+    """Every selection (method x N) and the scorer's evaluations (mining benchmark, filter AUC)."""
+    input:
+        scoring_targets(),
+
+
 rule demo:
     """What `make demo` builds: every stage implemented so far on the demo config."""
     input:
         rules.preprocess.input,
         rules.encoders.input,
         rules.embeddings.input,
+        rules.scoring.input,

@@ -1,9 +1,35 @@
-# kNN + margin scoring per batch (= shard) and top-N selection (issue #4). PLACEHOLDERS.
+# kNN + margin scoring per shard (= one or more kNN batches), top-N selection per method, and the
+# scorer's evaluations: the BUCC-style mining benchmark and filtering quality on labelled pairs.
 SCORING = config.get("scoring", {})
+MARGIN = SCORING.get("margin", "ratio")
+MINING_EVAL = config.get("mining_eval")
+FILTER_EVAL = config.get("filter_eval")
+SCORE_COLUMNS = {MARGIN: 0, "cosine": 1}
+_unknown = [m for m in METHODS if m not in SCORE_COLUMNS and m not in ("random", "unfiltered")]
+if _unknown:
+    raise ValueError(
+        f"selection.methods {_unknown}: a margin method must be scoring.margin ({MARGIN}); "
+        "the others are cosine, random, unfiltered"
+    )
+
+
+def select_scores(wildcards):
+    if wildcards.method in SCORE_COLUMNS:
+        return expand(rules.score_shard.output, shard=SHARDS)
+    return []
+
+
+def select_args(wildcards):
+    if wildcards.method == "unfiltered":
+        return "--method unfiltered"
+    if wildcards.method == "random":
+        return f"--method random -n {wildcards.N}"
+    return f"--method {wildcards.method} --column {SCORE_COLUMNS[wildcards.method]} -n {wildcards.N}"
 
 
 rule score_shard:
-    """[placeholder, issue #4] kNN within the batch, margin score for every pair."""
+    """kNN within batches of the shard (both directions, distinct sentences), margin score and
+    cosine for every pair; resumes from the last finished batch."""
     input:
         src=rules.embed_shard.output.src,
         tgt=rules.embed_shard.output.tgt,
@@ -14,30 +40,40 @@ rule score_shard:
         f"{LOGS}/score/shard{{shard}}.log",
     benchmark:
         f"{BENCH}/score/shard{{shard}}.tsv"
-    message:
-        "PLACEHOLDER (not implemented yet, issue #4): {SCORING[margin]} margin, k={SCORING[k]}, shard {wildcards.shard}"
+    params:
+        margin=MARGIN,
+        k=SCORING.get("k", 4),
+        batch_size=SCORING.get("batch_size", 5_000_000),
+        index=SCORING.get("index", "flat"),
+        nprobe=SCORING.get("nprobe", 16),
+        device=SCORING.get("device", "cpu"),
     threads: 2
     resources:
-        mem_mb=16000,
-        runtime=4 * 60,
+        mem_mb=SCORING.get("mem_mb", 16000),
+        runtime=SCORING.get("runtime_min", 240),
     conda:
         "../envs/score.yaml"
     shell:
-        "marginmine score > {log} 2>&1"
+        "marginmine score --input {input.shard} --src-embeddings {input.src} --tgt-embeddings {input.tgt} "
+        "--margin {params.margin} -k {params.k} --batch-size {params.batch_size} --index {params.index} "
+        "--nprobe {params.nprobe} --device {params.device} --threads {threads} --output {output} > {log} 2>&1"
 
 
 rule select_top:
-    """[placeholder, issue #4] The N best pairs over all shards for one selection method."""
+    """The N best pairs over all shards for one selection method (two streaming passes)."""
     input:
-        expand(rules.score_shard.output, shard=SHARDS),
+        pairs=expand(rules.preprocess_shard.output.kept, shard=SHARDS),
+        scores=select_scores,
     output:
-        f"{WORK}/select/{{method}}.{{N}}.tsv.gz",
+        pairs=f"{WORK}/select/{{method}}.{{N}}.tsv.gz",
+        report=f"{RESULTS}/select/{{method}}.{{N}}.json",
     log:
         f"{LOGS}/select/{{method}}.{{N}}.log",
     benchmark:
         f"{BENCH}/select/{{method}}.{{N}}.tsv"
-    message:
-        "PLACEHOLDER (not implemented yet, issue #4): select top {wildcards.N} by {wildcards.method}"
+    params:
+        args=select_args,
+        seed=config.get("seed", 1234),
     wildcard_constraints:
         method="|".join(METHODS),
     threads: 1
@@ -47,4 +83,136 @@ rule select_top:
     conda:
         "../envs/score.yaml"
     shell:
-        "marginmine select > {log} 2>&1"
+        "marginmine select --pairs {input.pairs} --scores {input.scores} {params.args} --seed {params.seed} "
+        "--output {output.pairs} --report {output.report} > {log} 2>&1"
+
+
+def _pair_arg(items):
+    return " ".join(f"{data_path(p['src'])},{data_path(p['tgt'])}" for p in items)
+
+
+def mining_eval_files(wildcards=None):
+    e = MINING_EVAL
+    files = [data_path(p[s]) for p in e["gold_train"] + e["gold_test"] for s in ("src", "tgt")]
+    return files + [data_path(p) for p in e["mono_src"] + e["mono_tgt"]]
+
+
+rule mining_benchmark_data:
+    """BUCC-style benchmark: gold pairs hidden in monolingual pools (train split for thresholds)."""
+    input:
+        mining_eval_files,
+    output:
+        expand(f"{WORK}/mining_eval/{{split}}.{{part}}", split=["train", "test"], part=["src", "tgt", "gold"]),
+        summary=f"{WORK}/mining_eval/summary.json",
+    log:
+        f"{LOGS}/mining_eval/data.log",
+    benchmark:
+        f"{BENCH}/mining_eval/data.tsv"
+    params:
+        gold_train=lambda w: _pair_arg(MINING_EVAL["gold_train"]),
+        gold_test=lambda w: _pair_arg(MINING_EVAL["gold_test"]),
+        mono_src=lambda w: [data_path(p) for p in MINING_EVAL["mono_src"]],
+        mono_tgt=lambda w: [data_path(p) for p in MINING_EVAL["mono_tgt"]],
+        share=(MINING_EVAL or {}).get("share", 0.025),
+        distractors=(MINING_EVAL or {}).get("distractors", 2000),
+        seed=config.get("seed", 1234),
+        outdir=lambda w, output: os.path.dirname(output.summary),
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=20,
+    conda:
+        "../envs/score.yaml"
+    shell:
+        "marginmine bucc-data --gold-train {params.gold_train} --gold-test {params.gold_test} "
+        "--mono-src {params.mono_src} --mono-tgt {params.mono_tgt} --share {params.share} "
+        "--distractors {params.distractors} --seed {params.seed} --output-dir {params.outdir} > {log} 2>&1"
+
+
+rule eval_mining:
+    """P/R/F1 of every margin x retrieval combination (the paper's Table 2), default encoder."""
+    input:
+        encoder=f"{DEFAULT_ENCODER_DIR}/encoder.json",
+        data=rules.mining_benchmark_data.output.summary,
+    output:
+        tsv=report(f"{RESULTS}/mining/bucc.tsv", category="Mining"),
+        md=f"{RESULTS}/mining/bucc.md",
+    log:
+        f"{LOGS}/mining_eval/eval.log",
+    benchmark:
+        f"{BENCH}/mining_eval/eval.tsv"
+    params:
+        encdir=lambda w, input: os.path.dirname(input.encoder),
+        data=lambda w, input: os.path.dirname(input.data),
+        name=DEFAULT_ENCODER,
+        k=SCORING.get("k", 4),
+        langs=f"--src-lang {SRC} --tgt-lang {TGT}",
+    threads: 2
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    conda:
+        "../envs/score.yaml"
+    shell:
+        "marginmine eval-mining --encoder {params.encdir} --name {params.name} --data {params.data} "
+        "{params.langs} -k {params.k} --threads {threads} --tsv {output.tsv} --md {output.md} > {log} 2>&1"
+
+
+def filter_eval_inputs(wildcards=None):
+    out = {"encoder": f"{DEFAULT_ENCODER_DIR}/encoder.json"}
+    if FILTER_EVAL and FILTER_EVAL.get("paracrawl"):
+        out["paracrawl"] = data_path(FILTER_EVAL["paracrawl"])
+    if config["corpus"]["source"]["kind"] == "demo":
+        out["labels"] = f"{WORK}/corpus/demo.labels.tsv"
+        out["pairs"] = expand(rules.preprocess_shard.output.kept, shard=SHARDS)
+        out["scores"] = expand(rules.score_shard.output, shard=SHARDS)
+    return out
+
+
+def filter_eval_args(wildcards, input):
+    args = []
+    if "paracrawl" in input.keys():
+        args.append(f"--paracrawl {input.paracrawl}")
+    if "labels" in input.keys():
+        args.append(f"--demo-labels {input.labels} --pairs {' '.join(input.pairs)} --scores {' '.join(input.scores)}")
+    return " ".join(args)
+
+
+rule eval_filter:
+    """ROC-AUC and precision at top-N of the margin scores beside BiCleaner/Zipporah (ParaCrawl
+    human labels) and on the demo corpus' own labels."""
+    input:
+        unpack(filter_eval_inputs),
+    output:
+        tsv=report(f"{RESULTS}/filtering/quality.tsv", category="Filtering"),
+        md=f"{RESULTS}/filtering/quality.md",
+    log:
+        f"{LOGS}/filter_eval.log",
+    benchmark:
+        f"{BENCH}/filter_eval.tsv"
+    params:
+        encdir=lambda w, input: os.path.dirname(input.encoder),
+        args=filter_eval_args,
+        name=DEFAULT_ENCODER,
+        k=SCORING.get("k", 4),
+        top_n=(FILTER_EVAL or {}).get("top_n", [500, 1000]),
+        langs=f"--src-lang {SRC} --tgt-lang {TGT}",
+    threads: 2
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    conda:
+        "../envs/score.yaml"
+    shell:
+        "marginmine eval-filter --encoder {params.encdir} --name {params.name} {params.args} {params.langs} "
+        "-k {params.k} --top-n {params.top_n} --threads {threads} --tsv {output.tsv} --md {output.md} > {log} 2>&1"
+
+
+def scoring_targets():
+    """Selections for every method and size, and the scorer's evaluations where configured."""
+    out = expand(rules.select_top.output.report, method=METHODS, N=SIZES)
+    if MINING_EVAL:
+        out += rules.eval_mining.output
+    if FILTER_EVAL or config["corpus"]["source"]["kind"] == "demo":
+        out += rules.eval_filter.output
+    return out

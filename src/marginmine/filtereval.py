@@ -102,7 +102,7 @@ def quality_rows(name: str, scores: dict[str, np.ndarray], positive: np.ndarray,
         row: dict[str, object] = {"data": name, "scorer": scorer, "pairs": len(values),
                                   "positives": int(np.asarray(positive).sum()), "auc": roc_auc(values, positive)}
         for n in top_n:
-            row[f"p@{n}"] = precision_at(values, positive, n)
+            row[f"p@{n}"] = precision_at(values, positive, n) if n <= len(values) else None
         rows.append(row)
     return rows
 
