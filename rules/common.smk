@@ -231,3 +231,72 @@ def encoder_excluded_corpus(wildcards=None):
 
 def bleu_targets():
     return [f"{RESULTS}/bleu_{n}.txt" for n in SIZES]
+
+
+# --- scoring, selection and the scorer's evaluations ---------------------------------------
+
+SCORING = config.get("scoring", {})
+MARGIN = SCORING.get("margin", "ratio")
+MINING_EVAL = config.get("mining_eval")
+FILTER_EVAL = config.get("filter_eval")
+SCORE_COLUMNS = {MARGIN: 0, "cosine": 1}
+_unknown = [m for m in METHODS if m not in SCORE_COLUMNS and m not in ("random", "unfiltered")]
+if _unknown:
+    raise ValueError(
+        f"selection.methods {_unknown}: a margin method must be scoring.margin ({MARGIN}); "
+        "the others are cosine, random, unfiltered"
+    )
+
+
+def select_scores(wildcards):
+    if wildcards.method in SCORE_COLUMNS:
+        return expand(rules.score_shard.output, shard=SHARDS)
+    return []
+
+
+def select_args(wildcards):
+    if wildcards.method == "unfiltered":
+        return "--method unfiltered"
+    if wildcards.method == "random":
+        return f"--method random -n {wildcards.N}"
+    return f"--method {wildcards.method} --column {SCORE_COLUMNS[wildcards.method]} -n {wildcards.N}"
+
+
+def _pair_arg(items):
+    return " ".join(f"{data_path(p['src'])},{data_path(p['tgt'])}" for p in items)
+
+
+def mining_eval_files(wildcards=None):
+    e = MINING_EVAL
+    files = [data_path(p[s]) for p in e["gold_train"] + e["gold_test"] for s in ("src", "tgt")]
+    return files + [data_path(p) for p in e["mono_src"] + e["mono_tgt"]]
+
+
+def filter_eval_inputs(wildcards=None):
+    out = {"encoder": f"{DEFAULT_ENCODER_DIR}/encoder.json"}
+    if FILTER_EVAL and FILTER_EVAL.get("paracrawl"):
+        out["paracrawl"] = data_path(FILTER_EVAL["paracrawl"])
+    if config["corpus"]["source"]["kind"] == "demo":
+        out["labels"] = f"{WORK}/corpus/demo.labels.tsv"
+        out["pairs"] = expand(rules.preprocess_shard.output.kept, shard=SHARDS)
+        out["scores"] = expand(rules.score_shard.output, shard=SHARDS)
+    return out
+
+
+def filter_eval_args(wildcards, input):
+    args = []
+    if "paracrawl" in input.keys():
+        args.append(f"--paracrawl {input.paracrawl}")
+    if "labels" in input.keys():
+        args.append(f"--demo-labels {input.labels} --pairs {' '.join(input.pairs)} --scores {' '.join(input.scores)}")
+    return " ".join(args)
+
+
+def scoring_targets():
+    """Selections for every method and size, and the scorer's evaluations where configured."""
+    out = expand(rules.select_top.output.report, method=METHODS, N=SIZES)
+    if MINING_EVAL:
+        out += rules.eval_mining.output
+    if FILTER_EVAL or config["corpus"]["source"]["kind"] == "demo":
+        out += rules.eval_filter.output
+    return out

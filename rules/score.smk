@@ -1,30 +1,6 @@
 # kNN + margin scoring per shard (= one or more kNN batches), top-N selection per method, and the
 # scorer's evaluations: the BUCC-style mining benchmark and filtering quality on labelled pairs.
-SCORING = config.get("scoring", {})
-MARGIN = SCORING.get("margin", "ratio")
-MINING_EVAL = config.get("mining_eval")
-FILTER_EVAL = config.get("filter_eval")
-SCORE_COLUMNS = {MARGIN: 0, "cosine": 1}
-_unknown = [m for m in METHODS if m not in SCORE_COLUMNS and m not in ("random", "unfiltered")]
-if _unknown:
-    raise ValueError(
-        f"selection.methods {_unknown}: a margin method must be scoring.margin ({MARGIN}); "
-        "the others are cosine, random, unfiltered"
-    )
-
-
-def select_scores(wildcards):
-    if wildcards.method in SCORE_COLUMNS:
-        return expand(rules.score_shard.output, shard=SHARDS)
-    return []
-
-
-def select_args(wildcards):
-    if wildcards.method == "unfiltered":
-        return "--method unfiltered"
-    if wildcards.method == "random":
-        return f"--method random -n {wildcards.N}"
-    return f"--method {wildcards.method} --column {SCORE_COLUMNS[wildcards.method]} -n {wildcards.N}"
+# Settings and input functions live in common.smk.
 
 
 rule score_shard:
@@ -85,16 +61,6 @@ rule select_top:
     shell:
         "marginmine select --pairs {input.pairs} --scores {input.scores} {params.args} --seed {params.seed} "
         "--output {output.pairs} --report {output.report} > {log} 2>&1"
-
-
-def _pair_arg(items):
-    return " ".join(f"{data_path(p['src'])},{data_path(p['tgt'])}" for p in items)
-
-
-def mining_eval_files(wildcards=None):
-    e = MINING_EVAL
-    files = [data_path(p[s]) for p in e["gold_train"] + e["gold_test"] for s in ("src", "tgt")]
-    return files + [data_path(p) for p in e["mono_src"] + e["mono_tgt"]]
 
 
 rule mining_benchmark_data:
@@ -158,26 +124,6 @@ rule eval_mining:
         "{params.langs} -k {params.k} --threads {threads} --tsv {output.tsv} --md {output.md} > {log} 2>&1"
 
 
-def filter_eval_inputs(wildcards=None):
-    out = {"encoder": f"{DEFAULT_ENCODER_DIR}/encoder.json"}
-    if FILTER_EVAL and FILTER_EVAL.get("paracrawl"):
-        out["paracrawl"] = data_path(FILTER_EVAL["paracrawl"])
-    if config["corpus"]["source"]["kind"] == "demo":
-        out["labels"] = f"{WORK}/corpus/demo.labels.tsv"
-        out["pairs"] = expand(rules.preprocess_shard.output.kept, shard=SHARDS)
-        out["scores"] = expand(rules.score_shard.output, shard=SHARDS)
-    return out
-
-
-def filter_eval_args(wildcards, input):
-    args = []
-    if "paracrawl" in input.keys():
-        args.append(f"--paracrawl {input.paracrawl}")
-    if "labels" in input.keys():
-        args.append(f"--demo-labels {input.labels} --pairs {' '.join(input.pairs)} --scores {' '.join(input.scores)}")
-    return " ".join(args)
-
-
 rule eval_filter:
     """ROC-AUC and precision at top-N of the margin scores beside BiCleaner/Zipporah (ParaCrawl
     human labels) and on the demo corpus' own labels."""
@@ -206,13 +152,3 @@ rule eval_filter:
     shell:
         "marginmine eval-filter --encoder {params.encdir} --name {params.name} {params.args} {params.langs} "
         "-k {params.k} --top-n {params.top_n} --threads {threads} --tsv {output.tsv} --md {output.md} > {log} 2>&1"
-
-
-def scoring_targets():
-    """Selections for every method and size, and the scorer's evaluations where configured."""
-    out = expand(rules.select_top.output.report, method=METHODS, N=SIZES)
-    if MINING_EVAL:
-        out += rules.eval_mining.output
-    if FILTER_EVAL or config["corpus"]["source"]["kind"] == "demo":
-        out += rules.eval_filter.output
-    return out
