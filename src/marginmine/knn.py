@@ -39,7 +39,7 @@ class IndexSpec:
     kind: str = "auto"
     nlist: int = 0
     nprobe: int = 16
-    pq_m: int = 16
+    pq_m: int = 0  # PQ sub-quantizers; 0: dim / 8 (8 dimensions per 1-byte code)
     train_size: int = 262_144
     seed: int = 1234
     device: str = "cpu"
@@ -96,9 +96,10 @@ def build_index(database: np.ndarray, spec: IndexSpec = IndexSpec()) -> Any:
         if kind == "ivf":
             index = faiss.IndexIVFFlat(quantizer, dim, nlist, faiss.METRIC_INNER_PRODUCT)
         else:
-            if dim % spec.pq_m:
-                raise MarginmineError(f"IVF-PQ: dimension {dim} is not divisible by pq_m={spec.pq_m}")
-            index = faiss.IndexIVFPQ(quantizer, dim, nlist, spec.pq_m, 8, faiss.METRIC_INNER_PRODUCT)
+            pq_m = spec.pq_m or max(1, dim // 8)
+            if dim % pq_m:
+                raise MarginmineError(f"IVF-PQ: dimension {dim} is not divisible by pq_m={pq_m}")
+            index = faiss.IndexIVFPQ(quantizer, dim, nlist, pq_m, 8, faiss.METRIC_INNER_PRODUCT)
         rng = np.random.default_rng(spec.seed)
         sample = np.sort(rng.choice(n, size=min(n, max(spec.train_size, 39 * nlist)), replace=False))
         index.cp.seed = spec.seed
