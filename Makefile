@@ -13,7 +13,7 @@ CORES ?= 2
 DEMO_TARGET ?= demo
 SNAKEMAKE := $(BIN)/snakemake
 
-.PHONY: setup demo test test-fast dryrun lint dag clean-venv
+.PHONY: setup demo test test-fast dryrun lint dag clean-venv slurm-test
 
 setup: $(STAMP)
 
@@ -42,6 +42,11 @@ dryrun: $(STAMP)
 lint: $(STAMP)
 	$(SNAKEMAKE) --lint
 	$(SNAKEMAKE) --lint --configfile config/demo.yaml
+
+# A real single-node SLURM (root, Debian 12, apt; installs slurm-wlm munge slurmdbd mariadb-server):
+# the preprocess slice of config/test.yaml through --profile profiles/slurm, proven with sacct.
+slurm-test: $(STAMP)
+	bash scripts/slurm_test.sh
 
 clean-venv:
 	rm -rf $(VENV)
