@@ -32,6 +32,7 @@ include: "rules/preprocess.smk"
 include: "rules/encoder.smk"
 include: "rules/score.smk"
 include: "rules/nmt.smk"
+include: "rules/report.smk"
 
 
 rule all:

@@ -300,3 +300,34 @@ def scoring_targets():
     if FILTER_EVAL or config["corpus"]["source"]["kind"] == "demo":
         out += rules.eval_filter.output
     return out
+
+
+# --- NMT ----------------------------------------------------------------------------------
+
+NMT = config.get("nmt", {"arch": "transformer"})
+DEFAULT_METHOD = METHODS[0]
+EXTRA_EVAL = list(config["eval"].get("extra", {}))
+
+
+def nmt_params_json(wildcards=None):
+    return json.dumps({"arch": NMT.get("arch", "transformer"), **NMT.get("params", {})}, sort_keys=True)
+
+
+def nmt_budget_arg(wildcards=None):
+    minutes = NMT.get("max_minutes")
+    return f"--max-minutes {minutes}" if minutes else ""
+
+
+def nmt_runtime(wildcards=None):
+    minutes = NMT.get("max_minutes")
+    return int(minutes * 1.5 + 15) if minutes else 3 * 24 * 60
+
+
+def extra_eval_args(wildcards=None):
+    args = [f"{name},{','.join(eval_files(name))}" for name in EXTRA_EVAL]
+    return f"--extra {' '.join(args)}" if args else ""
+
+
+def nmt_targets():
+    """The headline BLEU files and the method comparison."""
+    return bleu_targets() + [f"{RESULTS}/comparison.tsv"]

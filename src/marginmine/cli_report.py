@@ -1,0 +1,57 @@
+"""Subcommand ``report-figures``: the figures and tables of the Snakemake report (ledger, score
+histograms, result tables, wall time and throughput per rule). Registered by :mod:`marginmine.cli`."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from collections.abc import Callable
+from pathlib import Path
+
+from .errors import MarginmineError
+
+log = logging.getLogger("marginmine")
+Handler = Callable[[argparse.Namespace], int]
+
+#: result tables rendered when --results is given and they exist (relative to the results directory)
+DEFAULT_TABLES = ("encoders/intrinsic.tsv", "mining/bucc.tsv", "filtering/quality.tsv", "comparison.tsv")
+
+
+def cmd_report_figures(args: argparse.Namespace) -> int:
+    from .report import write_report_figures
+
+    results = Path(args.results) if args.results else None
+    ledger = args.ledger or (results / "preprocess" / "ledger.tsv" if results else None)
+    if ledger is None:
+        raise MarginmineError("give --ledger (or --results DIR with preprocess/ledger.tsv)")
+    selections = args.select
+    if selections is None:
+        selections = sorted(str(p) for p in (results / "select").glob("*.json")) if results else []
+    tables = args.tables
+    if tables is None:
+        tables = [str(results / t) for t in DEFAULT_TABLES if (results / t).is_file()] if results else []
+    work = Path(args.work)
+    out = write_report_figures(ledger, selections, args.benchmarks or work / "benchmarks", work, args.outdir,
+                               tables=tables, methods=args.methods, title=args.title)
+    log.info("report figures written to %s", out.ledger_png.parent)
+    return 0
+
+
+def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> None:
+    p = sub.add_parser("report-figures",
+                       help="figures and tables for the Snakemake report (ledger, score histograms, benchmarks)")
+    p.add_argument("--results", default=None,
+                   help="results/<exp>: defaults for --ledger, --select and --tables found below it")
+    p.add_argument("--work", required=True, help="work/<exp>: shard ledgers and kept shards (item counts)")
+    p.add_argument("--outdir", required=True, help="ledger.png/.html, score_histograms.png, tables.html, "
+                                                   "benchmarks.html/.tsv are written here")
+    p.add_argument("--ledger", default=None, help="the corpus ledger TSV (results/<exp>/preprocess/ledger.tsv)")
+    p.add_argument("--select", nargs="*", default=None, metavar="JSON",
+                   help="selection reports <method>.<N>.json (default: all below --results/select)")
+    p.add_argument("--tables", nargs="*", default=None, metavar="TSV",
+                   help="result TSVs shown as HTML tables (default: the known ones below --results)")
+    p.add_argument("--benchmarks", default=None,
+                   help="Snakemake benchmark directory, read recursively (default: --work/benchmarks)")
+    p.add_argument("--methods", nargs="*", default=[], help="panel order of the selection methods")
+    p.add_argument("--title", default="", help="prefix of figure and page titles, e.g. the experiment")
+    handlers["report-figures"] = cmd_report_figures
