@@ -27,6 +27,7 @@ rule score_shard:
     resources:
         mem_mb=SCORING.get("mem_mb", 16000),
         runtime=SCORING.get("runtime_min", 240),
+        gpus=int(SCORING.get("device", "cpu").startswith("cuda")),
     conda:
         "../envs/score.yaml"
     shell:
