@@ -12,6 +12,7 @@ from typing import Any, Iterable, Sequence
 
 from .errors import InputError
 from .normalize import sentence_key
+from .progress import Progress
 from .textio import iter_raw_lines, open_binary, read_lines
 
 
@@ -41,6 +42,7 @@ def overlap_report(corpora: Sequence[str | Path], protected: Iterable[str | Path
     pairs = overlapping = src_hits = tgt_hits = 0
     by_file: Counter[str] = Counter()
     examples: list[str] = []
+    prog = Progress("overlap check")
     for tsv in corpora:
         with open_binary(tsv) as fh:
             for n, (raw, _) in enumerate(iter_raw_lines(fh, 1 << 22, str(tsv)), 1):
@@ -48,6 +50,7 @@ def overlap_report(corpora: Sequence[str | Path], protected: Iterable[str | Path
                 if len(cols) < 2:
                     raise InputError(str(tsv), "expected at least 2 tab-separated columns", line=n)
                 pairs += 1
+                prog.tick()
                 hit_s, hit_t = index.get(sentence_key(cols[0])), index.get(sentence_key(cols[1]))
                 src_hits += hit_s is not None
                 tgt_hits += hit_t is not None
@@ -57,5 +60,6 @@ def overlap_report(corpora: Sequence[str | Path], protected: Iterable[str | Path
                     by_file[hit] += 1
                     if len(examples) < 5:
                         examples.append(f"{tsv}:{n}" + (f" ({cols[2]})" if len(cols) > 2 else ""))
+    prog.done()
     return {"pairs": pairs, "overlapping_pairs": overlapping, "src_hits": src_hits, "tgt_hits": tgt_hits,
             "by_file": dict(sorted(by_file.items())), "examples": examples}

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import logging
 import multiprocessing as mp
-import time
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +29,7 @@ from .filters import (Candidate, LengthFilter, LengthRatioFilter, PairFilter, Pr
                       TokenOverlapFilter, apply_filters)
 from .ledger import Ledger, length_bucket
 from .normalize import clean_text, pair_key
+from .progress import Progress
 from .textio import DEFAULT_MAX_CHARS, Pair, ReadStats, format_tsv_line, open_text_out, read_parallel, read_tsv
 
 log = logging.getLogger(__name__)
@@ -129,25 +129,6 @@ class _ChunkRunner:
         if self.workers > 1:
             self.pool.close()
             self.pool.join()
-
-
-class Progress:
-    def __init__(self, what: str, every: float = 10.0):
-        self.what, self.every, self.t0 = what, every, time.monotonic()
-        self.last = self.t0
-        self.n = 0
-
-    def tick(self, n: int = 1) -> None:
-        self.n += n
-        now = time.monotonic()
-        if now - self.last >= self.every:
-            self.last = now
-            log.info("%s: %d pairs, %.0f pairs/s", self.what, self.n, self.n / (now - self.t0))
-
-    def done(self) -> float:
-        dt = time.monotonic() - self.t0
-        log.info("%s: %d pairs in %.1f s (%.0f pairs/s)", self.what, self.n, dt, self.n / max(dt, 1e-9))
-        return dt
 
 
 def reject_line(p: Pair, step: str, reason: str) -> str:

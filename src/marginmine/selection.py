@@ -20,6 +20,7 @@ from typing import Iterator, Sequence
 import numpy as np
 
 from .errors import InputError, MarginmineError
+from .progress import Progress
 from .scoring import read_score_column
 from .textio import format_tsv_line, open_text_out
 
@@ -110,8 +111,10 @@ def select(sources: Sequence[Source], output: str | Path, method: str, n: int | 
         raise MarginmineError("give exactly one of a count N or a threshold")
     top = TopN(n or 1)
     lo, hi = np.inf, -np.inf
+    prog = Progress(f"select {method}: pass 1 of 2 (scores)", total=len(sources), unit="shards")
     for i, src in enumerate(sources):  # pass 1: the N-th best score and the score range
         sc = _scores(i, src, column, seed)
+        prog.tick()
         top.add(sc)
         if len(sc):
             lo, hi = min(lo, float(sc.min())), max(hi, float(sc.max()))
@@ -127,9 +130,12 @@ def select(sources: Sequence[Source], output: str | Path, method: str, n: int | 
     written = 0
     out_path = Path(output)
     part = out_path.with_name(out_path.name + ".part" + out_path.suffix)
+    prog.done()
+    prog = Progress(f"select {method}: pass 2 of 2 (pairs)", total=len(sources), unit="shards")
     with open_text_out(part) as out:
         for i, src in enumerate(sources):  # pass 2: write the selection
             sc = _scores(i, src, column, seed)
+            prog.tick()
             counts += np.histogram(sc, bins=edges)[0]
             for line, value in zip_longest(_pair_lines(src.pairs), sc.tolist()):
                 if line is None or value is None:
@@ -141,6 +147,7 @@ def select(sources: Sequence[Source], output: str | Path, method: str, n: int | 
                     cols = line.split("\t")
                     out.write(format_tsv_line([cols[0], cols[1], f"{value:.6f}", *cols[2:]]))
                     written += 1
+    prog.done()
     part.replace(out_path)
     report = SelectionReport(method, n, None if method == "unfiltered" else float(t), written, top.total,
                              {"counts": counts.tolist(), "edges": [round(e, 6) for e in edges.tolist()]})

@@ -17,7 +17,8 @@ from typing import Sequence
 
 from .ledger import Ledger, length_bucket
 from .normalize import clean_text
-from .preprocess import InputSpec, Progress, reject_line, find_duplicates
+from .preprocess import InputSpec, find_duplicates, reject_line
+from .progress import Progress
 from .textio import DEFAULT_MAX_CHARS, ReadStats, format_tsv_line, open_text_out
 
 log = logging.getLogger(__name__)
