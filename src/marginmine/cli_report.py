@@ -1,4 +1,5 @@
-"""Subcommand ``report-figures``: the figures and tables of the Snakemake report (ledger, score
+"""Subcommands ``compare`` (the BLEU table and plot of the selection methods) and
+``report-figures``: the figures and tables of the Snakemake report (ledger, score
 histograms, result tables, wall time and throughput per rule). Registered by :mod:`marginmine.cli`."""
 
 from __future__ import annotations
@@ -37,7 +38,26 @@ def cmd_report_figures(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_compare(args: argparse.Namespace) -> int:
+    from .comparison import read_row, write_comparison
+
+    rows = [read_row(p) for p in args.inputs]
+    write_comparison(rows, args.tsv, args.md, args.png, args.title)
+    for r in rows:
+        log.info("%s %s: dev %s, test %.2f", r.method, r.n, "-" if r.dev_bleu is None else f"{r.dev_bleu:.2f}",
+                 r.test_bleu)
+    return 0
+
+
 def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> None:
+    p = sub.add_parser("compare", help="BLEU of every selection method and N: TSV, Markdown and a BLEU-vs-N plot")
+    p.add_argument("--inputs", nargs="+", required=True, help="bleu.json files below <method>.<N>/ directories")
+    p.add_argument("--tsv", required=True)
+    p.add_argument("--md", required=True)
+    p.add_argument("--png", default=None)
+    p.add_argument("--title", default="")
+    handlers["compare"] = cmd_compare
+
     p = sub.add_parser("report-figures",
                        help="figures and tables for the Snakemake report (ledger, score histograms, benchmarks)")
     p.add_argument("--results", default=None,
