@@ -67,10 +67,17 @@ rule scoring:
         scoring_targets(),
 
 
+rule nmt:
+    """The headline BLEU files and the comparison of selection methods (TSV, Markdown, plot)."""
+    input:
+        nmt_targets(),
+
+
 rule demo:
-    """What `make demo` builds: every stage implemented so far on the demo config."""
+    """What `make demo` builds: the whole experiment on the demo config, from the raw noisy corpus
+    to the comparison table, with every evaluation."""
     input:
         rules.preprocess.input,
         rules.encoders.input,
-        rules.embeddings.input,
         rules.scoring.input,
+        rules.nmt.input,

@@ -323,8 +323,17 @@ def nmt_runtime(wildcards=None):
     return int(minutes * 1.5 + 15) if minutes else 3 * 24 * 60
 
 
-def extra_eval_args(wildcards=None):
-    args = [f"{name},{','.join(eval_files(name))}" for name in EXTRA_EVAL]
+def extra_eval_sets(wildcards):
+    """The extra test sets (e.g. newstest2014) this method's system decodes."""
+    return EXTRA_EVAL if wildcards.method in NMT.get("extra_methods", METHODS) else []
+
+
+def extra_eval_files(wildcards):
+    return [f for name in extra_eval_sets(wildcards) for f in eval_files(name)]
+
+
+def extra_eval_args(wildcards):
+    args = [f"{name},{','.join(eval_files(name))}" for name in extra_eval_sets(wildcards)]
     return f"--extra {' '.join(args)}" if args else ""
 
 

@@ -40,7 +40,7 @@ rule evaluate_nmt:
         model=rules.train_nmt.output,
         test=eval_files("test"),
         dev=eval_files("dev"),
-        extra=[f for name in EXTRA_EVAL for f in eval_files(name)],
+        extra=extra_eval_files,
     output:
         report=f"{RESULTS}/nmt/{{method}}.{{N}}/bleu.txt",
         json=f"{RESULTS}/nmt/{{method}}.{{N}}/bleu.json",
