@@ -40,9 +40,12 @@ def test_paper_config_plans_the_whole_experiment() -> None:
     assert r.returncode == 0, r.stderr[-2000:]
     counts = job_counts(r.stdout)
     assert counts["preprocess_shard"] == 918 == counts["embed_shard"] == counts["score_shard"]
-    for rule in ("download", "split_corpus", "train_encoder", "select_top", "train_nmt", "evaluate"):
+    for rule in ("download", "split_corpus", "train_encoder", "select_top", "train_nmt", "evaluate_nmt",
+                 "headline_bleu"):
         assert counts.get(rule, 0) >= 1, rule
-    assert "PLACEHOLDER (not implemented yet, issue #5)" in r.stdout
+    assert "PLACEHOLDER" not in r.stdout
+    # GPU steps declare it (the slurm-gpu profile turns this into --gres)
+    assert re.search(r"rule score_shard:.*?resources: [^\n]*gpus=1", r.stdout, re.S)
 
 
 def test_bad_config_names_the_key(tmp_path: Path) -> None:
