@@ -72,7 +72,7 @@ def check_pairs(mined: Mined, src: Sentences, tgt: Sentences, settings: Preproce
     ledger.declare(["threshold", *(f.name for f in filters)])
     keep = np.zeros(len(mined), bool)
     alive = []
-    for n, (i, j, s) in enumerate(zip(mined.src.tolist(), mined.tgt.tolist(), mined.score.tolist())):
+    for n, (i, s) in enumerate(zip(mined.src.tolist(), mined.score.tolist())):
         if threshold is not None and s < threshold:
             ledger.add_removed("threshold", "below_threshold", length_bucket(src.texts[i]))
         else:
