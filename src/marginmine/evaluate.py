@@ -25,8 +25,10 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InputError
-from .nmt import NmtError, fairseq_env, load_manifest, one_line, resolve_device, run_fairseq, spm_pieces
+from .fairseq_process import run_fairseq
+from .nmt import NmtError, fairseq_env, load_manifest, one_line, resolve_device, spm_pieces
 from .textio import open_text_out, read_lines
+from .tokens import moses
 
 log = logging.getLogger(__name__)
 
@@ -107,7 +109,7 @@ def translate(workdir: str | Path, src_file: str | Path, out_file: str | Path, *
                 cmd += ["--max-tokens", str(int(max_tokens))]
             if dev == "cpu":
                 cmd += ["--cpu"]
-            output, _ = run_fairseq(cmd, env, logfile, "fairseq-generate")
+            output, _ = run_fairseq(cmd, env, logfile, "fairseq-generate", error=NmtError)
             for i, h in zip(keep, parse_hypotheses(output, len(keep))):
                 hyps[i] = sp.decode_pieces(h.split()) if h.strip() else ""
             speed = next((m for line in output if (m := _SPEED_RE.search(line))), None)
@@ -127,12 +129,6 @@ def translate(workdir: str | Path, src_file: str | Path, out_file: str | Path, *
     return stats
 
 
-def _moses(lang: str) -> Any:
-    from sacremoses import MosesTokenizer
-
-    return MosesTokenizer(lang=lang)
-
-
 def score_bleu(hyp_file: str | Path, ref_file: str | Path, *, lang: str = "en") -> dict[str, Any]:
     """Detokenised sacreBLEU and tokenised (multi-bleu.perl) BLEU of one hypothesis file.
 
@@ -150,7 +146,7 @@ def score_bleu(hyp_file: str | Path, ref_file: str | Path, *, lang: str = "en") 
         raise InputError(str(ref_file), "reference is empty")
     sacre = BLEU()
     s = sacre.corpus_score(hyps, [refs])
-    tok = _moses(lang)
+    tok = moses(lang)
     tok_h = [tok.tokenize(h, escape=False, return_str=True) for h in hyps]
     tok_r = [tok.tokenize(r, escape=False, return_str=True) for r in refs]
     multi = BLEU(tokenize="none", force=True, smooth_method="none")

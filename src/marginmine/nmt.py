@@ -48,16 +48,14 @@ import logging
 import os
 import re
 import shutil
-import signal
-import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import InputError, MarginmineError
+from .fairseq_process import log_value, run_fairseq
 from .textio import read_lines, read_tsv
 
 if TYPE_CHECKING:
@@ -206,79 +204,10 @@ def fairseq_env(threads: int = 0, own_checkpoints: bool = True) -> dict[str, str
     return env
 
 
-_GEN_OUTPUT_RE = re.compile(r"^[STHDPWE]-\d+\t")
-
-
-def run_fairseq(cmd: Sequence[str], env: Mapping[str, str], logfile: Path, what: str,
-                timeout_s: float | None = None) -> tuple[list[str], bool]:
-    """Run a fairseq command; stream its output to our logger and append it to ``logfile``.
-
-    Translation output lines (``H-12<TAB>...``) are returned but neither logged nor written to
-    ``logfile``. Returns ``(lines, killed)``: ``killed`` when it was terminated for exceeding
-    ``timeout_s``. A non-zero exit (otherwise) raises :class:`NmtError` with the last lines.
-    """
-    log.info("%s: %s", what, " ".join(cmd))
-    lines: list[str] = []
-    killed = threading.Event()
-    logfile.parent.mkdir(parents=True, exist_ok=True)
-    with open(logfile, "a", encoding="utf-8") as lf:
-        lf.write(f"\n# {time.strftime('%Y-%m-%d %H:%M:%S')} {' '.join(cmd)}\n")
-        proc = subprocess.Popen(list(cmd), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=dict(env),
-                                text=True, encoding="utf-8", errors="replace", bufsize=1)
-        assert proc.stdout is not None
-
-        def stop() -> None:
-            if proc.poll() is None:
-                log.warning("%s exceeded its wall-clock budget (%.0f s); terminating it", what, timeout_s)
-                killed.set()
-                proc.terminate()
-
-        timer = threading.Timer(timeout_s, stop) if timeout_s is not None else None
-        if timer is not None:
-            timer.daemon = True
-            timer.start()
-        previous: Any = None
-        main_thread = threading.current_thread() is threading.main_thread()
-        if main_thread:
-            def on_sigterm(signum: int, frame: object) -> None:  # a killed job must not orphan fairseq
-                raise SystemExit(128 + signum)
-
-            previous = signal.signal(signal.SIGTERM, on_sigterm)
-        try:
-            for line in proc.stdout:
-                line = line.rstrip("\n")
-                lines.append(line)
-                if _GEN_OUTPUT_RE.match(line):
-                    continue
-                lf.write(line + "\n")
-                log.info("%s: %s", what, line)
-        except BaseException:
-            proc.kill()
-            raise
-        finally:
-            rc = proc.wait()
-            if timer is not None:
-                timer.cancel()
-            if main_thread:
-                signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
-    if rc != 0 and not killed.is_set():
-        tail = "\n".join(x for x in lines[-25:] if not _GEN_OUTPUT_RE.match(x))
-        raise NmtError(f"{what} failed (exit code {rc}); full log in {logfile}; last lines:\n{tail}")
-    return lines, killed.is_set()
-
-
 _LOADED_RE = re.compile(r"Loaded checkpoint \S+ \(epoch (\d+) @ (\d+) updates\)")
 _SAVED_RE = re.compile(r"Saved checkpoint (\S+) \(epoch (\d+) @ (\d+) updates")
 _STATS_RE = re.compile(r"\| (train|valid) \| epoch (\d+) \| (.*)$")
 _INNER_RE = re.compile(r"\| train_inner \| epoch (\d+):\s+\d+ / \d+ (.*)$")
-
-
-def _num(v: str) -> Any:
-    try:
-        f = float(v)
-    except ValueError:
-        return v
-    return int(f) if f.is_integer() and "." not in v else f
 
 
 def parse_train_log(lines: Sequence[str]) -> dict[str, Any]:
@@ -304,7 +233,7 @@ def parse_train_log(lines: Sequence[str]) -> dict[str, Any]:
             for field in m.group(3).split(" | "):
                 k, _, v = field.strip().partition(" ")
                 if k and k != "valid":  # "valid on 'valid' subset"
-                    stats[k] = _num(v.strip())
+                    stats[k] = log_value(v.strip())
             out[m.group(1)].append(stats)
             if m.group(1) == "train":
                 out["epoch"] = stats["epoch"]
@@ -504,7 +433,7 @@ def _prepare(work: Path, train_tsv: Path, dev_src: Path, dev_ref: Path, src: str
                  "--trainpref", str(work / "spm" / "train"), "--validpref", str(work / "spm" / "valid"),
                  "--destdir", str(work / "bin"), "--joined-dictionary",
                  "--workers", str(threads or max(1, min(4, os.cpu_count() or 1)))],
-                fairseq_env(threads, own_checkpoints=False), logfile, "fairseq-preprocess")
+                fairseq_env(threads, own_checkpoints=False), logfile, "fairseq-preprocess", error=NmtError)
     n_dict = len((work / "bin" / f"dict.{src}.txt").read_text(encoding="utf-8").splitlines())
     return {"train_pairs": n_train, "dev_pairs": n_dev, "bpe_vocab": vocab, "dict_size": n_dict}
 
@@ -658,7 +587,7 @@ def train_nmt(train_tsv: str | Path, dev_src: str | Path, dev_ref: str | Path, w
     log.info("nmt: training %s %s->%s on %d pairs (%s, %d threads; log %s)", p["arch"], src, tgt,
              stats["train_pairs"], device, threads, logfile)
     t_train = time.monotonic()
-    lines, killed = run_fairseq(cmd, env, logfile, "fairseq-train", timeout_s)
+    lines, killed = run_fairseq(cmd, env, logfile, "fairseq-train", timeout_s, error=NmtError)
     state["train_seconds"] = float(state.get("train_seconds", 0.0)) + time.monotonic() - t_train
     _write_json(state_path, state)
     run = parse_train_log(lines)
@@ -705,5 +634,5 @@ def train_nmt(train_tsv: str | Path, dev_src: str | Path, dev_ref: str | Path, w
 
 __all__ = ["DEFAULTS", "MANIFEST", "MODEL_FILE", "NmtError", "average_checkpoints", "average_state_dicts",
            "averaging_window", "check_lang", "fairseq_env", "last_epoch_checkpoints", "load_manifest",
-           "load_own_checkpoint", "one_line", "parse_train_log", "resolve_device", "resolve_params", "run_fairseq", "spm_encode_file",
+           "load_own_checkpoint", "one_line", "parse_train_log", "resolve_device", "resolve_params", "spm_encode_file",
            "spm_pieces", "train_nmt"]

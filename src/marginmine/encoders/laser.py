@@ -43,9 +43,7 @@ import logging
 import os
 import re
 import shutil
-import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Sequence
@@ -53,6 +51,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Sequence
 import numpy as np
 
 from ..encoder import EncoderError, ParallelData, l2_normalize, register, write_manifest
+from ..fairseq_process import log_value, run_fairseq
 
 if TYPE_CHECKING:
     import torch
@@ -242,61 +241,9 @@ def _write_dict(table: list[str], counts: np.ndarray, path: Path) -> int:
     return len(seen)
 
 
-def _run(cmd: list[str], env: dict[str, str] | None, logfile: Path, what: str,
-         timeout_s: float | None = None) -> tuple[list[str], bool]:
-    """Run a fairseq command, stream its output to our logger and ``logfile``.
-
-    Returns its output lines and whether it was terminated for exceeding ``timeout_s``.
-    """
-    log.info("laser: %s", " ".join(cmd))
-    lines: list[str] = []
-    killed = threading.Event()
-    with open(logfile, "a", encoding="utf-8") as lf:
-        lf.write(f"\n# {time.strftime('%Y-%m-%d %H:%M:%S')} {' '.join(cmd)}\n")
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
-                                text=True, encoding="utf-8", errors="replace", bufsize=1)
-        assert proc.stdout is not None
-
-        def stop() -> None:
-            if proc.poll() is None:
-                log.warning("laser: %s exceeded its wall-clock budget (%.0f s); terminating it", what, timeout_s)
-                killed.set()
-                proc.terminate()
-
-        timer = threading.Timer(timeout_s, stop) if timeout_s is not None else None
-        if timer is not None:
-            timer.daemon = True
-            timer.start()
-        try:
-            for line in proc.stdout:
-                line = line.rstrip("\n")
-                lines.append(line)
-                lf.write(line + "\n")
-                log.info("%s: %s", what, line)
-        except BaseException:
-            proc.kill()
-            raise
-        finally:
-            rc = proc.wait()
-            if timer is not None:
-                timer.cancel()
-    if rc != 0 and not killed.is_set():
-        tail = "\n".join(lines[-25:])
-        raise EncoderError(f"laser: {what} failed (exit code {rc}); full log in {logfile}; last lines:\n{tail}")
-    return lines, killed.is_set()
-
-
 _PROGRESS_RE = re.compile(r"epoch (\d+):\s+\d+ / \d+ (.*)$")
 _EPOCH_RE = re.compile(r"\| epoch (\d+) \| (.*)$")
 _LOADED_RE = re.compile(r"Loaded checkpoint \S+ \(epoch (\d+) @ (\d+) updates\)")
-
-
-def _num(v: str) -> Any:
-    try:
-        f = float(v)
-    except ValueError:
-        return v
-    return int(f) if f.is_integer() and "." not in v else f
 
 
 def parse_fairseq_log(lines: Sequence[str]) -> dict[str, Any]:
@@ -315,7 +262,7 @@ def parse_fairseq_log(lines: Sequence[str]) -> dict[str, Any]:
             for field in m.group(2).split(" | "):
                 k, _, v = field.strip().partition(" ")
                 if k:
-                    stats[k] = _num(v.strip())
+                    stats[k] = log_value(v.strip())
             out["epoch_stats"].append(stats)
             out["epoch"] = stats["epoch"]
             if "num_updates" in stats:
@@ -398,11 +345,11 @@ def train(data: Sequence[ParallelData], out_dir: Path, params: dict, *, seed: in
         for (a, b) in sorted(pairs):
             fwd = work / "bin" / f"{a}-{b}"
             shutil.rmtree(fwd, ignore_errors=True)
-            _run([sys.executable, "-m", "fairseq_cli.preprocess", "--source-lang", a, "--target-lang", b,
-                  "--trainpref", str(work / "spm" / f"{a}-{b}" / "train"), "--destdir", str(fwd),
-                  "--srcdict", str(dict_path), "--tgtdict", str(dict_path), "--dataset-impl", "cached",
-                  "--workers", str(int(p["threads"]) or max(1, min(4, os.cpu_count() or 1)))],
-                 env, logfile, "fairseq-preprocess")
+            run_fairseq([sys.executable, "-m", "fairseq_cli.preprocess", "--source-lang", a, "--target-lang", b,
+                         "--trainpref", str(work / "spm" / f"{a}-{b}" / "train"), "--destdir", str(fwd),
+                         "--srcdict", str(dict_path), "--tgtdict", str(dict_path), "--dataset-impl", "cached",
+                         "--workers", str(int(p["threads"]) or max(1, min(4, os.cpu_count() or 1)))],
+                        env, logfile, "fairseq-preprocess", error=EncoderError, prefix="laser: ")
             # the reverse direction reads the same binarized files (its own directory: the task
             # names datasets by directory)
             rev = work / "bin" / f"{b}-{a}"
@@ -463,7 +410,7 @@ def train(data: Sequence[ParallelData], out_dir: Path, params: dict, *, seed: in
     state["model_fingerprint"] = model_fp
     state_path.write_text(json.dumps(state, indent=1))
     t_train = time.monotonic()
-    lines, killed = _run(cmd, env, logfile, "fairseq-train", timeout_s)
+    lines, killed = run_fairseq(cmd, env, logfile, "fairseq-train", timeout_s, error=EncoderError, prefix="laser: ")
     state["train_seconds"] = float(state.get("train_seconds", 0.0)) + time.monotonic() - t_train
     state_path.write_text(json.dumps(state, indent=1))
     if not ckpt_last.exists():

@@ -1,0 +1,92 @@
+"""Running fairseq's command-line tools as child processes, for both the LASER-style encoder and
+the NMT systems: output streamed to our logger and a log file, a wall-clock budget, no orphaned
+fairseq when the job itself is killed, and the numbers of its ``--log-format simple`` lines."""
+
+from __future__ import annotations
+
+import logging
+import re
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from .errors import MarginmineError
+
+log = logging.getLogger(__name__)
+
+#: fairseq-generate's per-sentence output (S-12, H-12, ...): returned, never logged
+GEN_OUTPUT_RE = re.compile(r"^[STHDPWE]-\d+\t")
+
+
+def run_fairseq(cmd: Sequence[str], env: Mapping[str, str] | None, logfile: Path, what: str,
+                timeout_s: float | None = None, error: type[MarginmineError] = MarginmineError,
+                prefix: str = "") -> tuple[list[str], bool]:
+    """Run a fairseq command; stream its output to our logger and append it to ``logfile``.
+
+    Translation output lines (``H-12<TAB>...``) are returned but neither logged nor written to
+    ``logfile``. Returns ``(lines, killed)``: ``killed`` when it was terminated for exceeding
+    ``timeout_s``. A non-zero exit (otherwise) raises ``error`` with ``prefix + what`` and the
+    last lines.
+    """
+    log.info("%s%s: %s", prefix, what, " ".join(cmd))
+    lines: list[str] = []
+    killed = threading.Event()
+    logfile.parent.mkdir(parents=True, exist_ok=True)
+    with open(logfile, "a", encoding="utf-8") as lf:
+        lf.write(f"\n# {time.strftime('%Y-%m-%d %H:%M:%S')} {' '.join(cmd)}\n")
+        proc = subprocess.Popen(list(cmd), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                env=dict(env) if env is not None else None,
+                                text=True, encoding="utf-8", errors="replace", bufsize=1)
+        assert proc.stdout is not None
+
+        def stop() -> None:
+            if proc.poll() is None:
+                log.warning("%s%s exceeded its wall-clock budget (%.0f s); terminating it", prefix, what, timeout_s)
+                killed.set()
+                proc.terminate()
+
+        timer = threading.Timer(timeout_s, stop) if timeout_s is not None else None
+        if timer is not None:
+            timer.daemon = True
+            timer.start()
+        previous: Any = None
+        main_thread = threading.current_thread() is threading.main_thread()
+        if main_thread:
+            def on_sigterm(signum: int, frame: object) -> None:  # a killed job must not orphan fairseq
+                raise SystemExit(128 + signum)
+
+            previous = signal.signal(signal.SIGTERM, on_sigterm)
+        try:
+            for line in proc.stdout:
+                line = line.rstrip("\n")
+                lines.append(line)
+                if GEN_OUTPUT_RE.match(line):
+                    continue
+                lf.write(line + "\n")
+                log.info("%s: %s", what, line)
+        except BaseException:
+            proc.kill()
+            raise
+        finally:
+            rc = proc.wait()
+            if timer is not None:
+                timer.cancel()
+            if main_thread:
+                signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
+    if rc != 0 and not killed.is_set():
+        tail = "\n".join(x for x in lines[-25:] if not GEN_OUTPUT_RE.match(x))
+        raise error(f"{prefix}{what} failed (exit code {rc}); full log in {logfile}; last lines:\n{tail}")
+    return lines, killed.is_set()
+
+
+def log_value(v: str) -> Any:
+    """A value of a fairseq log field: int, float, or the text as it is."""
+    try:
+        f = float(v)
+    except ValueError:
+        return v
+    return int(f) if f.is_integer() and "." not in v else f
