@@ -120,10 +120,35 @@ def corpus_files(wildcards=None):
     return source_files("corpus", config["corpus"]["source"])
 
 
+# eval sets taken as a seeded slice of a larger test set (`sample:`), written by rule heldout_set
+HELDOUT = [name for name, src in EVAL_SETS.items() if "sample" in src]
+_EVAL_ONLY_KEYS = ("sample", "methods")
+for _name, _src in [("corpus", config["corpus"]["source"]),
+                    *((f"encoder.train {i['name']}", i["source"]) for i in config.get("encoder", {}).get("train", [])),
+                    *((f"intrinsic {i['name']}", i["source"]) for i in config.get("intrinsic", []))]:
+    if any(k in _src for k in _EVAL_ONLY_KEYS):
+        raise ValueError(f"{_name}: 'sample' and 'methods' apply to eval sets only")
+for _name in ("dev", "test"):
+    if "methods" in EVAL_SETS[_name]:
+        raise ValueError(f"eval.{_name}: every system decodes dev and test; 'methods' applies to eval.extra only")
+
+
 def eval_files(name):
     if name not in EVAL_SETS:
         raise ValueError(f"protect: {name!r} is neither an eval set nor a file below data_dir")
+    if name in HELDOUT:
+        return [f"{WORK}/eval/{name}.{SRC}", f"{WORK}/eval/{name}.{TGT}"]
     return source_files(f"eval-{name}", EVAL_SETS[name])
+
+
+def heldout_inputs(wildcards):
+    src, tgt = source_files(f"eval-{wildcards.name}", EVAL_SETS[wildcards.name])
+    return {"src": src, "tgt": tgt}
+
+
+def heldout_args(wildcards):
+    sample = EVAL_SETS[wildcards.name]["sample"]
+    return f"--start {sample.get('start', 0)} --size {sample['size']} --seed {sample.get('seed', 1)}"
 
 
 def protect_files(wildcards=None):
@@ -324,8 +349,8 @@ def nmt_runtime(wildcards=None):
 
 
 def extra_eval_sets(wildcards):
-    """The extra test sets (e.g. newstest2014) this method's system decodes."""
-    return EXTRA_EVAL if wildcards.method in NMT.get("extra_methods", METHODS) else []
+    """The extra test sets this method's system decodes (an extra set's `methods`, default all)."""
+    return [n for n in EXTRA_EVAL if wildcards.method in EVAL_SETS[n].get("methods", METHODS)]
 
 
 def extra_eval_files(wildcards):

@@ -76,6 +76,33 @@ rule fetch_sacrebleu:
         "--src {output.src} --ref {output.ref} > {log} 2>&1"
 
 
+rule heldout_set:
+    """A dev/test set as a seeded slice of a larger parallel test set (eval.<name>.sample); slices
+    of one seed never share a pair or a sentence."""
+    input:
+        unpack(heldout_inputs),
+    output:
+        src=f"{WORK}/eval/{{name}}.{SRC}",
+        tgt=f"{WORK}/eval/{{name}}.{TGT}",
+    log:
+        f"{LOGS}/eval/{{name}}.log",
+    benchmark:
+        f"{BENCH}/eval/{{name}}.tsv"
+    params:
+        slice=heldout_args,
+    wildcard_constraints:
+        name="|".join(map(re.escape, HELDOUT)) or "NO_HELDOUT_SETS",
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    conda:
+        "../envs/preprocess.yaml"
+    shell:
+        "marginmine heldout --src {input.src} --tgt {input.tgt} {params.slice} "
+        "--out-src {output.src} --out-tgt {output.tgt} > {log} 2>&1"
+
+
 rule demo_corpus:
     """The demo noisy corpus: real clean pairs + real ParaCrawl/MT pairs + documented noise,
     built deterministically from data_dir; the sidecar names every pair's origin."""

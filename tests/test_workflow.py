@@ -48,6 +48,32 @@ def test_paper_config_plans_the_whole_experiment() -> None:
     assert re.search(r"rule score_shard:.*?resources: [^\n]*gpus=1", r.stdout, re.S)
 
 
+def test_demo_config_plans_heldout_dev_test_and_extra_sets_per_method() -> None:
+    """The demo's dev/test are two slices of one Tatoeba test file; newstest2014 is decoded by the
+    headline method's system only, Multi30k by every system."""
+    r = snakemake("-n", "-p", "demo", "--configfile", "config/demo.yaml")
+    assert r.returncode == 0, r.stderr[-2000:]
+    counts = job_counts(r.stdout)
+    assert counts["heldout_set"] == 2
+    assert "--start 0 --size 1000 --seed 1" in r.stdout and "--start 1000 --size 2000 --seed 1" in r.stdout
+    evaluate = {m.group(1): m.group(0) for m in re.finditer(r"marginmine evaluate --workdir \S+/nmt/(\w+)\.\S+[^\n]*",
+                                                              r.stdout)}
+    assert set(evaluate) == {"ratio", "cosine", "random", "unfiltered"}
+    for method, cmd in evaluate.items():
+        assert "--test-src work/demo/eval/test.en" in cmd and "multi30k-flickr2016," in cmd
+        assert ("newstest2014," in cmd) == (method == "ratio"), cmd
+
+
+def test_sample_outside_eval_sets_is_refused(tmp_path: Path) -> None:
+    cfg = yaml.safe_load((REPO / "config" / "demo.yaml").read_text())
+    cfg["intrinsic"][0]["source"]["sample"] = {"size": 10}
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump(cfg))
+    r = snakemake("-n", "--configfile", str(bad))
+    assert r.returncode != 0
+    assert "apply to eval sets only" in r.stdout + r.stderr
+
+
 def test_bad_config_names_the_key(tmp_path: Path) -> None:
     cfg = yaml.safe_load((REPO / "config" / "demo.yaml").read_text())
     cfg["preprocess"]["max_ratio"] = "two"

@@ -157,6 +157,16 @@ def cmd_tatoeba_share(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_heldout(args: argparse.Namespace) -> int:
+    from .heldout import write_slice
+
+    counts = write_slice(args.src, args.tgt, args.start, args.size, args.seed, args.out_src, args.out_tgt)
+    log.info("%s: %d lines, %d distinct pairs; wrote pairs [%d, %d) of seed %d's shuffle: %d",
+             args.src, counts["lines"], counts["distinct"], args.start, args.start + args.size, args.seed,
+             counts["written"])
+    return 0
+
+
 def cmd_encoder_data(args: argparse.Namespace) -> int:
     from .encoder_data import TrainingSource, prepare
 
@@ -321,6 +331,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--en", required=True)
     p.add_argument("--de", required=True)
     _HANDLERS["tatoeba-share"] = cmd_tatoeba_share
+
+    p = sub.add_parser("heldout", help="a dev or test set as a seeded slice of a larger parallel test set")
+    p.add_argument("--src", required=True)
+    p.add_argument("--tgt", required=True)
+    p.add_argument("--start", type=int, default=0, help="first position in the shuffle")
+    p.add_argument("--size", type=int, required=True, help="pairs to take")
+    p.add_argument("--seed", type=int, default=1, help="the shuffle; slices of one seed never overlap")
+    p.add_argument("--out-src", required=True)
+    p.add_argument("--out-tgt", required=True)
+    _HANDLERS["heldout"] = cmd_heldout
 
     p = sub.add_parser("encoder-data", help="clean encoder training data and remove dev/test leakage")
     p.add_argument("--sources", required=True,
