@@ -9,7 +9,7 @@ rule report_figures:
     """Ledger figure + table, score histograms per selection method, result tables and the per-rule
     wall time / throughput table (benchmark files are globbed, so run it last: `make report`)."""
     input:
-        ledger=rules.preprocess_ledger.output.tsv,
+        ledger=rules.preprocess_ledger.output.json,
         select=expand(rules.select_top.output.report, method=METHODS, N=SIZES),
         encoders=rules.encoder_report.output.tsv,
         evals=lambda w: [f for f in scoring_targets() if f.endswith(".tsv")],

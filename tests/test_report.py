@@ -31,9 +31,9 @@ def small_ledger() -> Ledger:
     return led
 
 
-def ledger_tsv(tmp_path: Path) -> Path:
+def ledger_json(tmp_path: Path) -> Path:
     small_ledger().write(tmp_path / "ledger.json")
-    return tmp_path / "ledger.tsv"
+    return tmp_path / "ledger.json"
 
 
 def selection(method: str, threshold: float | None, selected: int, total: int = 100) -> dict:
@@ -49,8 +49,8 @@ def bench(seconds: float, cpu: float, rss: float) -> str:
 # --- ledger ---------------------------------------------------------------------------------------
 
 
-def test_ledger_tsv_parses_into_steps_and_buckets(tmp_path: Path) -> None:
-    view = report.parse_ledger_tsv(ledger_tsv(tmp_path).read_text())
+def test_ledger_view_has_steps_and_buckets(tmp_path: Path) -> None:
+    view = report.ledger_view(report.read_ledger(ledger_json(tmp_path)))
     assert [s.step for s in view.steps] == ["read", "dedup", "test_overlap", "langid"]
     steps = {s.step: s for s in view.steps}
     assert (steps["read"].pairs_in, steps["read"].kept, steps["read"].reasons) == (10, 9, {"empty": 1})
@@ -67,7 +67,7 @@ def test_ledger_tsv_parses_into_steps_and_buckets(tmp_path: Path) -> None:
 
 
 def test_ledger_tables_and_html(tmp_path: Path) -> None:
-    view = report.parse_ledger_tsv(ledger_tsv(tmp_path).read_text())
+    view = report.ledger_view(small_ledger())
     rows = report.ledger_step_rows(view)
     langid = rows.index(["langid", "", "7", "3", "42.9%", "30.0%", "4"])
     assert rows[langid + 1] == ["", "wrong_lang_src", "", "2", "28.6%", "20.0%", ""]  # largest reason first
@@ -80,7 +80,7 @@ def test_ledger_tables_and_html(tmp_path: Path) -> None:
 
 
 def test_ledger_figure_has_both_panels(tmp_path: Path) -> None:
-    view = report.parse_ledger_tsv(ledger_tsv(tmp_path).read_text())
+    view = report.ledger_view(small_ledger())
     fig = report.ledger_figure(view)
     assert len(fig.axes) == 2
     ticks = sorted(zip(fig.axes[0].get_yticks(), (t.get_text() for t in fig.axes[0].get_yticklabels())))
@@ -88,11 +88,12 @@ def test_ledger_figure_has_both_panels(tmp_path: Path) -> None:
     assert [t.get_text() for t in fig.axes[1].get_xticklabels()] == ["0-2", "3-5", "6-10"]
 
 
-def test_not_a_ledger_is_named() -> None:
-    with pytest.raises(InputError, match="x.tsv"):
-        report.parse_ledger_tsv("a\tb\n1\t2\n", "x.tsv")
-    with pytest.raises(InputError, match="x.tsv:2"):
-        report.parse_ledger_tsv("step\treason\tbucket\tcount\nread\tin\tall\tmany\n", "x.tsv")
+def test_not_a_ledger_is_named(tmp_path: Path) -> None:
+    (tmp_path / "x.json").write_text('{"steps": []}')
+    with pytest.raises(InputError, match="x.json: is not a marginmine ledger JSON"):
+        report.read_ledger(tmp_path / "x.json")
+    with pytest.raises(InputError, match="missing.json: cannot read"):
+        report.read_ledger(tmp_path / "missing.json")
 
 
 # --- score histograms ----------------------------------------------------------------------------

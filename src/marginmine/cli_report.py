@@ -22,9 +22,9 @@ def cmd_report_figures(args: argparse.Namespace) -> int:
     from .report import write_report_figures
 
     results = Path(args.results) if args.results else None
-    ledger = args.ledger or (results / "preprocess" / "ledger.tsv" if results else None)
+    ledger = args.ledger or (results / "preprocess" / "ledger.json" if results else None)
     if ledger is None:
-        raise MarginmineError("give --ledger (or --results DIR with preprocess/ledger.tsv)")
+        raise MarginmineError("give --ledger (or --results DIR with preprocess/ledger.json)")
     selections = args.select
     if selections is None:
         selections = sorted(str(p) for p in (results / "select").glob("*.json")) if results else []
@@ -65,7 +65,7 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> N
     p.add_argument("--work", required=True, help="work/<exp>: shard ledgers and kept shards (item counts)")
     p.add_argument("--outdir", required=True, help="ledger.png/.html, score_histograms.png, tables.html, "
                                                    "benchmarks.html/.tsv are written here")
-    p.add_argument("--ledger", default=None, help="the corpus ledger TSV (results/<exp>/preprocess/ledger.tsv)")
+    p.add_argument("--ledger", default=None, help="the corpus ledger JSON (results/<exp>/preprocess/ledger.json)")
     p.add_argument("--select", nargs="*", default=None, metavar="JSON",
                    help="selection reports <method>.<N>.json (default: all below --results/select)")
     p.add_argument("--tables", nargs="*", default=None, metavar="TSV",

@@ -3,7 +3,7 @@
 Pure functions turn parsed data into table rows, HTML and matplotlib figures; reading and writing
 files happens only in the ``read_*`` helpers and :func:`write_report_figures` at the end.
 
-* the preprocessing ledger (``ledger.tsv``): per step and reason, and per source-length bucket;
+* the preprocessing ledger (``ledger.json``): per step and reason, and per source-length bucket;
 * score histograms per selection method (the ``select/<method>.<N>.json`` reports), thresholds marked;
 * wall time, CPU time, peak memory and throughput per rule from Snakemake's ``benchmark:`` files;
 * the result TSVs (encoders, mining benchmark, filtering quality, ...) as readable HTML tables.
@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import InputError
+from .ledger import Ledger
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
@@ -67,45 +68,28 @@ class LedgerView:
         return self.steps[-1].kept if self.steps else 0
 
 
-def parse_ledger_tsv(text: str, source: str = "ledger.tsv") -> LedgerView:
-    """``step, reason, bucket, count`` rows (``marginmine ledger``'s TSV) -> steps and buckets.
-
-    Rows with bucket ``all`` give each step's ``in``, ``kept`` and removals by reason; rows of the
-    pseudo-step ``total`` give pairs in and kept per source-length bucket."""
-    lines = [ln for ln in text.splitlines() if ln.strip()]
-    if not lines or lines[0].split("\t")[:4] != ["step", "reason", "bucket", "count"]:
-        raise InputError(source, "is not a ledger TSV (header step, reason, bucket, count)")
-    step_in: dict[str, int] = {}
-    step_kept: dict[str, int] = {}
-    reasons: dict[str, dict[str, int]] = {}
-    bucket_in: dict[str, int] = {}
-    bucket_kept: dict[str, int] = {}
-    bucket_removed: dict[str, dict[str, int]] = {}
-    for no, ln in enumerate(lines[1:], start=2):
-        parts = ln.split("\t")
-        try:
-            step, reason, bucket, count = parts[0], parts[1], parts[2], int(parts[3])
-        except (IndexError, ValueError) as exc:
-            raise InputError(source, "expected step, reason, bucket, count", line=no) from exc
-        if step == "total":
-            target = bucket_in if reason == "in" else bucket_kept if reason == "kept" else None
-            if target is not None:
-                target[bucket] = target.get(bucket, 0) + count
-            continue
-        if bucket == "all":
-            reasons.setdefault(step, {})
-            if reason == "in":
-                step_in[step] = count
-            elif reason == "kept":
-                step_kept[step] = count
-            else:
-                reasons[step][reason] = reasons[step].get(reason, 0) + count
-        else:
-            by_step = bucket_removed.setdefault(bucket, {})
-            by_step[step] = by_step.get(step, 0) + count
-    steps = [LedgerStep(s, step_in.get(s, 0), step_kept.get(s, 0), reasons[s]) for s in reasons]
-    buckets = [LedgerBucket(b, n, bucket_kept.get(b, 0), bucket_removed.get(b, {})) for b, n in bucket_in.items()]
+def ledger_view(ledger: Ledger) -> LedgerView:
+    """The ledger's step and source-length-bucket tables as the report draws them."""
+    steps = [LedgerStep(r["step"], r["in"], r["kept"], r["reasons"]) for r in ledger.step_table()]
+    buckets = []
+    for r in ledger.bucket_table():
+        by_step: dict[str, int] = {}
+        for key, n in r["removed"].items():
+            step = key.split("/", 1)[0]
+            by_step[step] = by_step.get(step, 0) + n
+        buckets.append(LedgerBucket(r["bucket"], r["in"], r["kept"], by_step))
     return LedgerView(steps, buckets)
+
+
+def read_ledger(path: str | Path) -> Ledger:
+    """The corpus ledger JSON (``results/<exp>/preprocess/ledger.json``); errors name the file."""
+    try:
+        return Ledger.read(path)
+    except OSError as exc:
+        raise InputError(str(path), f"cannot read the ledger ({exc.strerror})") from exc
+    except (ValueError, KeyError, TypeError) as exc:
+        raise InputError(str(path), f"is not a marginmine ledger JSON ({exc!r})",
+                         hint="pass results/<exp>/preprocess/ledger.json") from exc
 
 
 def ledger_step_rows(view: LedgerView) -> list[list[str]]:
@@ -670,7 +654,7 @@ class ReportOutputs:
                    d / "benchmarks.html", d / "benchmarks.tsv")
 
 
-def write_report_figures(ledger_tsv: str | Path, selection_files: Sequence[str | Path],
+def write_report_figures(ledger_json: str | Path, selection_files: Sequence[str | Path],
                          bench_dir: str | Path, work_dir: str | Path, outdir: str | Path,
                          tables: Sequence[str | Path] = (), methods: Sequence[str] = (),
                          title: str = "") -> ReportOutputs:
@@ -679,7 +663,7 @@ def write_report_figures(ledger_tsv: str | Path, selection_files: Sequence[str |
     Path(outdir).mkdir(parents=True, exist_ok=True)
     prefix = f"{title}: " if title else ""
 
-    view = parse_ledger_tsv(_read_text(ledger_tsv), str(ledger_tsv))
+    view = ledger_view(read_ledger(ledger_json))
     fig = ledger_figure(view)
     fig.savefig(out.ledger_png)
     _pyplot().close(fig)
