@@ -263,6 +263,7 @@ def bleu_targets():
 SCORING = config.get("scoring", {})
 MARGIN = SCORING.get("margin", "ratio")
 MINING_EVAL = config.get("mining_eval")
+LABELLED_CORPUS = config["corpus"]["source"]["kind"] == "demo"  # its sidecar names every pair's origin
 FILTER_EVAL = config.get("filter_eval")
 SCORE_COLUMNS = {MARGIN: 0, "cosine": 1}
 _unknown = [m for m in METHODS if m not in SCORE_COLUMNS and m not in ("random", "unfiltered")]
@@ -301,7 +302,7 @@ def filter_eval_inputs(wildcards=None):
     out = {"encoder": f"{DEFAULT_ENCODER_DIR}/encoder.json"}
     if FILTER_EVAL and FILTER_EVAL.get("paracrawl"):
         out["paracrawl"] = data_path(FILTER_EVAL["paracrawl"])
-    if config["corpus"]["source"]["kind"] == "demo":
+    if LABELLED_CORPUS:
         out["labels"] = f"{WORK}/corpus/demo.labels.tsv"
         out["pairs"] = expand(rules.preprocess_shard.output.kept, shard=SHARDS)
         out["scores"] = expand(rules.score_shard.output, shard=SHARDS)
@@ -322,8 +323,10 @@ def scoring_targets():
     out = expand(rules.select_top.output.report, method=METHODS, N=SIZES)
     if MINING_EVAL:
         out += rules.eval_mining.output
-    if FILTER_EVAL or config["corpus"]["source"]["kind"] == "demo":
+    if FILTER_EVAL or LABELLED_CORPUS:
         out += rules.eval_filter.output
+    if LABELLED_CORPUS:
+        out += rules.selection_composition.output
     return out
 
 

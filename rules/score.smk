@@ -64,6 +64,32 @@ rule select_top:
         "--output {output.pairs} --report {output.report} > {log} 2>&1"
 
 
+rule selection_composition:
+    """What each selection is made of, by the labelled corpus' origins and noise kinds (the demo's
+    sidecar): how much noise a method let through and which clean domain it preferred."""
+    input:
+        labels=f"{WORK}/corpus/demo.labels.tsv",
+        selections=expand(rules.select_top.output.pairs, method=METHODS, N=SIZES),
+    output:
+        tsv=f"{RESULTS}/select/composition.tsv",
+        md=f"{RESULTS}/select/composition.md",
+    log:
+        f"{LOGS}/select/composition.log",
+    benchmark:
+        f"{BENCH}/select/composition.tsv"
+    params:
+        title=EXP,
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    conda:
+        "../envs/score.yaml"
+    shell:
+        "marginmine composition --labels {input.labels} --selections {input.selections} "
+        "--tsv {output.tsv} --md {output.md} --title {params.title:q} > {log} 2>&1"
+
+
 rule mining_benchmark_data:
     """BUCC-style benchmark: gold pairs hidden in monolingual pools (train split for thresholds)."""
     input:

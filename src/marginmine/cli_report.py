@@ -15,7 +15,8 @@ log = logging.getLogger("marginmine")
 Handler = Callable[[argparse.Namespace], int]
 
 #: result tables rendered when --results is given and they exist (relative to the results directory)
-DEFAULT_TABLES = ("encoders/intrinsic.tsv", "mining/bucc.tsv", "filtering/quality.tsv", "comparison.tsv")
+DEFAULT_TABLES = ("encoders/intrinsic.tsv", "mining/bucc.tsv", "filtering/quality.tsv", "select/composition.tsv",
+                  "comparison.tsv")
 
 
 def cmd_report_figures(args: argparse.Namespace) -> int:

@@ -1,5 +1,5 @@
 """Subcommands of the scoring stage: ``score``, ``mine``, ``select`` and their evaluations
-(``bucc-data``, ``eval-mining``, ``eval-filter``). Registered by :mod:`marginmine.cli`."""
+(``composition``, ``bucc-data``, ``eval-mining``, ``eval-filter``). Registered by :mod:`marginmine.cli`."""
 
 from __future__ import annotations
 
@@ -113,6 +113,19 @@ def cmd_select(args: argparse.Namespace) -> int:
     report = select(sources, args.output, args.method, n, args.threshold, column, args.seed)
     if args.report:
         report.write(args.report)
+    return 0
+
+
+def cmd_composition(args: argparse.Namespace) -> int:
+    from .composition import Composition, count_groups, read_groups, selection_ids, selection_name, write_composition
+
+    groups = read_groups(args.labels)
+    rows = []
+    for path in args.selections:
+        method, n = selection_name(path)
+        rows.append(Composition(method, n, count_groups(selection_ids(path), groups)))
+    write_composition(rows, args.tsv, args.md, args.title)
+    log.info("composition of %d selections -> %s", len(rows), args.md)
     return 0
 
 
@@ -247,6 +260,14 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler], colu
     p.add_argument("--output", required=True, help="TSV: src, tgt, score, further shard columns")
     p.add_argument("--report", default=None, help="JSON: counts, threshold, score histogram")
     handlers["select"] = cmd_select
+
+    p = sub.add_parser("composition", help="what each selection is made of, by the corpus' pair labels")
+    p.add_argument("--labels", required=True, help="sidecar TSV: id, origin, kind, clean (the demo corpus')")
+    p.add_argument("--selections", nargs="+", required=True, help="select's <method>.<N>.tsv.gz files")
+    p.add_argument("--tsv", required=True)
+    p.add_argument("--md", required=True)
+    p.add_argument("--title", default="")
+    handlers["composition"] = cmd_composition
 
     p = sub.add_parser("bucc-data", help="build the BUCC-style mining benchmark from real text")
     p.add_argument("--gold-train", nargs="+", required=True, metavar="SRC,TGT")

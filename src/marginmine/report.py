@@ -489,6 +489,7 @@ TABLE_TITLES = {
     "bucc.tsv": "Mining benchmark (BUCC-style): precision / recall / F1 on the test split",
     "quality.tsv": "Filtering quality: ROC-AUC and precision at top-N",
     "comparison.tsv": "BLEU by selection method and size",
+    "composition.tsv": "What each selection is made of: pairs and share by origin (clean) or noise kind",
 }
 
 

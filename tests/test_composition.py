@@ -1,0 +1,80 @@
+"""Selection composition by the corpus' pair labels (marginmine.composition)."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import pytest
+
+from marginmine.cli import main
+from marginmine.composition import (UNLABELLED, Composition, count_groups, read_groups, selection_ids,
+                                    selection_name, write_composition)
+from marginmine.errors import InputError
+
+LABELS = ("id\torigin\tkind\tclean\n"
+          "m30k-train:1\tmulti30k\tclean\t1\n"
+          "tatoeba-deu-eng:5\ttatoeba\tclean\t1\n"
+          "tatoeba-deu-eng:6\ttatoeba\tclean\t1\n"
+          "misaligned:m30k-train:1~m30k-train:2\tmulti30k\tmisaligned\t0\n"
+          "paracrawl:7\tparacrawl\tparacrawl_E\t0\n")
+
+
+def write_selection(path: Path, ids: list[str]) -> Path:
+    with gzip.open(path, "wt", encoding="utf-8") as fh:
+        for i, pid in enumerate(ids):
+            fh.write(f"src {i}\ttgt {i}\t{1 - i / 10:.3f}\t{pid}\n")
+    return path
+
+
+def test_groups_are_clean_origin_or_noise_kind(tmp_path: Path) -> None:
+    (tmp_path / "labels.tsv").write_text(LABELS, encoding="utf-8")
+    groups = read_groups(tmp_path / "labels.tsv")
+    assert groups["tatoeba-deu-eng:5"] == "clean:tatoeba"
+    assert groups["misaligned:m30k-train:1~m30k-train:2"] == "misaligned"
+    assert count_groups(["tatoeba-deu-eng:5", "tatoeba-deu-eng:6", "paracrawl:7", "new:1"], groups) == \
+        {"clean:tatoeba": 2, "paracrawl_E": 1, UNLABELLED: 1}
+
+
+def test_labels_without_the_columns_are_named(tmp_path: Path) -> None:
+    (tmp_path / "l.tsv").write_text("id\tlabel\nx\t1\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"l.tsv: lacks the columns \['clean', 'kind', 'origin'\]"):
+        read_groups(tmp_path / "l.tsv")
+
+
+def test_selection_ids_and_names(tmp_path: Path) -> None:
+    sel = write_selection(tmp_path / "ratio.20k.tsv.gz", ["a", "b"])
+    assert selection_ids(sel) == ["a", "b"]
+    assert selection_name(sel) == ("ratio", "20k")
+    with gzip.open(tmp_path / "bad.1k.tsv.gz", "wt") as fh:
+        fh.write("s\tt\t0.5\tid1\ns\tt\n")
+    with pytest.raises(InputError, match=r"bad.1k.tsv.gz:2: has 2 columns"):
+        selection_ids(tmp_path / "bad.1k.tsv.gz")
+    with pytest.raises(InputError, match="is not named"):
+        selection_name(tmp_path / "selection.tsv")
+
+
+def test_table_shares_sum_to_one_and_clean_groups_come_first(tmp_path: Path) -> None:
+    rows = [Composition("ratio", "4", {"clean:tatoeba": 3, "misaligned": 1}),
+            Composition("random", "4", {"clean:multi30k": 1, "misaligned": 2, "boilerplate": 1})]
+    write_composition(rows, tmp_path / "c.tsv", tmp_path / "c.md", "demo")
+    lines = (tmp_path / "c.tsv").read_text().splitlines()
+    assert lines[0] == "method\tN\tgroup\tpairs\tshare"
+    by_sel: dict[str, float] = {}
+    for ln in lines[1:]:
+        method, _, _, _, share = ln.split("\t")
+        by_sel[method] = by_sel.get(method, 0) + float(share)
+    assert by_sel == pytest.approx({"ratio": 1.0, "random": 1.0})
+    md = (tmp_path / "c.md").read_text().splitlines()
+    assert md[4] == "| group | random.4 | ratio.4 |"
+    assert md[6] == "| **clean, all** | **25.0** | **75.0** |"
+    groups = [ln.split(" | ")[0].lstrip("| ") for ln in md[7:-1]]
+    assert groups == ["clean:tatoeba", "clean:multi30k", "misaligned", "boilerplate"]  # by total pairs
+
+
+def test_cli_on_real_selections_counts_every_pair(tmp_path: Path) -> None:
+    (tmp_path / "labels.tsv").write_text(LABELS, encoding="utf-8")
+    sel = write_selection(tmp_path / "cosine.3.tsv.gz", ["m30k-train:1", "paracrawl:7", "tatoeba-deu-eng:6"])
+    assert main(["composition", "--labels", str(tmp_path / "labels.tsv"), "--selections", str(sel),
+                 "--tsv", str(tmp_path / "c.tsv"), "--md", str(tmp_path / "c.md")]) == 0
+    assert "| pairs | 3 |" in (tmp_path / "c.md").read_text()
