@@ -125,6 +125,18 @@ def test_params_defaults_alias_and_validation():
         resolve_params({"max_epoch": 0, "max_update": 0})
     with pytest.raises(NmtError, match="device"):
         resolve_params({"device": "tpu"})
+    with pytest.raises(NmtError, match="normalize_before must be true or false"):
+        resolve_params({"normalize_before": "yes"})
+
+
+def test_pre_norm_reaches_fairseq_and_changes_the_model_fingerprint(tmp_path):
+    from marginmine.nmt import _MODEL_KEYS, _train_cmd
+
+    post = _train_cmd(tmp_path, "en", "de", resolve_params({}), "cpu", 1)
+    pre = _train_cmd(tmp_path, "en", "de", resolve_params({"normalize_before": True}), "cpu", 1)
+    assert "--encoder-normalize-before" not in post
+    assert set(pre) - set(post) == {"--encoder-normalize-before", "--decoder-normalize-before"}
+    assert "normalize_before" in _MODEL_KEYS  # a resumed run with the other setting starts afresh
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU is visible")
