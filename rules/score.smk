@@ -71,7 +71,7 @@ rule selection_composition:
         labels=f"{WORK}/corpus/demo.labels.tsv",
         selections=expand(rules.select_top.output.pairs, method=METHODS, N=SIZES),
     output:
-        tsv=f"{RESULTS}/select/composition.tsv",
+        tsv=report(f"{RESULTS}/select/composition.tsv", category="Selection"),
         md=f"{RESULTS}/select/composition.md",
     log:
         f"{LOGS}/select/composition.log",

@@ -48,10 +48,13 @@ def test_paper_config_plans_the_whole_experiment() -> None:
     assert re.search(r"rule score_shard:.*?resources: [^\n]*gpus=1", r.stdout, re.S)
 
 
-def test_demo_config_plans_heldout_dev_test_and_extra_sets_per_method() -> None:
+def test_demo_config_plans_heldout_dev_test_and_extra_sets_per_method(real_data: Path, tmp_path: Path) -> None:
     """The demo's dev/test are two slices of one Tatoeba test file; newstest2014 is decoded by the
-    headline method's system only, Multi30k by every system."""
-    r = snakemake("-n", "-p", "demo", "--configfile", "config/demo.yaml")
+    headline method's system only, Multi30k by every system. Planned in a fresh copy, so an
+    existing demo run in the repository does not hide jobs."""
+    copy_workflow(tmp_path)
+    r = snakemake("-n", "-p", "demo", "--configfile", "config/demo.yaml", "--config", f"data_dir={real_data}",
+                  cwd=tmp_path)
     assert r.returncode == 0, r.stderr[-2000:]
     counts = job_counts(r.stdout)
     assert counts["heldout_set"] == 2
