@@ -131,6 +131,10 @@ for _name, _src in [("corpus", config["corpus"]["source"]),
 for _name in ("dev", "test"):
     if "methods" in EVAL_SETS[_name]:
         raise ValueError(f"eval.{_name}: every system decodes dev and test; 'methods' applies to eval.extra only")
+for _name, _src in EVAL_SETS.items():
+    _unknown_methods = sorted(set(_src.get("methods", [])) - set(METHODS))
+    if _unknown_methods:
+        raise ValueError(f"eval.extra.{_name}.methods: {_unknown_methods} are not selection methods ({METHODS})")
 
 
 def eval_files(name):

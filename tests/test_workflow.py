@@ -77,6 +77,16 @@ def test_sample_outside_eval_sets_is_refused(tmp_path: Path) -> None:
     assert "apply to eval sets only" in r.stdout + r.stderr
 
 
+def test_extra_set_methods_must_be_selection_methods(tmp_path: Path) -> None:
+    cfg = yaml.safe_load((REPO / "config" / "demo.yaml").read_text())
+    cfg["eval"]["extra"]["newstest2014"]["methods"] = ["ratoi"]
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump(cfg))
+    r = snakemake("-n", "--configfile", str(bad))
+    assert r.returncode != 0
+    assert "['ratoi'] are not selection methods" in r.stdout + r.stderr
+
+
 def test_bad_config_names_the_key(tmp_path: Path) -> None:
     cfg = yaml.safe_load((REPO / "config" / "demo.yaml").read_text())
     cfg["preprocess"]["max_ratio"] = "two"
