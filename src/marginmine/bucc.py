@@ -24,7 +24,7 @@ from .margin import MARGINS, RETRIEVALS, neighbourhoods, retrieve
 from .mining import embed_unique
 from .normalize import sentence_key
 from .selection import optimal_threshold, prf_at
-from .textio import read_lines
+from .textio import read_aligned, read_lines
 
 log = logging.getLogger(__name__)
 SPLITS = ("train", "test")
@@ -38,9 +38,7 @@ class Split:
 
 
 def _aligned(src_path: str, tgt_path: str) -> list[tuple[str, str]]:
-    a, b = read_lines(src_path), read_lines(tgt_path)
-    if len(a) != len(b):
-        raise InputError(tgt_path, f"has {len(b)} lines, {src_path} has {len(a)}", hint="gold files must be line-aligned")
+    a, b = read_aligned(src_path, tgt_path, hint="gold files must be line-aligned")
     return [(s.strip(), t.strip()) for s, t in zip(a, b) if s.strip() and t.strip()]
 
 

@@ -9,12 +9,12 @@ noise each let through, and which clean domain it preferred (a test set rewards 
 
 from __future__ import annotations
 
-import csv
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from .democorpus import read_label_rows
 from .errors import InputError
 from .selection import parse_count
 from .textio import open_binary
@@ -38,16 +38,8 @@ class Composition:
 
 def read_groups(labels_tsv: str | Path) -> dict[str, str]:
     """Sidecar ``id, origin, kind, clean`` -> pair id -> group (``clean:<origin>`` or the noise kind)."""
-    out = {}
-    with open(labels_tsv, encoding="utf-8", newline="") as fh:
-        reader = csv.DictReader(fh, delimiter="\t", quoting=csv.QUOTE_NONE)
-        missing = {"id", "origin", "kind", "clean"} - set(reader.fieldnames or ())
-        if missing:
-            raise InputError(str(labels_tsv), f"lacks the columns {sorted(missing)}",
-                             hint="expected the demo corpus sidecar: id, origin, kind, clean")
-        for row in reader:
-            out[row["id"]] = f"clean:{row['origin']}" if row["clean"] == "1" else row["kind"]
-    return out
+    return {row["id"]: f"clean:{row['origin']}" if row["clean"] == "1" else row["kind"]
+            for row in read_label_rows(labels_tsv)}
 
 
 def count_groups(ids: Iterable[str], groups: Mapping[str, str]) -> dict[str, int]:

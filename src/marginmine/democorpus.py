@@ -41,6 +41,7 @@ same data, seed and scale give byte-identical files.
 
 from __future__ import annotations
 
+import csv
 import hashlib
 import json
 import random
@@ -54,7 +55,7 @@ from typing import TYPE_CHECKING, TypeVar
 from .errors import InputError, MarginmineError
 from .normalize import match_form, pair_key, sentence_key
 from .leakage import protected_index
-from .textio import open_text_out, read_lines
+from .textio import open_text_out, read_aligned, read_lines
 
 if TYPE_CHECKING:
     from sacremoses import MosesDetokenizer
@@ -165,14 +166,6 @@ def _component_rng(seed: int, name: str) -> random.Random:
     return random.Random(f"{seed}:{name}")
 
 
-def _read_aligned(a: Path, b: Path) -> tuple[list[str], list[str]]:
-    xs, ys = read_lines(a), read_lines(b)
-    if len(xs) != len(ys):
-        raise InputError(str(b), f"has {len(ys)} lines but {a} has {len(xs)}",
-                         hint="the two sides must be line-aligned")
-    return xs, ys
-
-
 # --------------------------------------------------------------------------------------------------
 # Tatoeba split (shared with the encoder)
 
@@ -204,7 +197,7 @@ def tatoeba_split(en: list[str], de: list[str]) -> tuple[list[int], list[int]]:
 def tatoeba_pairs(data_dir: Path) -> tuple[list[str], list[str]]:
     """The Tatoeba manythings de-en pairs (``train.nooverlap.{en,de}``) as two aligned lists."""
     folder = Path(data_dir) / ORIGIN_TATOEBA
-    return _read_aligned(folder / "train.nooverlap.en", folder / "train.nooverlap.de")
+    return read_aligned(folder / "train.nooverlap.en", folder / "train.nooverlap.de")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -416,7 +409,7 @@ def _pair(pid: str, en: str, de: str, origin: str, kind: str, notes: Counter[str
 
 def _load_m30k(root: Path, notes: Counter[str]) -> tuple[list[DemoPair], dict[str, str]]:
     d = root / ORIGIN_M30K
-    en, de = _read_aligned(d / "train.en.gz", d / "train.de.gz")
+    en, de = read_aligned(d / "train.en.gz", d / "train.de.gz")
     fr = read_lines(d / "train.fr.gz")
     if len(fr) != len(en):
         raise InputError(str(d / "train.fr.gz"), f"has {len(fr)} lines, train.en.gz has {len(en)}")
@@ -446,7 +439,7 @@ def _load_wmt18(root: Path, notes: Counter[str]) -> list[DemoPair]:
     d = root / ORIGIN_WMT18
     out = []
     for name in _WMT18_SETS:
-        en, de = _read_aligned(d / f"{name}.en", d / f"{name}.de")
+        en, de = read_aligned(d / f"{name}.en", d / f"{name}.de")
         for i, (e, g) in enumerate(zip(en, de), 1):
             p = _pair(f"wmt18-pcf:{name}:{i}", e, g, ORIGIN_WMT18, KIND_CLEAN, notes)
             if p is not None:
@@ -497,7 +490,7 @@ def _load_mlqe(root: Path, notes: Counter[str], n_mt: int,
     for split in _MLQE_SPLITS:
         rows = _read_da(d / "direct-assessments" / f"{split}.ende.df.short.tsv")
         pe_dir = d / "post-editing"
-        src, pe = _read_aligned(pe_dir / f"{split}.src", pe_dir / f"{split}.pe")
+        src, pe = read_aligned(pe_dir / f"{split}.src", pe_dir / f"{split}.pe")
         hter = read_lines(pe_dir / f"{split}.hter")
         if not (len(rows) == len(src) == len(hter)):
             raise InputError(str(pe_dir / f"{split}.src"),
@@ -506,7 +499,7 @@ def _load_mlqe(root: Path, notes: Counter[str], n_mt: int,
             segments.append((split, str(i), orig, mt, float(h)))
             pe_text[(split, str(i))] = (s, p)
     t21 = d / "test21"
-    src21, mt21 = _read_aligned(t21 / "test21.src", t21 / "test21.mt")
+    src21, mt21 = read_aligned(t21 / "test21.src", t21 / "test21.mt")
     hter21 = read_lines(t21 / "test21.hter")
     if len(hter21) != len(src21):
         raise InputError(str(t21 / "test21.hter"), f"{len(hter21)} lines, test21.src has {len(src21)}")
@@ -713,3 +706,17 @@ def build_demo_corpus(data_dir: Path, out_tsv: Path, labels_tsv: Path, *, seed: 
     with open_text_out(Path(labels_tsv).with_suffix(".summary.json")) as fh:
         fh.write(json.dumps(summary, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
     return summary
+
+
+LABEL_COLUMNS = ("id", "origin", "kind", "clean")
+
+
+def read_label_rows(labels_tsv: str | Path) -> list[dict[str, str]]:
+    """The sidecar :func:`build_demo_corpus` writes: one ``id, origin, kind, clean`` dict per pair."""
+    with open(labels_tsv, encoding="utf-8", newline="") as fh:
+        reader = csv.DictReader(fh, delimiter="\t", quoting=csv.QUOTE_NONE)
+        missing = set(LABEL_COLUMNS) - set(reader.fieldnames or ())
+        if missing:
+            raise InputError(str(labels_tsv), f"lacks the columns {sorted(missing)}",
+                             hint="expected the demo corpus sidecar: id, origin, kind, clean")
+        return list(reader)

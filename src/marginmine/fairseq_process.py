@@ -90,3 +90,52 @@ def log_value(v: str) -> Any:
     except ValueError:
         return v
     return int(f) if f.is_integer() and "." not in v else f
+
+
+_LOADED_RE = re.compile(r"Loaded checkpoint \S+ \(epoch (\d+) @ (\d+) updates\)")
+_SAVED_RE = re.compile(r"Saved checkpoint (\S+) \(epoch (\d+) @ (\d+) updates")
+_STATS_RE = re.compile(r"\| (train|valid) \| epoch (\d+) \| (.*)$")
+_INNER_RE = re.compile(r"\| train_inner \| epoch (\d+):\s+\d+ / \d+ (.*)$")
+
+
+def parse_train_log(lines: Sequence[str]) -> dict[str, Any]:
+    """Stats from fairseq-train's ``--log-format simple`` output: resume point, per-epoch train and
+    valid stats, the last checkpoint saved, how it stopped."""
+    out: dict[str, Any] = {"resumed_from": None, "epoch": None, "num_updates": None, "train": [], "valid": [],
+                           "wps": [], "stopped_by_time": False, "early_stop": False, "last_saved": None}
+    for line in lines:
+        m = _LOADED_RE.search(line)
+        if m:
+            # fairseq names the epoch it continues with (the next one after an end-of-epoch save)
+            out["resumed_from"] = {"continues_epoch": int(m.group(1)), "num_updates": int(m.group(2))}
+            out["num_updates"] = int(m.group(2))
+            continue
+        m = _SAVED_RE.search(line)
+        if m:  # fairseq names the first file it wrote: checkpoint<E>.pt only at the end of an epoch
+            out["last_saved"] = {"file": Path(m.group(1)).name, "epoch": int(m.group(2)),
+                                 "num_updates": int(m.group(3))}
+            continue
+        m = _STATS_RE.search(line)
+        if m:
+            stats: dict[str, Any] = {"epoch": int(m.group(2))}
+            for field in m.group(3).split(" | "):
+                k, _, v = field.strip().partition(" ")
+                if k and k != "valid":  # "valid on 'valid' subset"
+                    stats[k] = log_value(v.strip())
+            out[m.group(1)].append(stats)
+            if m.group(1) == "train":
+                out["epoch"] = stats["epoch"]
+            if "num_updates" in stats:
+                out["num_updates"] = stats["num_updates"]
+            continue
+        m = _INNER_RE.search(line)
+        if m:
+            kv = dict(x.split("=", 1) for x in m.group(2).split(", ") if "=" in x)
+            if "wps" in kv:
+                out["wps"].append(float(kv["wps"]))
+            continue
+        if "Stopping training due to cumulative_training_time" in line:
+            out["stopped_by_time"] = True
+        elif "early stop since valid performance hasn't improved" in line:
+            out["early_stop"] = True
+    return out

@@ -7,7 +7,6 @@ pairs), and the demo noisy corpus, whose sidecar labels say which pairs are clea
 
 from __future__ import annotations
 
-import csv
 import logging
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,6 +14,7 @@ from typing import Sequence
 
 import numpy as np
 
+from .democorpus import read_label_rows
 from .errors import InputError
 from .textio import open_binary
 
@@ -89,9 +89,7 @@ def read_paracrawl_eval(path: str | Path) -> LabelledPairs:
 
 def read_demo_labels(path: str | Path) -> dict[str, bool]:
     """The demo corpus sidecar: pair id -> clean."""
-    with open(path, encoding="utf-8", newline="") as fh:
-        reader = csv.DictReader(fh, delimiter="\t")
-        return {row["id"]: row["clean"] == "1" for row in reader}
+    return {row["id"]: row["clean"] == "1" for row in read_label_rows(path)}
 
 
 def quality_rows(name: str, scores: dict[str, np.ndarray], positive: np.ndarray,

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from .errors import InputError
 from .normalize import match_form
-from .textio import open_text_out, read_lines
+from .textio import open_text_out, read_aligned
 
 
 def distinct_pairs(src: Sequence[str], tgt: Sequence[str]) -> list[int]:
@@ -51,10 +51,7 @@ def slice_indices(distinct: Sequence[int], start: int, size: int, seed: int) -> 
 def write_slice(src_path: str | Path, tgt_path: str | Path, start: int, size: int, seed: int,
                 out_src: str | Path, out_tgt: str | Path) -> dict[str, int]:
     """Write one slice as two line-aligned files; returns counts for the log."""
-    src, tgt = read_lines(src_path), read_lines(tgt_path)
-    if len(src) != len(tgt):
-        raise InputError(str(tgt_path), f"has {len(tgt)} lines but {src_path} has {len(src)}",
-                         hint="the two sides of a parallel test set must be line-aligned")
+    src, tgt = read_aligned(src_path, tgt_path, hint="the two sides of a parallel test set must be line-aligned")
     distinct = distinct_pairs(src, tgt)
     try:
         idx = slice_indices(distinct, start, size, seed)

@@ -215,6 +215,15 @@ def format_tsv_line(fields: Sequence[str]) -> str:
     return "\t".join(fields) + "\n"
 
 
+def read_aligned(a: str | Path, b: str | Path,
+                 hint: str = "the two sides must be line-aligned") -> tuple[list[str], list[str]]:
+    """All lines of two small line-aligned files; different line counts are an error naming both."""
+    xs, ys = read_lines(a), read_lines(b)
+    if len(xs) != len(ys):
+        raise InputError(str(b), f"has {len(ys)} lines but {a} has {len(xs)}", hint=hint)
+    return xs, ys
+
+
 def read_lines(path: str | Path) -> list[str]:
     """All lines of a small UTF-8 text file (gz allowed), without newlines; strict decoding."""
     with open_binary(path) as fh:

@@ -51,7 +51,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Sequence
 import numpy as np
 
 from ..encoder import EncoderError, ParallelData, l2_normalize, register, write_manifest
-from ..fairseq_process import log_value, run_fairseq
+from ..fairseq_process import parse_train_log, run_fairseq
 
 if TYPE_CHECKING:
     import torch
@@ -241,42 +241,17 @@ def _write_dict(table: list[str], counts: np.ndarray, path: Path) -> int:
     return len(seen)
 
 
-_PROGRESS_RE = re.compile(r"epoch (\d+):\s+\d+ / \d+ (.*)$")
-_EPOCH_RE = re.compile(r"\| epoch (\d+) \| (.*)$")
-_LOADED_RE = re.compile(r"Loaded checkpoint \S+ \(epoch (\d+) @ (\d+) updates\)")
-
-
 def parse_fairseq_log(lines: Sequence[str]) -> dict[str, Any]:
-    """Training stats from fairseq's ``--log-format simple`` output."""
-    out: dict[str, Any] = {"resumed_from": None, "epoch": None, "num_updates": None, "stopped_by_time": False,
-                           "epoch_stats": [], "wps": []}
-    for line in lines:
-        m = _LOADED_RE.search(line)
-        if m:
-            out["resumed_from"] = {"epoch": int(m.group(1)), "num_updates": int(m.group(2))}
-            out["epoch"], out["num_updates"] = int(m.group(1)), int(m.group(2))
-            continue
-        m = _EPOCH_RE.search(line)
-        if m:
-            stats = {"epoch": int(m.group(1))}
-            for field in m.group(2).split(" | "):
-                k, _, v = field.strip().partition(" ")
-                if k:
-                    stats[k] = log_value(v.strip())
-            out["epoch_stats"].append(stats)
-            out["epoch"] = stats["epoch"]
-            if "num_updates" in stats:
-                out["num_updates"] = stats["num_updates"]
-            continue
-        m = _PROGRESS_RE.search(line)
-        if m:
-            stats = dict(kv.split("=", 1) for kv in m.group(2).split(", ") if "=" in kv)
-            if "wps" in stats:
-                out["wps"].append(float(stats["wps"]))
-            continue
-        if "Stopping training due to cumulative_training_time" in line:
-            out["stopped_by_time"] = True
-    return out
+    """Training stats from fairseq's ``--log-format simple`` output (:func:`parse_train_log`), in the
+    shape the encoder manifest records: ``resumed_from`` names the epoch of the loaded checkpoint,
+    which also counts as the current epoch until a new epoch's stats arrive."""
+    run = parse_train_log(lines)
+    resumed = run["resumed_from"]
+    if resumed is not None:
+        resumed = {"epoch": resumed["continues_epoch"], "num_updates": resumed["num_updates"]}
+    epoch = run["epoch"] if run["epoch"] is not None else (resumed or {}).get("epoch")
+    return {"resumed_from": resumed, "epoch": epoch, "num_updates": run["num_updates"],
+            "stopped_by_time": run["stopped_by_time"], "epoch_stats": run["train"], "wps": run["wps"]}
 
 
 def train(data: Sequence[ParallelData], out_dir: Path, params: dict, *, seed: int = 1234,
