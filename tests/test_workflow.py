@@ -9,6 +9,7 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -67,32 +68,29 @@ def test_demo_config_plans_heldout_dev_test_and_extra_sets_per_method(real_data:
         assert ("newstest2014," in cmd) == (method == "ratio"), cmd
 
 
-def test_sample_outside_eval_sets_is_refused(tmp_path: Path) -> None:
+def plan_demo_with(tmp_path: Path, change: Callable[[dict], None]) -> subprocess.CompletedProcess[str]:
+    """``snakemake -n`` with config/demo.yaml after ``change`` edited a copy of it."""
     cfg = yaml.safe_load((REPO / "config" / "demo.yaml").read_text())
-    cfg["intrinsic"][0]["source"]["sample"] = {"size": 10}
+    change(cfg)
     bad = tmp_path / "bad.yaml"
     bad.write_text(yaml.safe_dump(cfg))
-    r = snakemake("-n", "--configfile", str(bad))
+    return snakemake("-n", "--configfile", str(bad))
+
+
+def test_sample_outside_eval_sets_is_refused(tmp_path: Path) -> None:
+    r = plan_demo_with(tmp_path, lambda cfg: cfg["intrinsic"][0]["source"].update(sample={"size": 10}))
     assert r.returncode != 0
     assert "apply to eval sets only" in r.stdout + r.stderr
 
 
 def test_extra_set_methods_must_be_selection_methods(tmp_path: Path) -> None:
-    cfg = yaml.safe_load((REPO / "config" / "demo.yaml").read_text())
-    cfg["eval"]["extra"]["newstest2014"]["methods"] = ["ratoi"]
-    bad = tmp_path / "bad.yaml"
-    bad.write_text(yaml.safe_dump(cfg))
-    r = snakemake("-n", "--configfile", str(bad))
+    r = plan_demo_with(tmp_path, lambda cfg: cfg["eval"]["extra"]["newstest2014"].update(methods=["ratoi"]))
     assert r.returncode != 0
     assert "['ratoi'] are not selection methods" in r.stdout + r.stderr
 
 
 def test_bad_config_names_the_key(tmp_path: Path) -> None:
-    cfg = yaml.safe_load((REPO / "config" / "demo.yaml").read_text())
-    cfg["preprocess"]["max_ratio"] = "two"
-    bad = tmp_path / "bad.yaml"
-    bad.write_text(yaml.safe_dump(cfg))
-    r = snakemake("-n", "--configfile", str(bad))
+    r = plan_demo_with(tmp_path, lambda cfg: cfg["preprocess"].update(max_ratio="two"))
     assert r.returncode != 0
     assert "max_ratio" in r.stdout + r.stderr
 
