@@ -228,6 +228,7 @@ def encoder_sources_json():
             "tgt_lang": item["tgt_lang"],
             "files": source_files(f"encoder-{item['name']}", item["source"]),
             "columns": item["source"].get("columns", [0, 1]),
+            "detokenize": item.get("detokenize"),
         }
         for item in ENC.get("train", [])
     ]

@@ -120,6 +120,25 @@ def test_unknown_params_are_refused() -> None:
         dual.resolve_params({"arch": "cnn"})
 
 
+def test_lr_schedules_warm_up_then_decay_to_zero_at_max_steps() -> None:
+    lr = dual.lr_at
+    assert [lr(s, 1.0, "constant", 0, None) for s in (0, 10, 10**6)] == [1.0, 1.0, 1.0]
+    assert [lr(s, 2.0, "constant", 4, None) for s in (0, 1, 3, 4)] == [0.5, 1.0, 2.0, 2.0]
+    # warm-up 10 steps to 1.0, then linear from 1.0 (step 10) to 0 (step 110)
+    assert lr(9, 1.0, "linear", 10, 110) == 1.0 and lr(10, 1.0, "linear", 10, 110) == 1.0
+    assert lr(60, 1.0, "linear", 10, 110) == pytest.approx(0.5) and lr(110, 1.0, "linear", 10, 110) == 0.0
+    assert lr(500, 1.0, "linear", 10, 110) == 0.0
+    assert lr(60, 1.0, "cosine", 10, 110) == pytest.approx(0.5)
+    assert lr(35, 1.0, "cosine", 10, 110) == pytest.approx(0.5 * (1 + math.cos(math.pi / 4)))
+    assert lr(110, 1.0, "cosine", 10, 110) == pytest.approx(0.0)
+    with pytest.raises(EncoderError, match="max_steps"):
+        lr(5, 1.0, "linear", 0, None)
+    with pytest.raises(EncoderError, match="max_steps"):
+        dual.resolve_params({"lr_schedule": "cosine"})
+    with pytest.raises(EncoderError, match="lr_schedule"):
+        dual.resolve_params({"lr_schedule": "step", "max_steps": 10})
+
+
 # ---------------------------------------------------------------------------------------------
 # tiny real trainings
 
@@ -214,6 +233,20 @@ def test_resume_continues_from_checkpoint(tiny_encoder: Path, tiny_data, tmp_pat
 
     with pytest.raises(EncoderError, match="lr"):
         dual.train(tiny_data, out, {**TINY, "lr": 0.01}, seed=7)
+
+
+def test_scheduled_run_resumes_identically_and_keeps_its_end(tiny_data, tmp_path: Path) -> None:
+    sched = {**TINY, "lr": 0.01, "lr_schedule": "linear", "warmup_steps": 3, "max_steps": 20}
+    whole = dual.train(tiny_data, tmp_path / "whole", sched, seed=7)
+    constant = dual.train(tiny_data, tmp_path / "constant", {**TINY, "lr": 0.01, "max_steps": 20}, seed=7)
+    assert not _same_weights(whole, constant)                             # the schedule is applied
+
+    out = tmp_path / "parts"
+    dual.train(tiny_data, out, sched, seed=7, max_minutes=1e-6)           # stopped before any step
+    dual.train(tiny_data, out, sched, seed=7)
+    assert _same_weights(out, whole)
+    with pytest.raises(EncoderError, match="max_steps"):                  # the decay's end is fixed
+        dual.train(tiny_data, out, {**sched, "max_steps": 30}, seed=7)
 
 
 def test_time_budget_still_writes_an_encoder(tiny_data, tmp_path: Path) -> None:

@@ -173,7 +173,7 @@ def cmd_encoder_data(args: argparse.Namespace) -> int:
     spec = json.loads(Path(args.sources).read_text(encoding="utf-8")) if args.sources.endswith(".json") \
         else json.loads(args.sources)
     sources = [TrainingSource(s["name"], s["src_lang"], s["tgt_lang"], tuple(s["files"]),
-                              tuple(s.get("columns", (0, 1)))) for s in spec]
+                              tuple(s.get("columns", (0, 1))), s.get("detokenize")) for s in spec]
     prepare(sources, args.outdir, args.protect, args.exclude_corpus)
     return 0
 
@@ -344,7 +344,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("encoder-data", help="clean encoder training data and remove dev/test leakage")
     p.add_argument("--sources", required=True,
-                   help="JSON list (or .json file) of {name, src_lang, tgt_lang, files, columns}")
+                   help="JSON list (or .json file) of {name, src_lang, tgt_lang, files, columns, detokenize}")
     p.add_argument("--outdir", required=True)
     p.add_argument("--protect", nargs="*", default=[], help="dev/test files whose sentences must not be trained on")
     p.add_argument("--exclude-corpus", nargs="*", default=[], help="corpus TSVs the encoder will score")

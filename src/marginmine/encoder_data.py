@@ -14,7 +14,7 @@ import logging
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from .leakage import protected_keys
 from .normalize import clean_text, sentence_key
@@ -33,6 +33,22 @@ class TrainingSource:
     tgt_lang: str
     files: tuple[str, ...]
     columns: tuple[int, int] = (0, 1)
+    detokenize: str | None = None    # "moses": undo Moses tokenization (and its &apos; escapes)
+
+
+DETOKENIZERS = ("moses",)
+
+
+def detokenizer(kind: str | None, lang: str) -> Callable[[str], str]:
+    """A function from a tokenized line to running text (the identity for ``None``)."""
+    if kind is None:
+        return lambda text: text
+    if kind != "moses":
+        raise ValueError(f"unknown detokenizer {kind!r} (known: {', '.join(DETOKENIZERS)})")
+    from sacremoses import MosesDetokenizer
+
+    det = MosesDetokenizer(lang=lang)
+    return lambda text: det.detokenize(text.split())
 
 
 def tsv_keys(paths: Iterable[str | Path]) -> set[bytes]:
@@ -60,13 +76,14 @@ def prepare(sources: Sequence[TrainingSource], outdir: str | Path, protect: Sequ
         counts: Counter[str] = Counter()
         stats = ReadStats()
         fs, ft = out / f"{s.name}.{s.src_lang}", out / f"{s.name}.{s.tgt_lang}"
+        det_src, det_tgt = detokenizer(s.detokenize, s.src_lang), detokenizer(s.detokenize, s.tgt_lang)
         with open_text_out(fs) as hs, open_text_out(ft) as ht:
             for p in InputSpec(s.files, s.columns).open(10_000, stats):
                 counts["in"] += 1
                 if p.defect:
                     counts[p.defect] += 1
                     continue
-                a, b = clean_text(p.src), clean_text(p.tgt)
+                a, b = clean_text(det_src(p.src)), clean_text(det_tgt(p.tgt))
                 if sentence_key(a) in banned or sentence_key(b) in banned:
                     counts["leakage"] += 1
                     continue

@@ -23,7 +23,8 @@ depend on the run's history. A checkpoint (``checkpoints/last.pt``) holds the mo
 moments, the torch RNG state and the position (epoch, batch, step); it is written every
 ``checkpoint_minutes`` and when training stops. Rerunning :func:`train` on the same ``out_dir``
 continues from the checkpoint. "Same result" means: with the same data, params (except
-``epochs``/``max_steps``/``checkpoint_minutes``/``log_seconds``/``threads``, which may change between runs),
+``epochs``/``max_steps``/``checkpoint_minutes``/``log_seconds``/``threads``, which may change between runs;
+``max_steps`` may not under a decaying ``lr_schedule``, whose end it sets),
 seed, torch version and thread count, a fresh run gives bit-identical weights, and a run stopped
 at a checkpoint (``max_steps``, ``max_minutes``) and resumed gives the same weights as an
 uninterrupted run. A run killed between checkpoints repeats the steps after the last checkpoint.
@@ -56,6 +57,7 @@ log = logging.getLogger(__name__)
 
 KIND = "dual"
 ARCHS = ("dan", "transformer", "bilstm")
+LR_SCHEDULES = ("constant", "linear", "cosine")
 CHECKPOINT = Path("checkpoints") / "last.pt"
 _CKPT_FORMAT = "marginmine-dual-checkpoint"
 
@@ -77,7 +79,9 @@ DEFAULTS: dict[str, Any] = {
     "dropout": 0.1,             # transformer / bilstm
     "batch_size": 512,          # pairs per step
     "sort_window": None,        # batches sorted by length together (less padding); None: 1 for dan, 100 else
-    "lr": 1e-3,
+    "lr": 1e-3,                 # peak learning rate
+    "lr_schedule": "constant",  # constant | linear | cosine (decay to 0 at max_steps, after warmup)
+    "warmup_steps": 0,          # linear warm-up from 0 to lr over the first steps
     "epochs": 3,
     "margin": 0.3,
     "scale": 20.0,
@@ -95,6 +99,26 @@ MODEL_KEYS = ("arch", "dim", "vocab_size", "max_len", "buckets", "emb_dim", "hid
 
 # ---------------------------------------------------------------------------------------------
 # pure helpers: loss, token arrays, batching
+
+
+def lr_at(step: int, lr: float, schedule: str, warmup_steps: int, max_steps: int | None) -> float:
+    """Learning rate of the update after ``step`` updates: linear warm-up, then the schedule.
+
+    ``linear`` and ``cosine`` decay from ``lr`` after the warm-up to 0 at ``max_steps``.
+    """
+    if warmup_steps > 0 and step < warmup_steps:
+        return lr * (step + 1) / warmup_steps
+    if schedule == "constant":
+        return lr
+    if max_steps is None:
+        raise EncoderError(f"lr_schedule {schedule!r} decays to 0 at max_steps: set max_steps")
+    span = max(int(max_steps) - warmup_steps, 1)
+    frac = min(max(step - warmup_steps, 0) / span, 1.0)
+    if schedule == "linear":
+        return lr * (1.0 - frac)
+    if schedule == "cosine":
+        return lr * 0.5 * (1.0 + math.cos(math.pi * frac))
+    raise EncoderError(f"unknown lr_schedule {schedule!r} (known: {', '.join(LR_SCHEDULES)})")
 
 
 def in_batch_loss(src_emb: torch.Tensor, tgt_emb: torch.Tensor, scale: float, margin: float) -> torch.Tensor:
@@ -456,6 +480,12 @@ def resolve_params(params: dict[str, Any] | None) -> dict[str, Any]:
     cfg = {**DEFAULTS, **params}
     if cfg["arch"] not in ARCHS:
         raise EncoderError(f"unknown dual-encoder arch {cfg['arch']!r} (known: {', '.join(ARCHS)})")
+    if cfg["lr_schedule"] not in LR_SCHEDULES:
+        raise EncoderError(f"unknown lr_schedule {cfg['lr_schedule']!r} (known: {', '.join(LR_SCHEDULES)})")
+    if cfg["lr_schedule"] != "constant" and cfg["max_steps"] is None:
+        raise EncoderError(f"lr_schedule {cfg['lr_schedule']!r} decays to 0 at max_steps: set max_steps")
+    if int(cfg["warmup_steps"]) < 0:
+        raise EncoderError("dual-encoder warmup_steps must be >= 0")
     if cfg["sort_window"] is None:
         cfg["sort_window"] = 1 if cfg["arch"] == "dan" else 100
     if int(cfg["batch_size"]) < 2:
@@ -548,8 +578,12 @@ def _load_checkpoint(path: Path, cfg: dict[str, Any], seed: int) -> dict[str, An
     if not isinstance(ckpt, dict) or ckpt.get("format") != _CKPT_FORMAT:
         raise EncoderError(f"{path}: not a marginmine dual-encoder checkpoint; "
                            "delete it to train from scratch")
-    old = {k: v for k, v in ckpt["config"].items() if k not in RESUMABLE}
-    new = {k: v for k, v in cfg.items() if k not in RESUMABLE}
+    # a decaying schedule ends at max_steps, so there it defines the run; params added since the
+    # checkpoint was written take their defaults
+    resumable = RESUMABLE - {"max_steps"} if cfg["lr_schedule"] != "constant" else RESUMABLE
+    saved = {**{k: v for k, v in DEFAULTS.items() if k not in ckpt["config"]}, **ckpt["config"]}
+    old = {k: v for k, v in saved.items() if k not in resumable}
+    new = {k: v for k, v in cfg.items() if k not in resumable}
     diff = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
     if diff or ckpt["seed"] != seed:
         what = (", ".join(f"{k}: {old.get(k)!r} -> {new.get(k)!r}" for k in diff)
@@ -691,8 +725,12 @@ def _train_loop(model: nn.Module, opts: list[torch.optim.Optimizer], corpus: _Co
             flat, lengths = gather(corpus.flat, corpus.starts, corpus.lengths, np.concatenate([a, b]))
             emb = model(*model.inputs(flat, lengths))
             loss = in_batch_loss(emb[:len(sel)], emb[len(sel):], scale, margin)
+            lr = lr_at(pos["step"], float(cfg["lr"]), str(cfg["lr_schedule"]), int(cfg["warmup_steps"]),
+                       max_steps)
             for opt in opts:
                 opt.zero_grad(set_to_none=True)
+                for group in opt.param_groups:
+                    group["lr"] = lr
             loss.backward()
             for opt in opts:
                 opt.step()
@@ -706,8 +744,8 @@ def _train_loop(model: nn.Module, opts: list[torch.optim.Optimizer], corpus: _Co
             now = time.monotonic()
             pos["minutes"] = minutes0 + (now - t_loop) / 60.0
             if now - t_log >= float(cfg["log_seconds"]):
-                log.info("step %d epoch %d: %.0f pairs/s, loss %.4f (avg %.4f)", pos["step"], pos["epoch"],
-                         pairs_log / (now - t_log), value, pos["loss_avg"])
+                log.info("step %d epoch %d: %.0f pairs/s, lr %.2g, loss %.4f (avg %.4f)", pos["step"],
+                         pos["epoch"], pairs_log / (now - t_log), lr, value, pos["loss_avg"])
                 t_log, pairs_log = now, 0
             if now - t_ckpt >= 60.0 * float(cfg["checkpoint_minutes"]):
                 checkpoint()
@@ -718,5 +756,5 @@ def _train_loop(model: nn.Module, opts: list[torch.optim.Optimizer], corpus: _Co
 
 
 __all__ = ["DEFAULTS", "DualEncoder", "bigram_hash", "build_model", "dan_bags", "epoch_batches",
-           "epoch_order", "gather", "in_batch_loss", "length_batches", "load", "pad_ids", "resolve_params",
+           "epoch_order", "gather", "in_batch_loss", "length_batches", "load", "lr_at", "pad_ids", "resolve_params",
            "tokenize", "train"]
