@@ -163,7 +163,7 @@ def main() -> int:
     g = result["gemm"]
     md = ["# kNN and margin scoring (bench/bench_knn.py)", "",
           f"{n:,} real demo-corpus pairs ({len(x):,} / {len(y):,} distinct en / de sentences), "
-          f"encoder {Path(args.encoder).name} (dim {d}), k = {args.k}, {args.threads} threads.", "",
+          f"encoder `{args.encoder}` (dim {d}), k = {args.k}, {args.threads} threads.", "",
           f"## Exact kNN: {g['queries']:,} queries x {g['database']:,} vectors ({g['gflop']:.0f} GFLOP)", "",
           "| implementation | GFLOP/s |", "|---|---|"]
     md += [f"| {k} | {v:.1f} |" for k, v in g["gflops"].items()]

@@ -235,18 +235,29 @@ def test_resume_continues_from_checkpoint(tiny_encoder: Path, tiny_data, tmp_pat
         dual.train(tiny_data, out, {**TINY, "lr": 0.01}, seed=7)
 
 
-def test_scheduled_run_resumes_identically_and_keeps_its_end(tiny_data, tmp_path: Path) -> None:
+def test_scheduled_run_resumes_identically_and_keeps_its_end(tiny_data, tmp_path: Path, monkeypatch,
+                                                             caplog) -> None:
     sched = {**TINY, "lr": 0.01, "lr_schedule": "linear", "warmup_steps": 3, "max_steps": 20}
     whole = dual.train(tiny_data, tmp_path / "whole", sched, seed=7)
     constant = dual.train(tiny_data, tmp_path / "constant", {**TINY, "lr": 0.01, "max_steps": 20}, seed=7)
     assert not _same_weights(whole, constant)                             # the schedule is applied
 
-    out = tmp_path / "parts"
-    dual.train(tiny_data, out, sched, seed=7, max_minutes=1e-6)           # stopped before any step
+    # stop mid-schedule through the time budget: a clock that jumps after a number of readings
+    out, calls = tmp_path / "parts", iter(range(10**6))
+    monkeypatch.setattr(dual.time, "monotonic", lambda: 0.0 if next(calls) < 20 else 1e9)
+    dual.train(tiny_data, out, sched, seed=7, max_minutes=1.0)
+    monkeypatch.undo()
+    stopped = json.loads((out / "encoder.json").read_text())["info"]
+    assert stopped["stopped_by"] == "max_minutes" and 3 < stopped["steps"] < 20   # past the warm-up
     dual.train(tiny_data, out, sched, seed=7)
     assert _same_weights(out, whole)
-    with pytest.raises(EncoderError, match="max_steps"):                  # the decay's end is fixed
+    with pytest.raises(EncoderError, match="decays to 0 at max_steps"):  # the decay's end is fixed
         dual.train(tiny_data, out, {**sched, "max_steps": 30}, seed=7)
+    with pytest.raises(EncoderError, match="warmup_steps"):
+        dual.resolve_params({**sched, "warmup_steps": 20})
+    with caplog.at_level("WARNING", logger="marginmine.encoders.dual"):
+        dual.train(tiny_data, tmp_path / "short", {**sched, "epochs": 1}, seed=7)   # 12 steps < 20
+    assert "will not decay to 0" in caplog.text
 
 
 def test_time_budget_still_writes_an_encoder(tiny_data, tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from marginmine.cli import main
 from marginmine.encoder_data import TrainingSource, detokenizer, prepare
 
 
@@ -59,3 +60,15 @@ def test_detokenizer_identity_and_unknown_kind() -> None:
     assert detokenizer("moses", "en")("it &apos;s , fine .") == "it's, fine."
     with pytest.raises(ValueError, match="moses"):
         detokenizer("spacy", "en")
+
+
+def test_cli_passes_the_detokenize_option(tmp_path: Path) -> None:
+    en = _write(tmp_path / "a.en", ["it &apos;s raining , isn &apos;t it ?"])
+    de = _write(tmp_path / "a.de", ["es regnet , nicht wahr ?"])
+    spec = [{"name": "tok", "src_lang": "en", "tgt_lang": "de", "files": [str(en), str(de)],
+             "detokenize": "moses"},
+            {"name": "raw", "src_lang": "en", "tgt_lang": "de", "files": [str(en), str(de)]}]
+    assert main(["encoder-data", "--sources", json.dumps(spec), "--outdir", str(tmp_path / "out")]) == 0
+    assert _read(tmp_path / "out" / "tok.en") == ["it's raining, isn't it?"]
+    assert _read(tmp_path / "out" / "tok.de") == ["es regnet, nicht wahr?"]
+    assert _read(tmp_path / "out" / "raw.en") == ["it &apos;s raining , isn &apos;t it ?"]

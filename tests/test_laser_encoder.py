@@ -129,6 +129,7 @@ def test_training_writes_a_loadable_encoder(trained, encoder):
     assert info["pairs"] == {"de-en": N_PAIRS}
     assert info["epoch"] == 1 and info["num_updates"] > 0 and info["resumed_from"] is None
     assert info["train_wps"] > 0
+    assert info["minutes"] == pytest.approx(info["train_seconds_total"] / 60.0, abs=0.01) and info["minutes"] > 0
     # both directions read the same binarized files (the task names datasets by directory)
     assert (trained / "work" / "bin" / "en-de" / "train.en-de.en.bin").is_symlink()
     assert encoder.kind == "laser" and encoder.dim == 32

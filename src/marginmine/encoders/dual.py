@@ -81,7 +81,7 @@ DEFAULTS: dict[str, Any] = {
     "sort_window": None,        # batches sorted by length together (less padding); None: 1 for dan, 100 else
     "lr": 1e-3,                 # peak learning rate
     "lr_schedule": "constant",  # constant | linear | cosine (decay to 0 at max_steps, after warmup)
-    "warmup_steps": 0,          # linear warm-up from 0 to lr over the first steps
+    "warmup_steps": 0,          # linear warm-up: update i (0-based) of the first warmup_steps uses lr*(i+1)/warmup_steps
     "epochs": 3,
     "margin": 0.3,
     "scale": 20.0,
@@ -486,6 +486,9 @@ def resolve_params(params: dict[str, Any] | None) -> dict[str, Any]:
         raise EncoderError(f"lr_schedule {cfg['lr_schedule']!r} decays to 0 at max_steps: set max_steps")
     if int(cfg["warmup_steps"]) < 0:
         raise EncoderError("dual-encoder warmup_steps must be >= 0")
+    if cfg["lr_schedule"] != "constant" and int(cfg["warmup_steps"]) >= int(cfg["max_steps"]):
+        raise EncoderError(f"dual-encoder warmup_steps ({cfg['warmup_steps']}) must be below max_steps "
+                           f"({cfg['max_steps']}) under lr_schedule {cfg['lr_schedule']!r}")
     if cfg["sort_window"] is None:
         cfg["sort_window"] = 1 if cfg["arch"] == "dan" else 100
     if int(cfg["batch_size"]) < 2:
@@ -588,7 +591,9 @@ def _load_checkpoint(path: Path, cfg: dict[str, Any], seed: int) -> dict[str, An
     if diff or ckpt["seed"] != seed:
         what = (", ".join(f"{k}: {old.get(k)!r} -> {new.get(k)!r}" for k in diff)
                 or f"seed {ckpt['seed']} -> {seed}")
-        raise EncoderError(f"{path}: checkpoint was trained with other settings ({what}); "
+        why = (f" (lr_schedule {cfg['lr_schedule']!r} decays to 0 at max_steps, so max_steps cannot change)"
+               if "max_steps" in diff else "")
+        raise EncoderError(f"{path}: checkpoint was trained with other settings ({what}){why}; "
                            "use another output directory or delete it to start over")
     return ckpt
 
@@ -706,6 +711,10 @@ def _train_loop(model: nn.Module, opts: list[torch.optim.Optimizer], corpus: _Co
     pair_len = np.maximum(corpus.lengths[corpus.left], corpus.lengths[corpus.right])
     scale, margin = float(cfg["scale"]), float(cfg["margin"])
     max_steps = cfg["max_steps"]
+    if cfg["lr_schedule"] != "constant" and int(cfg["epochs"]) * n_batches(n_pairs, bs) < int(max_steps):
+        log.warning("%d epochs end training after %d steps, before max_steps %d: the %s lr schedule will "
+                    "not decay to 0 (raise epochs)", int(cfg["epochs"]), int(cfg["epochs"]) * n_batches(n_pairs, bs),
+                    int(max_steps), cfg["lr_schedule"])
     budget = None if max_minutes is None else 60.0 * max_minutes
     t_loop = time.monotonic()
     minutes0 = pos["minutes"]

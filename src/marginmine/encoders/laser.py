@@ -412,6 +412,7 @@ def train(data: Sequence[ParallelData], out_dir: Path, params: dict, *, seed: in
             "epoch_complete": not run["stopped_by_time"], "stopped_by_time": run["stopped_by_time"],
             "resumed_from": run["resumed_from"], "last_epoch_stats": last,
             "train_wps": last.get("wps"), "train_seconds_total": round(state["train_seconds"], 1),
+            "minutes": round(state["train_seconds"] / 60.0, 3),      # as the dual encoder reports it
             "wall_seconds_this_call": round(time.monotonic() - t0, 1),
             "fairseq": fairseq.__version__, "torch": torch.__version__}
     write_manifest(out, kind=KIND, dim=dim, langs=langs,
