@@ -255,6 +255,8 @@ def test_scheduled_run_resumes_identically_and_keeps_its_end(tiny_data, tmp_path
         dual.train(tiny_data, out, {**sched, "max_steps": 30}, seed=7)
     with pytest.raises(EncoderError, match="warmup_steps"):
         dual.resolve_params({**sched, "warmup_steps": 20})
+    random_init = dual.train(tiny_data, tmp_path / "random", {**sched, "max_steps": 0}, seed=7)   # the twin
+    assert json.loads((random_init / "encoder.json").read_text())["info"]["steps"] == 0
     with caplog.at_level("WARNING", logger="marginmine.encoders.dual"):
         dual.train(tiny_data, tmp_path / "short", {**sched, "epochs": 1}, seed=7)   # 12 steps < 20
     assert "will not decay to 0" in caplog.text

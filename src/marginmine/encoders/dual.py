@@ -486,7 +486,8 @@ def resolve_params(params: dict[str, Any] | None) -> dict[str, Any]:
         raise EncoderError(f"lr_schedule {cfg['lr_schedule']!r} decays to 0 at max_steps: set max_steps")
     if int(cfg["warmup_steps"]) < 0:
         raise EncoderError("dual-encoder warmup_steps must be >= 0")
-    if cfg["lr_schedule"] != "constant" and int(cfg["warmup_steps"]) >= int(cfg["max_steps"]):
+    # (max_steps 0 writes the untrained, random-init encoder: no update, no schedule)
+    if cfg["lr_schedule"] != "constant" and 0 < int(cfg["max_steps"]) <= int(cfg["warmup_steps"]):
         raise EncoderError(f"dual-encoder warmup_steps ({cfg['warmup_steps']}) must be below max_steps "
                            f"({cfg['max_steps']}) under lr_schedule {cfg['lr_schedule']!r}")
     if cfg["sort_window"] is None:
