@@ -228,10 +228,14 @@ def test_bucc_evaluation_with_a_perfect_encoder_scores_one(bucc_dir: Path) -> No
     assert all(r.train_f1 == pytest.approx(1.0) and r.precision == 1.0 and r.f1 > 0.98 for r in rows), rows
 
 
-def test_cli_select_writes_report(tmp_path: Path) -> None:
+def test_cli_select_writes_report(tmp_path: Path, capsys) -> None:
     sources = _shards(tmp_path, [[0.3, 0.7], [0.9]])
     out, rep = tmp_path / "sel.tsv.gz", tmp_path / "sel.json"
     rc = main(["select", "--pairs", *(str(s.pairs) for s in sources), "--scores", *(str(s.scores) for s in sources),
                "--method", "cosine", "--column", "1", "-n", "2", "--output", str(out), "--report", str(rep)])
     assert rc == 0 and len(gzip.open(out, "rt").read().splitlines()) == 2
     assert read_score_column(sources[0].scores, 0).tolist() == [0.3, 0.7]  # type: ignore[arg-type]
+    rc = main(["select", "--pairs", str(sources[0].pairs), "--scores", str(sources[0].scores),
+               "--method", "cosine", "-n", "2", "--output", str(tmp_path / "guess.tsv.gz")])
+    assert rc == 2 and "needs --column" in capsys.readouterr().err      # never a silent column 0
+    assert not (tmp_path / "guess.tsv.gz").exists()

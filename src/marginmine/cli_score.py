@@ -107,6 +107,10 @@ def cmd_select(args: argparse.Namespace) -> int:
     else:
         if not args.scores:
             raise MarginmineError(f"method {args.method} needs --scores")
+        if args.column is None:     # score files carry no header: guessing would rank by the wrong score
+            raise MarginmineError(f"method {args.method} needs --column: the 0-based score-file column "
+                                  "holding it (marginmine score writes its --margin scores in that order, "
+                                  "then cosine)")
         sources = [Source(Path(p), Path(s)) for p, s in zip(args.pairs, args.scores)]
         column = args.column
     n = parse_count(args.n) if args.n else None
@@ -253,7 +257,8 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler], colu
     p.add_argument("--pairs", nargs="+", required=True, help="shard TSVs (src, tgt, ...)")
     p.add_argument("--scores", nargs="*", default=[], help="score files, one per shard, same order")
     p.add_argument("--method", required=True, help="a margin name or cosine (scores), random, unfiltered")
-    p.add_argument("--column", type=int, default=0, help="score-file column of the method (default 0)")
+    p.add_argument("--column", type=int, default=None,
+                   help="0-based score-file column of the method (required with --scores)")
     p.add_argument("-n", default=None, help="how many pairs: 500, 20k, 10M")
     p.add_argument("--threshold", type=float, default=None, help="instead of -n: keep scores >= this")
     p.add_argument("--seed", type=int, default=1234, help="seed of the random method")
