@@ -50,15 +50,12 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 
 from .errors import InputError, MarginmineError
 from .normalize import match_form, pair_key, sentence_key
 from .leakage import protected_index
 from .textio import open_text_out, read_aligned, read_lines
-
-if TYPE_CHECKING:
-    from sacremoses import MosesDetokenizer
 
 T = TypeVar("T")
 
@@ -461,15 +458,6 @@ def _read_da(path: Path) -> list[tuple[str, str]]:
     return rows
 
 
-def _detokenizers() -> tuple[MosesDetokenizer, MosesDetokenizer]:
-    try:
-        from sacremoses import MosesDetokenizer
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise MarginmineError("the demo corpus needs sacremoses to detokenize MLQE-PE post-edits "
-                              "(pip install sacremoses)") from exc
-    return MosesDetokenizer(lang="en"), MosesDetokenizer(lang="de")
-
-
 def _no_space(text: str) -> str:
     return "".join(text.split())
 
@@ -513,7 +501,8 @@ def _load_mlqe(root: Path, notes: Counter[str], n_mt: int,
     mt_pairs = [_pair(f"mlqe-mt:{sp}:{ln}", en, mt, ORIGIN_MLQE, "machine_translated", notes)
                 for sp, ln, en, mt, _ in chosen]
 
-    det_en, det_de = _detokenizers()
+    from .tokens import detokenize
+
     clean = []
     for sp, ln, orig, _mt, _h in segments:
         if (sp, ln) in chosen_keys:
@@ -522,8 +511,8 @@ def _load_mlqe(root: Path, notes: Counter[str], n_mt: int,
         en = orig
         if _no_space(orig) != _no_space(tok_src):
             notes["mlqe_src_mismatch"] += 1
-            en = det_en.detokenize(tok_src.split())
-        de = det_de.detokenize(tok_pe.split())
+            en = detokenize(tok_src, "en")
+        de = detokenize(tok_pe, "de")
         clean.append(_pair(f"mlqe-pe:{sp}:{ln}", en, de, ORIGIN_MLQE, KIND_CLEAN, notes))
     return [p for p in clean if p is not None], [p for p in mt_pairs if p is not None]
 

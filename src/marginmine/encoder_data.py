@@ -45,10 +45,9 @@ def detokenizer(kind: str | None, lang: str) -> Callable[[str], str]:
         return lambda text: text
     if kind != "moses":
         raise ValueError(f"unknown detokenizer {kind!r} (known: {', '.join(DETOKENIZERS)})")
-    from sacremoses import MosesDetokenizer
+    from .tokens import detokenize
 
-    det = MosesDetokenizer(lang=lang)
-    return lambda text: det.detokenize(text.split())
+    return lambda text: detokenize(text, lang)
 
 
 def tsv_keys(paths: Iterable[str | Path]) -> set[bytes]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from sacremoses import MosesTokenizer
+from sacremoses import MosesDetokenizer, MosesTokenizer
 
 
 _HAS_LETTER = re.compile(r"[^\W\d_]")
@@ -15,6 +15,17 @@ _HAS_LETTER = re.compile(r"[^\W\d_]")
 def moses(lang: str) -> MosesTokenizer:
     """One cached tokenizer per language (construction compiles many regexes)."""
     return MosesTokenizer(lang=lang)
+
+
+@lru_cache(maxsize=None)
+def moses_detokenizer(lang: str) -> MosesDetokenizer:
+    """One cached detokenizer per language."""
+    return MosesDetokenizer(lang=lang)
+
+
+def detokenize(text: str, lang: str) -> str:
+    """Running text from a Moses-tokenized line (``it &apos;s , fine .`` -> ``it's, fine.``)."""
+    return moses_detokenizer(lang).detokenize(text.split())
 
 
 def tokenize(text: str, lang: str) -> list[str]:

@@ -121,6 +121,11 @@ def lr_at(step: int, lr: float, schedule: str, warmup_steps: int, max_steps: int
     raise EncoderError(f"unknown lr_schedule {schedule!r} (known: {', '.join(LR_SCHEDULES)})")
 
 
+def _decays(cfg: dict[str, Any]) -> bool:
+    """True when the lr schedule decays to 0 at ``max_steps`` (which then defines the run)."""
+    return cfg["lr_schedule"] != "constant"
+
+
 def in_batch_loss(src_emb: torch.Tensor, tgt_emb: torch.Tensor, scale: float, margin: float) -> torch.Tensor:
     """Additive-margin softmax over in-batch negatives, averaged over both directions.
 
@@ -482,12 +487,12 @@ def resolve_params(params: dict[str, Any] | None) -> dict[str, Any]:
         raise EncoderError(f"unknown dual-encoder arch {cfg['arch']!r} (known: {', '.join(ARCHS)})")
     if cfg["lr_schedule"] not in LR_SCHEDULES:
         raise EncoderError(f"unknown lr_schedule {cfg['lr_schedule']!r} (known: {', '.join(LR_SCHEDULES)})")
-    if cfg["lr_schedule"] != "constant" and cfg["max_steps"] is None:
+    if _decays(cfg) and cfg["max_steps"] is None:
         raise EncoderError(f"lr_schedule {cfg['lr_schedule']!r} decays to 0 at max_steps: set max_steps")
     if int(cfg["warmup_steps"]) < 0:
         raise EncoderError("dual-encoder warmup_steps must be >= 0")
     # (max_steps 0 writes the untrained, random-init encoder: no update, no schedule)
-    if cfg["lr_schedule"] != "constant" and 0 < int(cfg["max_steps"]) <= int(cfg["warmup_steps"]):
+    if _decays(cfg) and 0 < int(cfg["max_steps"]) <= int(cfg["warmup_steps"]):
         raise EncoderError(f"dual-encoder warmup_steps ({cfg['warmup_steps']}) must be below max_steps "
                            f"({cfg['max_steps']}) under lr_schedule {cfg['lr_schedule']!r}")
     if cfg["sort_window"] is None:
@@ -584,8 +589,8 @@ def _load_checkpoint(path: Path, cfg: dict[str, Any], seed: int) -> dict[str, An
                            "delete it to train from scratch")
     # a decaying schedule ends at max_steps, so there it defines the run; params added since the
     # checkpoint was written take their defaults
-    resumable = RESUMABLE - {"max_steps"} if cfg["lr_schedule"] != "constant" else RESUMABLE
-    saved = {**{k: v for k, v in DEFAULTS.items() if k not in ckpt["config"]}, **ckpt["config"]}
+    resumable = RESUMABLE - {"max_steps"} if _decays(cfg) else RESUMABLE
+    saved = {**DEFAULTS, **ckpt["config"]}
     old = {k: v for k, v in saved.items() if k not in resumable}
     new = {k: v for k, v in cfg.items() if k not in resumable}
     diff = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
@@ -712,10 +717,11 @@ def _train_loop(model: nn.Module, opts: list[torch.optim.Optimizer], corpus: _Co
     pair_len = np.maximum(corpus.lengths[corpus.left], corpus.lengths[corpus.right])
     scale, margin = float(cfg["scale"]), float(cfg["margin"])
     max_steps = cfg["max_steps"]
-    if cfg["lr_schedule"] != "constant" and int(cfg["epochs"]) * n_batches(n_pairs, bs) < int(max_steps):
+    lr, schedule, warmup = float(cfg["lr"]), str(cfg["lr_schedule"]), int(cfg["warmup_steps"])
+    last_step = int(cfg["epochs"]) * n_batches(n_pairs, bs)
+    if _decays(cfg) and last_step < int(max_steps):
         log.warning("%d epochs end training after %d steps, before max_steps %d: the %s lr schedule will "
-                    "not decay to 0 (raise epochs)", int(cfg["epochs"]), int(cfg["epochs"]) * n_batches(n_pairs, bs),
-                    int(max_steps), cfg["lr_schedule"])
+                    "not decay to 0 (raise epochs)", int(cfg["epochs"]), last_step, int(max_steps), schedule)
     budget = None if max_minutes is None else 60.0 * max_minutes
     t_loop = time.monotonic()
     minutes0 = pos["minutes"]
@@ -735,12 +741,11 @@ def _train_loop(model: nn.Module, opts: list[torch.optim.Optimizer], corpus: _Co
             flat, lengths = gather(corpus.flat, corpus.starts, corpus.lengths, np.concatenate([a, b]))
             emb = model(*model.inputs(flat, lengths))
             loss = in_batch_loss(emb[:len(sel)], emb[len(sel):], scale, margin)
-            lr = lr_at(pos["step"], float(cfg["lr"]), str(cfg["lr_schedule"]), int(cfg["warmup_steps"]),
-                       max_steps)
+            step_lr = lr_at(pos["step"], lr, schedule, warmup, max_steps)
             for opt in opts:
                 opt.zero_grad(set_to_none=True)
                 for group in opt.param_groups:
-                    group["lr"] = lr
+                    group["lr"] = step_lr
             loss.backward()
             for opt in opts:
                 opt.step()
@@ -755,7 +760,7 @@ def _train_loop(model: nn.Module, opts: list[torch.optim.Optimizer], corpus: _Co
             pos["minutes"] = minutes0 + (now - t_loop) / 60.0
             if now - t_log >= float(cfg["log_seconds"]):
                 log.info("step %d epoch %d: %.0f pairs/s, lr %.2g, loss %.4f (avg %.4f)", pos["step"],
-                         pos["epoch"], pairs_log / (now - t_log), lr, value, pos["loss_avg"])
+                         pos["epoch"], pairs_log / (now - t_log), step_lr, value, pos["loss_avg"])
                 t_log, pairs_log = now, 0
             if now - t_ckpt >= 60.0 * float(cfg["checkpoint_minutes"]):
                 checkpoint()
