@@ -9,6 +9,10 @@ no encoder training, so the numbers below depend on FAISS and our index settings
 
 from __future__ import annotations
 
+import os
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -125,3 +129,69 @@ def test_auto_index_choice_follows_the_documented_thresholds(newstest, monkeypat
     monkeypatch.setattr(knn_mod, "IVF_PQ_FROM", 3000)
     assert type(build_index(sub[:2999], IndexSpec(kind="auto"))) is faiss.IndexIVFFlat
     assert type(build_index(sub, IndexSpec(kind="auto"))) is faiss.IndexIVFPQ
+
+
+# --- the slurm-gpu profile -------------------------------------------------------------------
+
+
+def _planned_resources(stdout: str) -> list[tuple[str, dict[str, str]]]:
+    """``(rule, resources)`` of every job a ``snakemake -n`` printed."""
+    jobs = []
+    for block in re.split(r"\n(?=\[[^\]\n]+\]\n(?:local)?rule )", stdout):
+        m = re.search(r"^(?:local)?rule (\w+):$", block, re.M)
+        r = re.search(r"^\s+resources: (.*)$", block, re.M)
+        if m and r:
+            jobs.append((m.group(1), dict(kv.split("=", 1) for kv in r.group(1).split(", "))))
+    return jobs
+
+
+class _Resources(dict):
+    """What the SLURM plugin reads from a job: ``resources.get(k)`` and ``resources.k``."""
+
+    def __getattr__(self, name: str) -> str:
+        return self[name]
+
+
+def test_slurm_gpu_profile_plans_the_paper_experiment_with_gpus_where_declared() -> None:
+    """``snakemake -n results/bleu_10M.txt --profile profiles/slurm-gpu`` on the paper config: the
+    SLURM executor plugin validates the run (a dry run needs no sbatch), and the profile's
+    settings reach every job: partition and account from default-resources, ``gres=gpu:1`` for
+    every rule that declares ``gpus`` (the plugin turns only ``gres``/``gpu`` into sbatch options),
+    none for CPU rules, and its printshellcmds."""
+    from snakemake_executor_plugin_slurm.utils import set_gres_string
+
+    profile = yaml.safe_load((REPO / "profiles" / "slurm-gpu" / "config.yaml").read_text())
+    assert profile["executor"] == "slurm"
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    r = subprocess.run([str(Path(sys.executable).parent / "snakemake"), "-n", "results/bleu_10M.txt",
+                        "--profile", "profiles/slurm-gpu"], cwd=REPO, capture_output=True, text=True,
+                       timeout=600, env=env)
+    assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
+    assert "Using profile profiles/slurm-gpu" in r.stdout + r.stderr
+    assert "Shell command: marginmine score " in r.stdout  # printshellcmds: true (no -p given)
+
+    jobs = _planned_resources(r.stdout)
+    by_rule: dict[str, list[dict[str, str]]] = {}
+    for rule, res in jobs:
+        by_rule.setdefault(rule, []).append(res)
+    assert len(by_rule["score_shard"]) == len(by_rule["embed_shard"]) == 918
+    defaults = profile["default-resources"]
+    for rule, res in jobs:
+        assert res["slurm_partition"] == defaults["slurm_partition"] == "main", rule
+        assert res["slurm_account"] == defaults["slurm_account"] == "marginmine", rule
+
+    # every profile entry names a real rule (a typo would silently give no GPU)
+    rules_text = "".join(p.read_text() for p in (REPO / "rules").glob("*.smk"))
+    for rule in profile["set-resources"]:
+        assert re.search(rf"^rule {rule}:$", rules_text, re.M), f"set-resources names no rule {rule!r}"
+    declares_gpu = {rule for rule, res in jobs if int(res.get("gpus", 0)) > 0}
+    assert {"score_shard", "train_nmt", "evaluate_nmt"} <= declares_gpu  # paper config: device cuda
+    gpu_rules = declares_gpu | {"train_encoder", "embed_shard"}
+    for rule, res in jobs:
+        sbatch_gres = set_gres_string(type("Job", (), {"resources": _Resources(res)})())
+        if rule in gpu_rules:
+            assert res.get("gres") == "gpu:1" and sbatch_gres == " --gres=gpu:1", (rule, res)
+        else:
+            assert "gres" not in res and sbatch_gres == "", (rule, res)
+    # the rules' own `gpus` resource alone gives no GPU: that is why the profile lists them
+    assert set_gres_string(type("Job", (), {"resources": _Resources({"gpus": "1"})})()) == ""
