@@ -195,3 +195,181 @@ def test_slurm_gpu_profile_plans_the_paper_experiment_with_gpus_where_declared()
             assert "gres" not in res and sbatch_gres == "", (rule, res)
     # the rules' own `gpus` resource alone gives no GPU: that is why the profile lists them
     assert set_gres_string(type("Job", (), {"resources": _Resources({"gpus": "1"})})()) == ""
+
+
+# --- test sets: sacreBLEU's archives and `marginmine extract`, from local files ---------------
+
+NEWSTEST_YEAR = {"wmt12": "2012", "wmt13": "2013", "wmt14/full": "2014"}
+
+
+def _sgm(lines: list[str], lang: str) -> str:
+    """WMT's pre-2021 'fake SGML' around real sentences (one <seg> per line, as sacreBLEU reads it)."""
+    segs = "".join(f'<seg id="{i}">{s}</seg>\n' for i, s in enumerate(lines, 1))
+    return (f'<srcset setid="newstest" srclang="any">\n<doc sysid="ref" docid="d1" genre="news" '
+            f'origlang="{lang}">\n{segs}</doc>\n</srcset>\n')
+
+
+def _targz(dest: Path, members: dict[str, bytes]) -> Path:
+    import io
+    import tarfile
+
+    with tarfile.open(dest, "w:gz") as tar:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size, info.mtime = len(data), 0
+            tar.addfile(info, io.BytesIO(data))
+    return dest
+
+
+@pytest.fixture()
+def loopback(tmp_path: Path):
+    """An HTTP server on 127.0.0.1 serving ``tmp_path / "srv"``; yields (directory, base URL)."""
+    import functools
+    import http.server
+    import threading
+
+    served = tmp_path / "srv"
+    served.mkdir()
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(served))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield served, f"http://127.0.0.1:{server.server_port}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _point_sacrebleu_at(monkeypatch, test_set: str, url: str, md5: str | None, cache: Path) -> None:
+    """sacreBLEU's own download of ``test_set`` (urllib, MD5 check, tar extraction, SGML to text),
+    with only the remote location and its checksum replaced, and its cache in ``cache``."""
+    from sacrebleu.dataset import DATASETS
+
+    ds = DATASETS[test_set]
+    monkeypatch.setattr(ds, "data", [url])
+    monkeypatch.setattr(ds, "md5", [md5])
+    monkeypatch.setattr(ds, "_outdir", str(cache / test_set))
+    monkeypatch.setattr(ds, "_rawdir", str(cache / test_set / "raw"))
+    monkeypatch.setattr("sacrebleu.utils.SACREBLEU_DIR", str(cache))
+
+
+def _paper_sacrebleu_sets() -> list[tuple[str, str]]:
+    cfg = yaml.safe_load((REPO / "config.yaml").read_text())
+    sources = [*cfg["eval"].values(), *(i["source"] for i in cfg.get("intrinsic", []))]
+    return sorted({(s["test_set"], s["langpair"]) for s in sources if s["kind"] == "sacrebleu"})
+
+
+def test_paper_config_sacrebleu_sets_are_the_local_newstest_years() -> None:
+    assert _paper_sacrebleu_sets() == [("wmt12", "de-en"), ("wmt13", "en-de"), ("wmt14/full", "en-de")]
+
+
+@pytest.mark.parametrize("test_set,langpair", _paper_sacrebleu_sets())
+def test_fetch_testset_through_sacrebleu_archive_served_on_loopback(test_set: str, langpair: str, real_data: Path,
+                                                                    tmp_path: Path, loopback, monkeypatch,
+                                                                    capsys) -> None:
+    """Each sacreBLEU set of the paper config, as sacreBLEU's archive layout (its DATASETS paths)
+    built from the real newstest files and served on loopback: `marginmine fetch-testset` writes
+    source and reference equal to the real files (up to sacreBLEU's whitespace cleaning),
+    line-aligned, in the langpair's direction."""
+    import hashlib
+
+    from marginmine.cli import main
+    from sacrebleu.dataset import DATASETS
+
+    served, base = loopback
+    year = NEWSTEST_YEAR[test_set]
+    real = {lang: real_data / "wmt-newstest-ende" / f"newstest{year}.{lang}" for lang in ("en", "de")}
+    paths = DATASETS[test_set].langpairs[langpair]  # [source sgm, reference sgm] inside the archive
+    src_lang, tgt_lang = langpair.split("-")
+    assert paths[0].endswith(f".{src_lang}.sgm") and paths[1].endswith(f".{tgt_lang}.sgm")
+    members = {p: _sgm(_lines(real[lang]), lang).encode("utf-8") for p, lang in zip(paths, (src_lang, tgt_lang))}
+    archive = _targz(served / "test.tgz", members)
+    _point_sacrebleu_at(monkeypatch, test_set, f"{base}/test.tgz",
+                        hashlib.md5(archive.read_bytes()).hexdigest(), tmp_path / "sacrebleu")
+
+    out = tmp_path / "out"
+    assert main(["-q", "fetch-testset", "--test-set", test_set, "--langpair", langpair,
+                 "--src", str(out / "x.src"), "--ref", str(out / "x.ref")]) == 0, capsys.readouterr().err
+    src, ref = (out / "x.src").read_text(encoding="utf-8"), (out / "x.ref").read_text(encoding="utf-8")
+    n = {"2012": 3003, "2013": 3000, "2014": 3003}[year]
+    assert src.count("\n") == ref.count("\n") == n and src.endswith("\n") and ref.endswith("\n")
+    for got, lang in ((src, src_lang), (ref, tgt_lang)):
+        lines = _lines(real[lang])
+        # sacreBLEU collapses every Unicode whitespace run to one space (the OPUS-MT copies keep
+        # no-break and thin spaces in 16 lines of 2012-2013); nothing else may differ
+        assert got.split("\n")[:-1] == [re.sub(r"\s+", " ", s.strip()) for s in lines]
+        changed = sum(a != b for a, b in zip(got.split("\n"), lines))
+        assert changed == {("2012", "en"): 3, ("2012", "de"): 1, ("2013", "en"): 1,
+                           ("2013", "de"): 11}.get((year, lang), 0)
+
+
+def test_fetch_testset_failures_are_one_clear_error(real_data: Path, tmp_path: Path, loopback, monkeypatch,
+                                                     capsys) -> None:
+    """An unreachable server, and a served archive whose MD5 differs from sacreBLEU's table (sacreBLEU
+    calls sys.exit): exit code 2, one `marginmine fetch-testset: error:` line, no output files. The
+    bad archive stays in sacreBLEU's cache, so a rerun fails too until the directory the error
+    names is removed; then it succeeds."""
+    import hashlib
+    import shutil
+    import socket
+
+    from marginmine.cli import main
+    from sacrebleu.dataset import DATASETS
+
+    served, base = loopback
+    paths = DATASETS["wmt14/full"].langpairs["en-de"]
+    d = real_data / "wmt-newstest-ende"
+    archive = _targz(served / "test-full.tgz", {paths[0]: _sgm(_lines(d / "newstest2014.en"), "en").encode(),
+                                                paths[1]: _sgm(_lines(d / "newstest2014.de"), "de").encode()})
+    md5 = hashlib.md5(archive.read_bytes()).hexdigest()
+    out = tmp_path / "out"
+    args = ["-q", "fetch-testset", "--test-set", "wmt14/full", "--langpair", "en-de",
+            "--src", str(out / "t.src"), "--ref", str(out / "t.ref")]
+    cache = tmp_path / "cache"
+
+    def fails(url: str, expected_md5: str) -> str:
+        _point_sacrebleu_at(monkeypatch, "wmt14/full", url, expected_md5, cache)
+        assert main(args) == 2
+        err = capsys.readouterr().err
+        assert "marginmine fetch-testset: error: sacreBLEU could not provide wmt14/full en-de" in err, err
+        assert f"remove {cache / 'wmt14/full'} before retrying" in err, err
+        assert not out.exists()
+        return err
+
+    with socket.socket() as sock:  # a loopback port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        closed = sock.getsockname()[1]
+    assert "Connection refused" in fails(f"http://127.0.0.1:{closed}/test-full.tgz", md5)
+    assert "exit status 1" in fails(f"{base}/test-full.tgz", "0" * 32)  # MD5 mismatch
+    assert "No such file" in fails(f"{base}/test-full.tgz", md5)  # the stale archive in the cache
+    shutil.rmtree(cache / "wmt14/full")
+    assert main(args) == 0
+    assert (out / "t.src").read_bytes() == (d / "newstest2014.en").read_bytes()
+    assert (out / "t.ref").read_bytes() == (d / "newstest2014.de").read_bytes()
+
+
+def test_extract_archive_members_equal_the_real_files(real_data: Path, tmp_path: Path, capsys) -> None:
+    """`marginmine extract` on a Europarl-style .tgz (members nested in a folder) of real newstest
+    files: by file name and by full member path, byte-identical; a missing member and a file that
+    is no archive are one clear error each."""
+    from marginmine.cli import main
+
+    d = real_data / "wmt-newstest-ende"
+    real = {f"newstest2013.{lang}": (d / f"newstest2013.{lang}").read_bytes() for lang in ("en", "de")}
+    archive = _targz(tmp_path / "de-en.tgz", {f"training/nested/{n}": b for n, b in real.items()})
+    assert main(["-q", "extract", "--archive", str(archive), "--member", "newstest2013.en",
+                 "--output", str(tmp_path / "a" / "en")]) == 0
+    assert main(["-q", "extract", "--archive", str(archive), "--member", "training/nested/newstest2013.de",
+                 "--output", str(tmp_path / "a" / "de")]) == 0
+    en, de = (tmp_path / "a" / "en").read_bytes(), (tmp_path / "a" / "de").read_bytes()
+    assert en == real["newstest2013.en"] and de == real["newstest2013.de"]
+    assert en.count(b"\n") == de.count(b"\n") == 3000
+    assert sorted(p.name for p in (tmp_path / "a").iterdir()) == ["de", "en"]  # no .part left
+
+    assert main(["-q", "extract", "--archive", str(archive), "--member", "newstest2013.fr",
+                 "--output", str(tmp_path / "b" / "fr")]) == 2
+    assert f"{archive}: has no member 'newstest2013.fr'" in capsys.readouterr().err
+    assert main(["-q", "extract", "--archive", str(d / "newstest2013.en"), "--member", "x",
+                 "--output", str(tmp_path / "b" / "x")]) == 2
+    assert "not a readable tar archive" in capsys.readouterr().err
+    assert not (tmp_path / "b").exists()
