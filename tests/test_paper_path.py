@@ -39,6 +39,18 @@ ONE_NN_FLOOR = 0.20
 SIM_ERROR_CEILING = 0.06
 
 
+@pytest.fixture(autouse=True)
+def _one_faiss_thread():
+    """One FAISS thread: on the shared 2-core test machine OpenMP's spinning threads made these
+    tests 2x slower (43 s -> 20 s measured); results depend on the thread count only in the last bits."""
+    import faiss
+
+    before = faiss.omp_get_max_threads()
+    faiss.omp_set_num_threads(1)
+    yield
+    faiss.omp_set_num_threads(before)
+
+
 def _lines(path: Path) -> list[str]:
     return path.read_text(encoding="utf-8").rstrip("\n").split("\n")
 
@@ -152,6 +164,7 @@ class _Resources(dict):
         return self[name]
 
 
+@pytest.mark.workflow
 def test_slurm_gpu_profile_plans_the_paper_experiment_with_gpus_where_declared() -> None:
     """``snakemake -n results/bleu_10M.txt --profile profiles/slurm-gpu`` on the paper config: the
     SLURM executor plugin validates the run (a dry run needs no sbatch), and the profile's
@@ -264,9 +277,9 @@ def test_paper_config_sacrebleu_sets_are_the_local_newstest_years() -> None:
 
 
 @pytest.mark.parametrize("test_set,langpair", _paper_sacrebleu_sets())
-def test_fetch_testset_through_sacrebleu_archive_served_on_loopback(test_set: str, langpair: str, real_data: Path,
-                                                                    tmp_path: Path, loopback, monkeypatch,
-                                                                    capsys) -> None:
+def test_fetch_testset_through_sacrebleu_archive_served_on_loopback(test_set: str, langpair: str,
+                                                                    real_data: Path, tmp_path: Path, loopback,
+                                                                    monkeypatch, capsys) -> None:
     """Each sacreBLEU set of the paper config, as sacreBLEU's archive layout (its DATASETS paths)
     built from the real newstest files and served on loopback: `marginmine fetch-testset` writes
     source and reference equal to the real files (up to sacreBLEU's whitespace cleaning),
@@ -282,7 +295,8 @@ def test_fetch_testset_through_sacrebleu_archive_served_on_loopback(test_set: st
     paths = DATASETS[test_set].langpairs[langpair]  # [source sgm, reference sgm] inside the archive
     src_lang, tgt_lang = langpair.split("-")
     assert paths[0].endswith(f".{src_lang}.sgm") and paths[1].endswith(f".{tgt_lang}.sgm")
-    members = {p: _sgm(_lines(real[lang]), lang).encode("utf-8") for p, lang in zip(paths, (src_lang, tgt_lang))}
+    members = {p: _sgm(_lines(real[lang]), lang).encode("utf-8")
+               for p, lang in zip(paths, (src_lang, tgt_lang))}
     archive = _targz(served / "test.tgz", members)
     _point_sacrebleu_at(monkeypatch, test_set, f"{base}/test.tgz",
                         hashlib.md5(archive.read_bytes()).hexdigest(), tmp_path / "sacrebleu")

@@ -44,10 +44,10 @@ def fetch_sacrebleu(test_set: str, langpair: str, src_out: str | Path, ref_out: 
         refs = get_reference_files(test_set, langpair)
     except (Exception, SystemExit) as exc:  # bare Exceptions; sys.exit(1) on an MD5 mismatch or SSL error
         why = f"exit status {exc.code}, see its log above" if isinstance(exc, SystemExit) else str(exc)
-        raise MarginmineError(f"sacreBLEU could not provide {test_set} {langpair}: {why} (needs internet once, "
-                              f"or stage the files and use a 'local' source; a failed or interrupted download "
-                              f"stays in sacreBLEU's cache: remove {os.path.join(SACREBLEU_DIR, test_set)} "
-                              "before retrying)") from exc
+        cache = os.path.join(SACREBLEU_DIR, test_set)
+        raise MarginmineError(f"sacreBLEU could not provide {test_set} {langpair}: {why} (needs internet "
+                              "once, or stage the files and use a 'local' source; a failed or interrupted "
+                              f"download stays in sacreBLEU's cache: remove {cache} before retrying)") from exc
     for path, out in ((src, src_out), (refs[0], ref_out)):
         Path(out).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(path, out)
