@@ -48,6 +48,8 @@ def fetch_sacrebleu(test_set: str, langpair: str, src_out: str | Path, ref_out: 
         raise MarginmineError(f"sacreBLEU could not provide {test_set} {langpair}: {why} (needs internet "
                               "once, or stage the files and use a 'local' source; a failed or interrupted "
                               f"download stays in sacreBLEU's cache: remove {cache} before retrying)") from exc
+    from .safeio import atomic_path
+
     for path, out in ((src, src_out), (refs[0], ref_out)):
-        Path(out).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(path, out)
+        with atomic_path(out) as tmp:
+            shutil.copyfile(path, tmp)
