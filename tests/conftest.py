@@ -56,5 +56,14 @@ def real_data() -> Path:
 
 
 @pytest.fixture(scope="session")
+def smoke(tmp_path_factory: pytest.TempPathFactory, real_data: Path) -> Path:
+    """The smoke experiment run once per session (tests/test_smoke.py checks it, tests/test_kill.py
+    compares its killed reruns with it)."""
+    from smokerun import smoke_run
+
+    return smoke_run(tmp_path_factory.mktemp("smoke"), real_data)
+
+
+@pytest.fixture(scope="session")
 def paracrawl_tsv(real_data: Path) -> Path:
     return real_data / "paracrawl-human-eval-en-de" / "paracrawl-v3-validation-data.sorted.en-de.tsv"

@@ -27,7 +27,7 @@ import numpy as np
 import pytest
 from doubles import TrigramEncoder
 
-from test_smoke import final_outputs, smoke_command
+from smokerun import final_outputs, smoke_command
 from test_workflow import REPO, SNAKEMAKE, copy_workflow, snakemake
 
 # --- one command, killed mid-batch -----------------------------------------------------------

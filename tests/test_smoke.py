@@ -15,63 +15,20 @@ The kill tests (tests/test_kill.py) compare their reruns with this run's outputs
 from __future__ import annotations
 
 import gzip
-import hashlib
 import json
 import re
-import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from test_workflow import copy_workflow, snakemake
+from smokerun import K, SHARDS, smoke_command
+from test_workflow import snakemake
 
-TARGETS = ("all", "preprocess", "encoders", "scoring", "report_figures", "results/test/comparison.tsv")
-SHARDS = ("0000", "0001")
-K = 4                 # config/test.yaml scoring.k
-BATCH = 4000          # config/test.yaml scoring.batch_size: each smoke shard is one batch
+BATCH = 4000  # config/test.yaml scoring.batch_size: each smoke shard is one batch
 # the ratio margin's ROC-AUC on the 2,000 human-labelled ParaCrawl en-de pairs must beat chance by
 # this much; measured 0.6?? with the smoke DAN (AMD EPYC), the demo DAN reaches 0.625
 AUC_FLOOR = 0.55
-
-
-def smoke_command(real_data: Path) -> list[str]:
-    return [*TARGETS, "--configfile", "config/test.yaml", "--cores", "2", "--config", f"data_dir={real_data}"]
-
-
-def run_smoke(d: Path, real_data: Path, timeout: float = 1500) -> subprocess.CompletedProcess[str]:
-    return snakemake(*smoke_command(real_data), cwd=d, timeout=timeout)
-
-
-@pytest.fixture(scope="session")
-def smoke(tmp_path_factory: pytest.TempPathFactory, real_data: Path) -> Path:
-    d = tmp_path_factory.mktemp("smoke")
-    copy_workflow(d)
-    r = run_smoke(d, real_data)
-    assert r.returncode == 0, (r.stdout + r.stderr)[-4000:]
-    return d
-
-
-def sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def final_outputs(d: Path) -> dict[str, str]:
-    """SHA-256 of every output a rerun must reproduce byte for byte (BLEU by its numbers)."""
-    out = {}
-    for pattern in ("work/test/score/*.scores.tsv.gz", "work/test/select/*.tsv.gz", "work/test/embed/*.npy",
-                    "results/test/preprocess/ledger.json", "results/test/preprocess/ledger.tsv",
-                    "work/test/preprocess/kept/*.tsv.gz", "results/test/select/composition.tsv",
-                    "results/test/encoder/model.pt"):
-        for p in sorted(d.glob(pattern)):
-            out[str(p.relative_to(d))] = sha256(p)
-    for p in sorted(d.glob("results/test/nmt/*/bleu.json")):
-        b = json.loads(p.read_text())
-        out[str(p.relative_to(d))] = json.dumps({k: b[k] for k in ("test", "dev") if k in b}, sort_keys=True)
-    rows = (d / "results/test/comparison.tsv").read_text().splitlines()
-    out["comparison (method, N, pairs, dev, test)"] = "\n".join("\t".join(r.split("\t")[:5]) for r in rows)
-    return out
-
 
 def read_tsv(path: Path) -> list[list[str]]:
     with gzip.open(path, "rt", encoding="utf-8", newline="\n") as fh:
@@ -178,9 +135,11 @@ def test_mining_benchmark_and_report_figures_are_written(smoke: Path) -> None:
 def test_nmt_decodes_every_line_and_the_comparison_has_every_method(smoke: Path, real_data: Path) -> None:
     bleu = (smoke / "results/test/bleu_2k.txt").read_text().splitlines()
     assert re.fullmatch(r"\d+\.\d\d", bleu[0]) and any("nrefs:1|case:mixed" in line for line in bleu)
-    hyp = smoke / "results/test/nmt/ratio.2k/bleu.hyp/test.de"
-    ref_lines = sum(1 for _ in gzip.open(real_data / "multi30k/test_2016_flickr.de.gz", "rt"))
-    assert sum(1 for _ in hyp.open()) == ref_lines == 1000
+    for method in ("ratio", "random"):  # every line of the seeded test and dev slices decoded
+        for name, lines in (("test", 400), ("dev", 300)):
+            hyp = smoke / f"results/test/nmt/{method}.2k/bleu.hyp/{name}.de"
+            ref = smoke / f"work/test/eval/{name}.de"
+            assert sum(1 for _ in hyp.open()) == sum(1 for _ in ref.open()) == lines, (method, name)
     table = (smoke / "results/test/comparison.tsv").read_text().splitlines()
     assert table[0].startswith("method\tN\tpairs\tdev_bleu\ttest_bleu")
     assert sorted(r.split("\t")[0] for r in table[1:]) == ["random", "ratio"]
