@@ -163,7 +163,7 @@ rule embed_shard:
         "../envs/encoder.yaml"
     shell:
         "(marginmine embed --encoder {params.encdir} --lang {params.src} --input {input.shard} --column 0 "
-        "--output {output.src} --dtype {params.dtype} --device {params.device} --threads {threads} && "
+        "--output {output.src} --dtype {params.dtype} --device {params.device} --threads {threads} --allow-empty && "
         "marginmine embed --encoder {params.encdir} --lang {params.tgt} --input {input.shard} --column 1 "
-        "--output {output.tgt} --dtype {params.dtype} --device {params.device} --threads {threads}) "
+        "--output {output.tgt} --dtype {params.dtype} --device {params.device} --threads {threads} --allow-empty) "
         "> {log} 2>&1"

@@ -69,7 +69,7 @@ rule preprocess_shard:
         "../envs/preprocess.yaml"
     shell:
         "marginmine preprocess {params.langs} --input {input.shard} --output {output.kept} "
-        "--rejects {output.rejects} --ledger {output.ledger} --no-dedup --workers {threads} "
+        "--rejects {output.rejects} --ledger {output.ledger} --no-dedup --allow-empty --workers {threads} "
         "--min-tokens {params.min_tokens} --max-tokens {params.max_tokens} "
         "--max-overlap {params.max_overlap} --max-ratio {params.max_ratio} {params.langid} "
         "--langid-min-prob {params.langid_min_prob} --protect {input.protect} > {log} 2>&1"

@@ -33,7 +33,8 @@ rule score_shard:
     shell:
         "marginmine score --input {input.shard} --src-embeddings {input.src} --tgt-embeddings {input.tgt} "
         "--margin {params.margin} -k {params.k} --batch-size {params.batch_size} --index {params.index} "
-        "--nprobe {params.nprobe} --device {params.device} --threads {threads} --output {output} > {log} 2>&1"
+        "--nprobe {params.nprobe} --device {params.device} --threads {threads} --allow-empty --output {output} "
+        "> {log} 2>&1"
 
 
 rule select_top:

@@ -173,9 +173,12 @@ def _batches(pairs: Iterator[tuple[str, str]], size: int) -> Iterator[tuple[list
 
 
 def score_file(inputs: Sequence[str], output: str | Path, emb: Embeddings, settings: ScoreSettings,
-               columns: tuple[int, int] = (0, 1), fingerprint: dict[str, object] | None = None) -> int:
+               columns: tuple[int, int] = (0, 1), fingerprint: dict[str, object] | None = None,
+               allow_empty: bool = False) -> int:
     """Score every pair of ``inputs`` into ``output``; returns the number of pairs. Resumes from
-    ``OUTPUT.part`` after an interruption when inputs and settings are unchanged."""
+    ``OUTPUT.part`` after an interruption when inputs and settings are unchanged.
+
+    An empty input is an error unless ``allow_empty`` (an empty shard): then ``output`` is empty."""
     out = Path(output)
     part = out.with_name(out.name + ".part")
     state_path = out.with_name(out.name + ".state.json")
@@ -212,7 +215,7 @@ def score_file(inputs: Sequence[str], output: str | Path, emb: Embeddings, setti
             dt = time.monotonic() - t0
             log.info("%s: %d pairs scored (batch of %d), %.0f pairs/s", out.name, line, len(src),
                      (line - done_lines) / max(dt, 1e-9))
-    if line == 0:
+    if line == 0 and not allow_empty:
         raise InputError(", ".join(map(str, inputs)), "is empty: nothing to score",
                          hint="check the previous step's output")
     if line < done_lines:

@@ -1,0 +1,118 @@
+"""Edge cases found by reading the code (issue 17, item 4), on real data through the CLI: empty
+shards, embeddings of another length, NaN/inf embeddings and scores, an overlap with a test set."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from doubles import TrigramEncoder
+
+from marginmine.cli import main
+from marginmine.embed import embed_file
+from marginmine.errors import InputError
+
+
+def lines_of(path: Path) -> list[str]:
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as fh:
+        return fh.read().splitlines()
+
+
+def error_line(err: str, command: str) -> str:
+    """The one line the CLI reports an error in (log lines may precede it)."""
+    found = [ln for ln in err.splitlines() if ln.startswith(f"marginmine {command}: error:")]
+    assert len(found) == 1, err
+    return found[0]
+
+
+@pytest.fixture(scope="module")
+def pairs_250(paracrawl_tsv: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """250 real ParaCrawl en-de pairs: source, target, id."""
+    out = tmp_path_factory.mktemp("pc250") / "corpus.tsv"
+    rows = [ln.split("\t") for ln in paracrawl_tsv.read_text(encoding="utf-8").splitlines()[:250]]
+    out.write_text("".join(f"{c[2]}\t{c[3]}\tpc{i}\n" for i, c in enumerate(rows)), encoding="utf-8")
+    return out
+
+
+def embed_pair(tsv: Path, stem: Path, **kw) -> tuple[Path, Path]:
+    src = embed_file(TrigramEncoder(), "en", tsv, stem.with_name(stem.name + ".en.npy"), column=0, **kw)
+    tgt = embed_file(TrigramEncoder(), "de", tsv, stem.with_name(stem.name + ".de.npy"), column=1, **kw)
+    return src, tgt
+
+
+# --- 1. empty shards ------------------------------------------------------------------------
+
+
+def test_empty_shards_are_valid_through_preprocess_embed_score_select(
+        pairs_250: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """corpus.expected_pairs overestimated: 250 pairs dealt to 5 shards of block 100 leave shards 3
+    and 4 empty. Every later step writes empty outputs for them and the ledger adds up."""
+    split = tmp_path / "split"
+    assert main(["split", "--input", str(pairs_250), "--shards", "5", "--block", "100",
+                 "--outdir", str(split), "--rejects", str(split / "rejects.tsv.gz"),
+                 "--ledger", str(split / "ledger.json")]) == 0
+    shards = [split / f"shard{i:04d}.tsv.gz" for i in range(5)]
+    sizes = [len(lines_of(s)) for s in shards]
+    assert sizes[3:] == [0, 0] and sizes[0] == sizes[1] == 100 and 0 < sizes[2] <= 50
+
+    # preprocess: an empty shard is refused without --allow-empty (a user's empty corpus), valid with it
+    work = tmp_path / "work"
+    base = ["preprocess", "--src-lang", "en", "--tgt-lang", "de", "--no-dedup"]
+    capsys.readouterr()
+    assert main([*base, "--input", str(shards[4]), "--output", str(work / "refused.tsv.gz"),
+                 "--rejects", str(work / "refused.rej.tsv.gz"), "--ledger", str(work / "refused.json")]) == 2
+    assert "corpus is empty" in error_line(capsys.readouterr().err, "preprocess")
+    kept, ledgers = [], []
+    for i, shard in enumerate(shards):
+        kept.append(work / f"kept{i}.tsv.gz")
+        ledgers.append(work / f"ledger{i}.json")
+        assert main([*base, "--allow-empty", "--input", str(shard), "--output", str(kept[-1]),
+                     "--rejects", str(work / f"rej{i}.tsv.gz"), "--ledger", str(ledgers[-1])]) == 0
+    for i in (3, 4):
+        assert lines_of(kept[i]) == [] and lines_of(work / f"rej{i}.tsv.gz") == []
+        assert json.loads(ledgers[i].read_text())["pairs_in"] == 0
+    assert main(["ledger", "--first", str(split / "ledger.json"), "--shards", *map(str, ledgers),
+                 "--output", str(work / "ledger.json")]) == 0
+    total = json.loads((work / "ledger.json").read_text())
+    n_kept = [len(lines_of(k)) for k in kept]
+    assert total["pairs_in"] == 250 and total["kept"] == sum(n_kept) > 0
+    assert n_kept[3:] == [0, 0]
+
+    # embed: 0 rows of the encoder's width; refused without allow_empty
+    with pytest.raises(InputError, match="kept4.tsv.gz: is empty: nothing to embed"):
+        embed_file(TrigramEncoder(), "en", kept[4], work / "refused.npy", column=0)
+    embs = [embed_pair(k, work / f"emb{i}", allow_empty=True) for i, k in enumerate(kept)]
+    for i in (3, 4):
+        assert all(np.load(e, mmap_mode="r").shape == (0, TrigramEncoder.dim) for e in embs[i])
+
+    # score: an empty score file; refused without --allow-empty
+    def score(i: int, *extra: str) -> int:
+        return main(["score", "--input", str(kept[i]), "--src-embeddings", str(embs[i][0]),
+                     "--tgt-embeddings", str(embs[i][1]), "--batch-size", "60", *extra,
+                     "--output", str(work / f"score{i}.tsv.gz")])
+
+    capsys.readouterr()
+    assert score(4) == 2 and "is empty: nothing to score" in error_line(capsys.readouterr().err, "score")
+    for i in range(5):
+        assert score(i, "--allow-empty") == 0
+        assert len(lines_of(work / f"score{i}.tsv.gz")) == n_kept[i]
+
+    # select over all shards, and over the empty ones alone; the overlap check reads them too
+    scores = [str(work / f"score{i}.tsv.gz") for i in range(5)]
+    assert main(["select", "--pairs", *map(str, kept), "--scores", *scores, "--method", "ratio",
+                 "--column", "0", "-n", "50", "--output", str(work / "sel.tsv.gz"),
+                 "--report", str(work / "sel.json")]) == 0
+    rep = json.loads((work / "sel.json").read_text())
+    assert rep["selected"] == 50 == len(lines_of(work / "sel.tsv.gz")) and rep["total"] == sum(n_kept)
+    assert main(["select", "--pairs", str(kept[3]), str(kept[4]), "--scores", *scores[3:],
+                 "--method", "ratio", "--column", "0", "-n", "50", "--output", str(work / "none.tsv.gz"),
+                 "--report", str(work / "none.json")]) == 0
+    assert json.loads((work / "none.json").read_text())["selected"] == 0
+    assert lines_of(work / "none.tsv.gz") == []
+    assert main(["select", "--pairs", *map(str, kept), "--method", "random", "-n", "20",
+                 "--output", str(work / "rnd.tsv.gz")]) == 0
+    assert len(lines_of(work / "rnd.tsv.gz")) == 20
