@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import gzip
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -116,3 +118,29 @@ def test_empty_shards_are_valid_through_preprocess_embed_score_select(
     assert main(["select", "--pairs", *map(str, kept), "--method", "random", "-n", "20",
                  "--output", str(work / "rnd.tsv.gz")]) == 0
     assert len(lines_of(work / "rnd.tsv.gz")) == 20
+
+
+# --- 2. an .npy of another length than the scored file ------------------------------------------
+
+
+def test_score_refuses_embeddings_with_more_or_fewer_rows_than_lines(pairs_250: Path, tmp_path: Path) -> None:
+    lines = pairs_250.read_text(encoding="utf-8").splitlines(keepends=True)
+    shard = tmp_path / "shard.tsv"
+    shard.write_text("".join(lines[:200]), encoding="utf-8")
+    longer, shorter = tmp_path / "longer.tsv", tmp_path / "shorter.tsv"
+    longer.write_text("".join(lines[:201]), encoding="utf-8")
+    shorter.write_text("".join(lines[:199]), encoding="utf-8")
+    ok = embed_pair(shard, tmp_path / "ok")
+    for other, rows in ((longer, 201), (shorter, 199)):
+        src, tgt = embed_pair(other, tmp_path / other.stem)
+        out = tmp_path / f"{other.stem}.scores.tsv"
+        r = subprocess.run([sys.executable, "-m", "marginmine.cli", "score", "--input", str(shard),
+                            "--src-embeddings", str(src), "--tgt-embeddings", str(tgt), "--output", str(out)],
+                           capture_output=True, text=True)
+        assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr[-2000:]
+        err = error_line(r.stderr, "score")
+        assert f"{src}: has {rows} embedding rows (and {tgt} too), but {shard} has 200 lines" in err, err
+        assert not out.exists()
+    assert main(["score", "--input", str(shard), "--src-embeddings", str(ok[0]), "--tgt-embeddings", str(ok[1]),
+                 "--output", str(tmp_path / "ok.scores.tsv")]) == 0
+    assert len(lines_of(tmp_path / "ok.scores.tsv")) == 200

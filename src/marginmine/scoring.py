@@ -96,6 +96,9 @@ class Embeddings(Protocol):
 
     def unique_rows(self, start: int, texts: Sequence[str], first: np.ndarray, side: str) -> np.ndarray: ...
 
+    def check_lines(self, n_lines: int, input_path: str) -> None:
+        """Raise if these embeddings cannot belong to an input of ``n_lines`` lines."""
+
 
 @dataclass
 class EncoderEmbeddings:
@@ -115,6 +118,9 @@ class EncoderEmbeddings:
             out[a:a + self.chunk] = self.encoder.encode(sentences[a:a + self.chunk], lang)
         return out
 
+    def check_lines(self, n_lines: int, input_path: str) -> None:
+        return None
+
 
 @dataclass
 class ArrayEmbeddings:
@@ -122,6 +128,7 @@ class ArrayEmbeddings:
 
     src: np.ndarray
     tgt: np.ndarray
+    paths: tuple[str, str] = ("<src embeddings>", "<tgt embeddings>")
 
     @classmethod
     def load(cls, src: str | Path, tgt: str | Path) -> "ArrayEmbeddings":
@@ -133,12 +140,21 @@ class ArrayEmbeddings:
                 raise InputError(str(p), f"cannot read embeddings: {exc}", hint="re-run marginmine embed") from exc
         if arrays[0].shape != arrays[1].shape:
             raise InputError(str(tgt), f"shape {arrays[1].shape} differs from {src}'s {arrays[0].shape}")
-        return cls(*arrays)
+        return cls(arrays[0], arrays[1], (str(src), str(tgt)))
+
+    def check_lines(self, n_lines: int, input_path: str) -> None:
+        """One row per input line, or refuse: a longer or shorter ``.npy`` belongs to another file."""
+        rows = len(self.src)
+        if rows != n_lines:
+            raise InputError(self.paths[0], f"has {rows} embedding rows (and {self.paths[1]} too), but "
+                             f"{input_path} has {n_lines} lines",
+                             hint="embed the same file that is being scored (marginmine embed --input "
+                                  "<the scored file>), or score the file these embeddings were made from")
 
     def unique_rows(self, start: int, texts: Sequence[str], first: np.ndarray, side: str) -> np.ndarray:
-        arr = self.src if side == "src" else self.tgt
+        arr, path = (self.src, self.paths[0]) if side == "src" else (self.tgt, self.paths[1])
         if start + len(texts) > len(arr):
-            raise InputError(f"<{side} embeddings>", f"have {len(arr)} rows, the input has more lines",
+            raise InputError(path, f"has {len(arr)} rows, the input has more lines",
                              hint="embed the same file that is being scored")
         return np.asarray(arr[start + first])
 
@@ -178,7 +194,12 @@ def score_file(inputs: Sequence[str], output: str | Path, emb: Embeddings, setti
     """Score every pair of ``inputs`` into ``output``; returns the number of pairs. Resumes from
     ``OUTPUT.part`` after an interruption when inputs and settings are unchanged.
 
-    An empty input is an error unless ``allow_empty`` (an empty shard): then ``output`` is empty."""
+    Embeddings with another row count than the input has lines are refused before any work. An
+    empty input is an error unless ``allow_empty`` (an empty shard): then ``output`` is empty."""
+    from .embed import count_lines
+
+    n_lines = count_lines(inputs[0])
+    emb.check_lines(n_lines, str(inputs[0]))
     out = Path(output)
     part = out.with_name(out.name + ".part")
     state_path = out.with_name(out.name + ".state.json")
