@@ -15,7 +15,9 @@ from doubles import TrigramEncoder
 
 from marginmine.cli import main
 from marginmine.embed import embed_file
-from marginmine.errors import InputError
+from marginmine.errors import InputError, MarginmineError
+from marginmine.knn import first_nonfinite_row, knn
+from marginmine.scoring import EncoderEmbeddings, ScoreSettings, read_score_column, score_file
 
 
 def lines_of(path: Path) -> list[str]:
@@ -144,3 +146,87 @@ def test_score_refuses_embeddings_with_more_or_fewer_rows_than_lines(pairs_250: 
     assert main(["score", "--input", str(shard), "--src-embeddings", str(ok[0]), "--tgt-embeddings", str(ok[1]),
                  "--output", str(tmp_path / "ok.scores.tsv")]) == 0
     assert len(lines_of(tmp_path / "ok.scores.tsv")) == 200
+
+
+# --- 3. NaN / inf in embeddings and scores ------------------------------------------------------
+
+
+def test_nan_embedding_row_is_refused_naming_file_and_row(pairs_250: Path, tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    src, tgt = embed_pair(pairs_250, tmp_path / "e")
+    arr = np.load(tgt)
+    arr[[37, 120], 5] = np.nan
+    bad = tmp_path / "bad.de.npy"
+    np.save(bad, arr)
+    capsys.readouterr()
+    assert main(["score", "--input", str(pairs_250), "--src-embeddings", str(src), "--tgt-embeddings", str(bad),
+                 "--output", str(tmp_path / "s.tsv")]) == 2
+    err = error_line(capsys.readouterr().err, "score")
+    assert f"{bad}: embedding row 37 (0-based; line 38 of the scored input) holds NaN or inf" in err, err
+    arr[[37, 120], 5] = 0
+    arr[3] = np.inf
+    np.save(bad, arr)
+    assert main(["score", "--input", str(pairs_250), "--src-embeddings", str(src), "--tgt-embeddings", str(bad),
+                 "--batch-size", "100", "--output", str(tmp_path / "s.tsv")]) == 2
+    assert "embedding row 3 (0-based; line 4 " in error_line(capsys.readouterr().err, "score")
+    assert not (tmp_path / "s.tsv").exists()
+
+
+def test_nan_from_an_encoder_is_refused_by_the_knn_search(pairs_250: Path, tmp_path: Path) -> None:
+    class BrokenEncoder(TrigramEncoder):
+        def encode(self, sentences, lang):  # type: ignore[no-untyped-def]
+            out = super().encode(sentences, lang)
+            out[len(out) // 2] = np.nan
+            return out
+
+    with pytest.raises(MarginmineError, match=r"kNN search: (query|database) row \d+ \(0-based\) holds NaN or inf"):
+        score_file([str(pairs_250)], tmp_path / "s.tsv", EncoderEmbeddings(BrokenEncoder(), "en", "de"),
+                   ScoreSettings())
+    x = TrigramEncoder().encode([f"sentence {i}" for i in range(50)], "en")
+    x[17, 3] = np.inf
+    with pytest.raises(MarginmineError, match="database row 17 "):
+        knn(x[:5], x, 4)
+    with pytest.raises(MarginmineError, match="query row 17 "):
+        knn(x, x[20:], 4)
+    assert first_nonfinite_row(np.arange(10.0)) is None and first_nonfinite_row(x) == 17
+
+
+def test_degenerate_embeddings_giving_a_nan_score_are_refused(pairs_250: Path, tmp_path: Path) -> None:
+    """All-zero (finite) rows for both sides of line 7: cosine 0 over a neighbourhood of 0 is NaN."""
+    src, tgt = embed_pair(pairs_250, tmp_path / "e")
+    for path in (src, tgt):
+        arr = np.load(path)
+        arr[6] = 0
+        np.save(path, arr)
+    with pytest.raises(InputError, match=r"corpus.tsv:7: the ratio score of this pair is nan"):
+        main(["--debug", "score", "--input", str(pairs_250), "--src-embeddings", str(src),
+              "--tgt-embeddings", str(tgt), "--output", str(tmp_path / "s.tsv")])
+
+
+def test_nan_or_inf_scores_are_refused_by_select_and_eval_filter(pairs_250: Path, tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    src, tgt = embed_pair(pairs_250, tmp_path / "e")
+    scores = tmp_path / "scores.tsv"
+    assert main(["score", "--input", str(pairs_250), "--src-embeddings", str(src), "--tgt-embeddings", str(tgt),
+                 "--output", str(scores)]) == 0
+    rows = scores.read_text().splitlines()
+    assert read_score_column(scores, 0).shape == (250,)
+    for bad_value, column in (("nan", 0), ("inf", 1), ("-inf", 0)):
+        broken = rows.copy()
+        broken[41] = "\t".join([bad_value, "0.5"] if column == 0 else ["1.0", bad_value])
+        broken[200] = "nan\tnan"
+        bad = tmp_path / f"bad-{bad_value}.tsv"
+        bad.write_text("\n".join(broken) + "\n")
+        capsys.readouterr()
+        assert main(["select", "--pairs", str(pairs_250), "--scores", str(bad), "--method", "ratio",
+                     "--column", str(column), "-n", "10", "--output", str(tmp_path / "sel.tsv")]) == 2
+        err = error_line(capsys.readouterr().err, "select")
+        assert f"{bad}:42: column {column} holds {float(bad_value)}, not a finite score" in err, err
+        assert not (tmp_path / "sel.tsv").exists()
+    labels = tmp_path / "labels.tsv"
+    labels.write_text("id\torigin\tkind\tclean\n" + "".join(f"pc{i}\tparacrawl\tclean\t{i % 2}\n" for i in range(250)))
+    assert main(["eval-filter", "--demo-labels", str(labels), "--pairs", str(pairs_250), "--scores",
+                 str(tmp_path / "bad-nan.tsv"), "--tsv", str(tmp_path / "q.tsv"), "--md", str(tmp_path / "q.md")]) == 2
+    assert f"{tmp_path / 'bad-nan.tsv'}:42: column 0 holds nan" in error_line(capsys.readouterr().err, "eval-filter")
+    assert main(["eval-filter", "--demo-labels", str(labels), "--pairs", str(pairs_250), "--scores",
+                 str(scores), "--tsv", str(tmp_path / "q.tsv"), "--md", str(tmp_path / "q.md")]) == 0

@@ -28,7 +28,7 @@ import numpy as np
 from .embed import MAX_LINE_BYTES
 from .encoder import SentenceEncoder
 from .errors import InputError
-from .knn import IndexSpec
+from .knn import IndexSpec, first_nonfinite_row
 from .margin import MARGINS, filter_scores_unique, unique_groups
 from .textio import iter_raw_lines, open_binary
 
@@ -156,7 +156,13 @@ class ArrayEmbeddings:
         if start + len(texts) > len(arr):
             raise InputError(path, f"has {len(arr)} rows, the input has more lines",
                              hint="embed the same file that is being scored")
-        return np.asarray(arr[start + first])
+        rows = np.asarray(arr[start + first])
+        bad = first_nonfinite_row(rows)
+        if bad is not None:
+            row = start + int(first[bad])
+            raise InputError(path, f"embedding row {row} (0-based; line {row + 1} of the scored input) holds "
+                             "NaN or inf", hint="re-run marginmine embed; if it recurs, the encoder is broken")
+        return rows
 
 
 def score_batch(src: Sequence[str], tgt: Sequence[str], start: int, emb: Embeddings,
@@ -188,14 +194,24 @@ def _batches(pairs: Iterator[tuple[str, str]], size: int) -> Iterator[tuple[list
         yield src, tgt
 
 
+def _check_finite_scores(scores: dict[str, np.ndarray], start: int, path: str) -> None:
+    for name, values in scores.items():
+        bad = first_nonfinite_row(values)
+        if bad is not None:
+            raise InputError(path, f"the {name} score of this pair is {values[bad]} (not a finite number)",
+                             line=start + bad + 1,
+                             hint="its embeddings are degenerate (e.g. zero vectors): check the encoder")
+
+
 def score_file(inputs: Sequence[str], output: str | Path, emb: Embeddings, settings: ScoreSettings,
                columns: tuple[int, int] = (0, 1), fingerprint: dict[str, object] | None = None,
                allow_empty: bool = False) -> int:
     """Score every pair of ``inputs`` into ``output``; returns the number of pairs. Resumes from
     ``OUTPUT.part`` after an interruption when inputs and settings are unchanged.
 
-    Embeddings with another row count than the input has lines are refused before any work. An
-    empty input is an error unless ``allow_empty`` (an empty shard): then ``output`` is empty."""
+    Embeddings with another row count than the input has lines are refused before any work, and
+    NaN/inf embeddings or scores when met (naming the file and row/line). An empty input is an
+    error unless ``allow_empty`` (an empty shard): then ``output`` is empty."""
     from .embed import count_lines
 
     n_lines = count_lines(inputs[0])
@@ -225,6 +241,7 @@ def score_file(inputs: Sequence[str], output: str | Path, emb: Embeddings, setti
             if line <= done_lines:
                 continue
             scores = score_batch(src, tgt, start, emb, settings)
+            _check_finite_scores(scores, start, str(inputs[0]))
             data = format_scores(scores, settings.margins)
             fh.write(gzip.compress(data, compresslevel=3, mtime=0) if gz else data)
             fh.flush()
@@ -258,4 +275,9 @@ def read_score_column(path: str | Path, column: int = 0) -> np.ndarray:
             except (IndexError, ValueError) as exc:
                 raise InputError(p, f"no number in column {column}", line=n,
                                  hint="give a score file written by marginmine score") from exc
-    return np.asarray(values, dtype=np.float64)
+    out = np.asarray(values, dtype=np.float64)
+    bad = first_nonfinite_row(out)
+    if bad is not None:
+        raise InputError(p, f"column {column} holds {out[bad]}, not a finite score", line=bad + 1,
+                         hint="re-run marginmine score for this file (it refuses NaN/inf embeddings)")
+    return out
