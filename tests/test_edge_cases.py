@@ -230,3 +230,45 @@ def test_nan_or_inf_scores_are_refused_by_select_and_eval_filter(pairs_250: Path
     assert f"{tmp_path / 'bad-nan.tsv'}:42: column 0 holds nan" in error_line(capsys.readouterr().err, "eval-filter")
     assert main(["eval-filter", "--demo-labels", str(labels), "--pairs", str(pairs_250), "--scores",
                  str(scores), "--tsv", str(tmp_path / "q.tsv"), "--md", str(tmp_path / "q.md")]) == 0
+
+
+# --- 6. check-overlap finds an overlap ------------------------------------------------------------
+
+
+def test_check_overlap_fails_naming_the_protected_set_and_count(real_data: Path, tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """Real Multi30k train pairs, clean, then with 3 newstest2013 pairs (and one German side) injected."""
+    with gzip.open(real_data / "multi30k" / "train.en.gz", "rt", encoding="utf-8") as fe, \
+            gzip.open(real_data / "multi30k" / "train.de.gz", "rt", encoding="utf-8") as fd:
+        base = [f"{e.rstrip()}\t{d.rstrip()}\tm30k-{i}\n" for i, (e, d) in zip(range(300), zip(fe, fd))]
+    ns = real_data / "wmt-newstest-ende"
+    ns_en = (ns / "newstest2013.en").read_text(encoding="utf-8").splitlines()
+    ns_de = (ns / "newstest2013.de").read_text(encoding="utf-8").splitlines()
+    protect = [str(ns / "newstest2013.en"), str(ns / "newstest2013.de")]
+    clean = tmp_path / "clean.tsv.gz"
+    with gzip.open(clean, "wt", encoding="utf-8") as fh:
+        fh.writelines(base)
+
+    def check(corpus: Path) -> tuple[int, dict, str]:
+        capsys.readouterr()
+        rc = main(["check-overlap", "--corpus", str(corpus), "--protect", *protect,
+                   "--output", str(tmp_path / f"{corpus.name}.json")])
+        return rc, json.loads((tmp_path / f"{corpus.name}.json").read_text()), capsys.readouterr().err
+
+    rc, report, _ = check(clean)
+    assert rc == 0 and report["pairs"] == 300 and report["overlapping_pairs"] == 0
+    leaky = base.copy()
+    for at, i in ((10, 100), (150, 200), (290, 300)):
+        leaky.insert(at, f"{ns_en[i]}\t{ns_de[i]}\tleak-{i}\n")
+    leaky.insert(50, f"{base[0].split(chr(9))[0]}\t{ns_de[1000]}\tleak-de\n")  # only the German side leaks
+    corpus = tmp_path / "leaky.tsv.gz"
+    with gzip.open(corpus, "wt", encoding="utf-8") as fh:
+        fh.writelines(leaky)
+    rc, report, err = check(corpus)
+    assert rc == 2
+    assert report["overlapping_pairs"] == 4 and report["src_hits"] == 3 and report["tgt_hits"] == 4
+    assert report["by_file"] == {"wmt-newstest-ende/newstest2013.en": 3, "wmt-newstest-ende/newstest2013.de": 1}
+    line = error_line(err, "check-overlap")
+    assert (f"{corpus}: 4 of 304 pairs have a side in a protected dev/test set: "
+            "wmt-newstest-ende/newstest2013.de (1), wmt-newstest-ende/newstest2013.en (3); "
+            f"first at {corpus}:11 (leak-100)") in line, line

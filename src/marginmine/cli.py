@@ -141,8 +141,11 @@ def cmd_check_overlap(args: argparse.Namespace) -> int:
     Path(args.output).write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
     bad = report.get("overlapping_pairs", 0)
     if bad:
-        raise MarginmineError(f"{args.corpus}: {bad} pairs have a side in a protected dev/test set "
+        sets = ", ".join(f"{name} ({n})" for name, n in report["by_file"].items())
+        raise MarginmineError(f"{', '.join(args.corpus)}: {bad} of {report['pairs']} pairs have a side in a "
+                              f"protected dev/test set: {sets}; first at {report['examples'][0]} "
                               f"(details in {args.output}); remove them before training")
+    log.info("no overlap: %d pairs checked against %d protected files", report["pairs"], len(args.protect))
     return 0
 
 
