@@ -163,6 +163,45 @@ def protect_files(wildcards=None):
     return out
 
 
+# --- plan-time checks: a missing data_dir or local file fails `snakemake -n` in one line -------
+
+
+def _data_dir_readers():
+    """(config key, path) of every file the config reads from disk, relative paths below data_dir;
+    (key, None) for the builders that read data_dir themselves (the demo corpus, the Tatoeba share)."""
+    out = []
+    sources = [("corpus.source", config["corpus"]["source"])]
+    sources += [(f"encoder.train {i['name']}", i["source"]) for i in config.get("encoder", {}).get("train", [])]
+    sources += [(f"intrinsic {i['name']}", i["source"]) for i in config.get("intrinsic", [])]
+    sources += [(f"eval.{name}", src) for name, src in EVAL_SETS.items()]
+    for key, src in sources:
+        if src["kind"] == "local":
+            out += [(key, src[f]) for f in ("path", "src", "tgt") if f in src]
+        elif src["kind"] in ("demo", "tatoeba_share"):
+            out.append((key, None))
+    out += [("protect", p) for p in config.get("protect", []) if p not in EVAL_SETS]
+    e = config.get("mining_eval")
+    if e:
+        out += [("mining_eval", p[s]) for p in e["gold_train"] + e["gold_test"] for s in ("src", "tgt")]
+        out += [("mining_eval", p) for p in e["mono_src"] + e["mono_tgt"]]
+    if (config.get("filter_eval") or {}).get("paracrawl"):
+        out.append(("filter_eval.paracrawl", config["filter_eval"]["paracrawl"]))
+    return out
+
+
+_readers = _data_dir_readers()
+_below_data_dir = [key for key, rel in _readers if rel is None or not Path(rel).is_absolute()]
+if _below_data_dir and not DATA_DIR.is_dir():
+    raise ValueError(
+        f"data_dir: {DATA_DIR} does not exist (or is not a directory), but {_below_data_dir[0]} reads from it "
+        "(set data_dir in the config, --config data_dir=DIR, or MARGINMINE_DATA_DIR)"
+    )
+for _key, _rel in _readers:
+    if _rel is not None and not Path(data_path(_rel)).is_file():
+        _what = f"{_rel!r} is neither an eval set ({', '.join(EVAL_SETS)}) nor a file: " if _key == "protect" else ""
+        raise ValueError(f"{_key}: {_what}{data_path(_rel)} does not exist (data_dir: {DATA_DIR})")
+
+
 def archive_of(wildcards):
     return download_path(wildcards.source)
 
