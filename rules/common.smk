@@ -4,6 +4,7 @@ import json
 import math
 import os
 import re
+import shlex
 import shutil
 import sys
 from pathlib import Path
@@ -285,7 +286,8 @@ def intrinsic_set_args(wildcards=None):
     args = []
     for item in config.get("intrinsic", []):
         a, b = source_files(f"intrinsic-{item['name']}", item["source"])
-        args.append(f"--set {item['name']},{item['kind']},{item['src_lang']},{item['tgt_lang']},{a},{b}")
+        spec = f"{item['name']},{item['kind']},{item['src_lang']},{item['tgt_lang']},{a},{b}"
+        args.append(f"--set {shlex.quote(spec)}")
     return " ".join(args)
 
 
@@ -333,7 +335,8 @@ def select_args(wildcards):
 
 
 def _pair_arg(items):
-    return " ".join(f"{data_path(p['src'])},{data_path(p['tgt'])}" for p in items)
+    """SRC,TGT arguments (a list: the shell command quotes each with :q)."""
+    return [f"{data_path(p['src'])},{data_path(p['tgt'])}" for p in items]
 
 
 def mining_eval_files(wildcards=None):
@@ -353,12 +356,18 @@ def filter_eval_inputs(wildcards=None):
     return out
 
 
+def _quoted(paths):
+    return " ".join(shlex.quote(str(p)) for p in paths)
+
+
 def filter_eval_args(wildcards, input):
+    """Options with paths, each quoted (the shell command uses them as they are)."""
     args = []
     if "paracrawl" in input.keys():
-        args.append(f"--paracrawl {input.paracrawl}")
+        args.append(f"--paracrawl {shlex.quote(input.paracrawl)}")
     if "labels" in input.keys():
-        args.append(f"--demo-labels {input.labels} --pairs {' '.join(input.pairs)} --scores {' '.join(input.scores)}")
+        args.append(f"--demo-labels {shlex.quote(input.labels)} --pairs {_quoted(input.pairs)} "
+                    f"--scores {_quoted(input.scores)}")
     return " ".join(args)
 
 
@@ -406,7 +415,7 @@ def extra_eval_files(wildcards):
 
 def extra_eval_args(wildcards):
     args = [f"{name},{','.join(eval_files(name))}" for name in extra_eval_sets(wildcards)]
-    return f"--extra {' '.join(args)}" if args else ""
+    return f"--extra {_quoted(args)}" if args else ""
 
 
 def nmt_targets():
