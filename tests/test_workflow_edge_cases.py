@@ -11,6 +11,7 @@ import shlex
 from pathlib import Path
 
 import pytest
+import yaml
 from test_workflow import REPO, copy_workflow, plan_demo_with, snakemake
 
 
@@ -105,3 +106,31 @@ def test_preprocess_runs_with_spaces_in_data_dir_and_results_dir(real_data: Path
     assert check["overlapping_pairs"] == 0 and check["pairs"] == ledger["kept"]
     # the step exists only when the protected sets (read through the spaced data_dir) hold sentences
     assert "test_overlap" in {s["step"] for s in ledger["steps"]}
+
+
+@pytest.mark.slow
+@pytest.mark.workflow
+def test_overestimated_expected_pairs_plans_and_runs_with_empty_shards(real_data: Path, tmp_path: Path) -> None:
+    """config/test.yaml's preprocess slice at a smaller scale, with expected_pairs planning more
+    shards than the corpus fills: the empty shards run like the others and the ledger adds up."""
+    copy_workflow(tmp_path)
+    cfg = yaml.safe_load((REPO / "config" / "test.yaml").read_text())
+    cfg["corpus"]["source"]["scale"] = 0.02
+    cfg["corpus"]["expected_pairs"] = 8000
+    cfg["preprocess"].update(shard_size=1000, block=500)
+    (tmp_path / "config" / "empty.yaml").write_text(yaml.safe_dump(cfg))
+    r = snakemake("preprocess", "--configfile", "config/empty.yaml", "--cores", "2", "--config",
+                  f"data_dir={real_data}", cwd=tmp_path)
+    assert r.returncode == 0, (r.stdout + r.stderr)[-4000:]
+    split = sorted((tmp_path / "work/test/preprocess/split").glob("shard*.tsv.gz"))
+    kept = sorted((tmp_path / "work/test/preprocess/kept").glob("shard*.tsv.gz"))
+    assert len(split) == len(kept) == 8
+    split_lines = [sum(1 for _ in gzip.open(p, "rt")) for p in split]
+    kept_lines = [sum(1 for _ in gzip.open(p, "rt")) for p in kept]
+    assert split_lines[-1] == 0 and 0 < split_lines[0], split_lines
+    assert all(k == 0 for s, k in zip(split_lines, kept_lines) if s == 0)
+    ledger = json.loads((tmp_path / "results/test/preprocess/ledger.json").read_text())
+    corpus_lines = sum(1 for _ in gzip.open(tmp_path / "work/test/corpus/demo.tsv.gz", "rt"))
+    assert ledger["pairs_in"] == corpus_lines and ledger["kept"] == sum(kept_lines) > 0
+    check = json.loads((tmp_path / "results/test/preprocess/overlap_check.json").read_text())
+    assert check["pairs"] == sum(kept_lines) and check["overlapping_pairs"] == 0
