@@ -42,6 +42,19 @@ def pairs_250(paracrawl_tsv: Path, tmp_path_factory: pytest.TempPathFactory) -> 
     return out
 
 
+def tiny_random_encoder(pairs: Path, out: Path) -> Path:
+    """A real dual encoder directory, untrained (max_steps 0: the random-init twin), in seconds."""
+    from marginmine.encoder import ParallelData
+    from marginmine.encoders import dual
+
+    rows = [ln.split("\t") for ln in pairs.read_text(encoding="utf-8").splitlines()]
+    (out.parent / "enc.en").write_text("".join(r[0] + "\n" for r in rows), encoding="utf-8")
+    (out.parent / "enc.de").write_text("".join(r[1] + "\n" for r in rows), encoding="utf-8")
+    params = {"vocab_size": 200, "spm_sample": 2000, "buckets": 4096, "emb_dim": 32, "hidden": 32, "dim": 16,
+              "batch_size": 32, "epochs": 1, "threads": 1, "max_len": 32, "max_steps": 0}
+    return dual.train([ParallelData("en", "de", out.parent / "enc.en", out.parent / "enc.de")], out, params, seed=7)
+
+
 def embed_pair(tsv: Path, stem: Path, **kw) -> tuple[Path, Path]:
     src = embed_file(TrigramEncoder(), "en", tsv, stem.with_name(stem.name + ".en.npy"), column=0, **kw)
     tgt = embed_file(TrigramEncoder(), "de", tsv, stem.with_name(stem.name + ".de.npy"), column=1, **kw)
@@ -86,12 +99,20 @@ def test_empty_shards_are_valid_through_preprocess_embed_score_select(
     assert total["pairs_in"] == 250 and total["kept"] == sum(n_kept) > 0
     assert n_kept[3:] == [0, 0]
 
-    # embed: 0 rows of the encoder's width; refused without allow_empty
-    with pytest.raises(InputError, match="kept4.tsv.gz: is empty: nothing to embed"):
-        embed_file(TrigramEncoder(), "en", kept[4], work / "refused.npy", column=0)
-    embs = [embed_pair(k, work / f"emb{i}", allow_empty=True) for i, k in enumerate(kept)]
-    for i in (3, 4):
-        assert all(np.load(e, mmap_mode="r").shape == (0, TrigramEncoder.dim) for e in embs[i])
+    # embed (the CLI, with an untrained tiny dual encoder): 0 rows of the encoder's width;
+    # refused without --allow-empty
+    encoder = tiny_random_encoder(pairs_250, tmp_path / "encoder")
+    capsys.readouterr()
+    assert main(["embed", "--encoder", str(encoder), "--lang", "en", "--input", str(kept[4]), "--column", "0",
+                 "--output", str(work / "refused.npy")]) == 2
+    assert "kept4.tsv.gz: is empty: nothing to embed" in error_line(capsys.readouterr().err, "embed")
+    embs = []
+    for i, k in enumerate(kept):
+        embs.append((work / f"emb{i}.en.npy", work / f"emb{i}.de.npy"))
+        for column, (lang, out) in enumerate(zip(("en", "de"), embs[-1])):
+            assert main(["embed", "--encoder", str(encoder), "--lang", lang, "--input", str(k), "--column",
+                         str(column), "--output", str(out), "--allow-empty"]) == 0
+            assert np.load(out, mmap_mode="r").shape == (n_kept[i], 16)
 
     # score: an empty score file; refused without --allow-empty
     def score(i: int, *extra: str) -> int:
@@ -191,6 +212,7 @@ def test_nan_from_an_encoder_is_refused_by_the_knn_search(pairs_250: Path, tmp_p
     assert first_nonfinite_row(np.arange(10.0)) is None and first_nonfinite_row(x) == 17
 
 
+@pytest.mark.filterwarnings("ignore:invalid value encountered in divide:RuntimeWarning")  # the 0/0 itself
 def test_degenerate_embeddings_giving_a_nan_score_are_refused(pairs_250: Path, tmp_path: Path) -> None:
     """All-zero (finite) rows for both sides of line 7: cosine 0 over a neighbourhood of 0 is NaN."""
     src, tgt = embed_pair(pairs_250, tmp_path / "e")
