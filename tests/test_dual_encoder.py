@@ -146,8 +146,6 @@ def test_lr_schedules_warm_up_then_decay_to_zero_at_max_steps() -> None:
 @pytest.fixture(scope="module")
 def tiny_data(tmp_path_factory, real_data: Path) -> list[ParallelData]:
     d = real_data / "tatoeba-manythings-deu-eng-2018"
-    if not d.is_dir():
-        pytest.skip(f"{d} missing")
     en = _lines(d / "train.nooverlap.en")[::350][:400]
     de = _lines(d / "train.nooverlap.de")[::350][:400]
     tmp = tmp_path_factory.mktemp("dual_data")
@@ -295,8 +293,6 @@ def _retrieval_error(a: np.ndarray, b: np.ndarray) -> float:
 def test_quality_tatoeba_retrieval(real_data: Path, tmp_path: Path) -> None:
     train_dir = real_data / "tatoeba-manythings-deu-eng-2018"
     test_dir = real_data / "laser-tatoeba-v1"
-    if not train_dir.is_dir() or not test_dir.is_dir():
-        pytest.skip(f"{train_dir} or {test_dir} missing")
     en = _lines(train_dir / "train.nooverlap.en")
     de = _lines(train_dir / "train.nooverlap.de")
     keep = np.random.default_rng(0).choice(len(en), 50_000, replace=False)

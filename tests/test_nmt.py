@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-torch = pytest.importorskip("torch")
-pytest.importorskip("fairseq")
-pytest.importorskip("sentencepiece")
-pytest.importorskip("sacrebleu")
-pytest.importorskip("sacremoses")
+import torch  # noqa: E402
+import fairseq  # noqa: E402,F401
+import sentencepiece  # noqa: E402,F401
+import sacrebleu  # noqa: E402,F401
+import sacremoses  # noqa: E402,F401
 
 from marginmine import cli
 from marginmine.errors import InputError
@@ -171,7 +171,7 @@ def test_parse_train_log():
     assert r["resumed_from"] == {"continues_epoch": 2, "num_updates": 58}
     assert r["epoch"] == 3 and r["num_updates"] == 87 and r["early_stop"] and not r["stopped_by_time"]
     assert r["valid"] == [{"epoch": 3, "loss": 8.5, "ppl": 362.0, "num_updates": 87, "best_loss": 8.5}]
-    assert r["train"][0]["wps"] == 10571.4 and r["wps"] == [9656.1]
+    assert r["train"][0]["wps"] == 10571.4 and r["wps"] == [9656.1] and r["inner_loss"] == [(68, 9.1)]
     assert r["last_saved"] == {"file": "checkpoint_last.pt", "epoch": 4, "num_updates": 90}
 
 

@@ -115,8 +115,6 @@ def test_lint_is_clean() -> None:
 
 @pytest.mark.slow
 @pytest.mark.workflow
-@pytest.mark.slow
-@pytest.mark.workflow
 def test_url_source_is_downloaded_and_preprocessed(real_data: Path, tmp_path: Path) -> None:
     """A url corpus source served on loopback: download rule (sha256 checked) -> split -> preprocess."""
     import functools
@@ -152,62 +150,3 @@ def test_url_source_is_downloaded_and_preprocessed(real_data: Path, tmp_path: Pa
     assert (tmp_path / "data/downloads/corpus/pc.tsv.gz").read_bytes() == (served / "pc.tsv.gz").read_bytes()
     ledger = json.loads((tmp_path / "results/urltest/preprocess/ledger.json").read_text())
     assert ledger["pairs_in"] == 2000 and 1000 < ledger["kept"] < 2000
-
-
-@pytest.mark.slow
-@pytest.mark.workflow
-def test_smoke_config_runs_the_whole_dag(real_data: Path, tmp_path: Path) -> None:
-    """config/test.yaml, raw demo corpus to bleu_2k.txt and the method comparison, in a copy of the
-    workflow on the real data: preprocessing (ledger, leakage check), leakage-checked encoder data
-    -> DAN -> intrinsic table -> shard embeddings -> margin scores -> top-N -> NMT -> BLEU."""
-    import gzip
-
-    import numpy as np
-
-    copy_workflow(tmp_path)
-    r = snakemake("all", "preprocess", "encoders", "results/test/comparison.tsv", "--configfile", "config/test.yaml",
-                  "--cores", "2", "--config", f"data_dir={real_data}", cwd=tmp_path, timeout=900)
-    assert r.returncode == 0, (r.stdout + r.stderr)[-4000:]
-
-    # preprocessing: every input pair accounted for, no test-set overlap, one benchmark per shard job
-    ledger = json.loads((tmp_path / "results/test/preprocess/ledger.json").read_text())
-    corpus_lines = sum(1 for _ in gzip.open(tmp_path / "work/test/corpus/demo.tsv.gz", "rt"))
-    assert ledger["pairs_in"] == corpus_lines
-    steps = {s["step"]: s for s in ledger["steps"]}
-    assert steps["dedup"]["removed"] > 0 and steps["langid"]["removed"] > 0
-    assert 0 < ledger["kept"] < ledger["pairs_in"]
-    check = json.loads((tmp_path / "results/test/preprocess/overlap_check.json").read_text())
-    assert check["overlapping_pairs"] == 0
-    assert len(list((tmp_path / "work/test/benchmarks/preprocess").glob("shard*.tsv"))) == 2
-
-    # encoder: a trained DAN, far from random (99.9%), trained without dev/test or corpus sentences
-    rows = (tmp_path / "results/test/encoders/intrinsic.tsv").read_text().splitlines()
-    assert rows[0].startswith("encoder\tset\tmargin") and len(rows) == 1 + 4 * 2  # 4 sets x 2 margins
-    tatoeba = [r.split("\t") for r in rows[1:] if "\ttatoeba-deu-eng\t" in r]
-    assert all(float(r[6]) < 60 for r in tatoeba), tatoeba
-    report = json.loads((tmp_path / "work/test/encoder/data/report.json").read_text())
-    assert report["protected_sentences"] > 0 and report["excluded_corpus_sentences"] > 0
-
-    # embeddings and scores: one row / one line per kept pair of each shard
-    for shard in ("0000", "0001"):
-        kept = sum(1 for _ in gzip.open(tmp_path / f"work/test/preprocess/kept/shard{shard}.tsv.gz", "rt"))
-        emb = np.load(tmp_path / f"work/test/embed/shard{shard}.de.npy", mmap_mode="r")
-        assert emb.shape == (kept, 320) and emb.dtype == np.float16
-        assert np.allclose(np.linalg.norm(emb[:100].astype(np.float32), axis=1), 1, atol=1e-2)
-        scores = gzip.open(tmp_path / f"work/test/score/shard{shard}.scores.tsv.gz", "rt").read().splitlines()
-        assert len(scores) == kept and all(len(line.split("\t")) == 2 for line in scores)
-
-    # selection: exactly N pairs, and the ratio selection holds the N best ratio scores
-    sel = json.loads((tmp_path / "results/test/select/ratio.2k.json").read_text())
-    assert sel["selected"] == 2000
-    top = gzip.open(tmp_path / "work/test/select/ratio.2k.tsv.gz", "rt").read().splitlines()
-    assert len(top) == 2000 and min(float(t.split("\t")[2]) for t in top) >= sel["threshold"]
-
-    # NMT + BLEU: every test line decoded, the number first, then sacreBLEU's signature
-    bleu = (tmp_path / "results/test/bleu_2k.txt").read_text().splitlines()
-    assert re.fullmatch(r"\d+\.\d\d", bleu[0]) and any("nrefs:1|case:mixed" in line for line in bleu)
-    hyp = tmp_path / "results/test/nmt/ratio.2k/bleu.hyp/test.de"
-    ref_lines = sum(1 for _ in gzip.open(real_data / "multi30k/test_2016_flickr.de.gz", "rt"))
-    assert sum(1 for _ in hyp.open()) == ref_lines == 1000
-    table = (tmp_path / "results/test/comparison.tsv").read_text().splitlines()
-    assert table[0].startswith("method\tN\tpairs\tdev_bleu\ttest_bleu") and len(table) == 3

@@ -35,14 +35,21 @@ def extract_member(archive: str | Path, member: str, dest: str | Path) -> Path:
 
 def fetch_sacrebleu(test_set: str, langpair: str, src_out: str | Path, ref_out: str | Path) -> None:
     """Write a sacreBLEU test set's source and (first) reference, one sentence per line."""
-    from sacrebleu.utils import get_reference_files, get_source_file
+    import os
+
+    from sacrebleu.utils import SACREBLEU_DIR, get_reference_files, get_source_file
 
     try:
         src = get_source_file(test_set, langpair)
         refs = get_reference_files(test_set, langpair)
-    except Exception as exc:  # sacrebleu raises bare Exceptions / SystemExit-like errors offline
-        raise MarginmineError(f"sacreBLEU could not provide {test_set} {langpair}: {exc} "
-                              "(needs internet once, or stage the files and use a 'local' source)") from exc
+    except (Exception, SystemExit) as exc:  # bare Exceptions; sys.exit(1) on an MD5 mismatch or SSL error
+        why = f"exit status {exc.code}, see its log above" if isinstance(exc, SystemExit) else str(exc)
+        cache = os.path.join(SACREBLEU_DIR, test_set)
+        raise MarginmineError(f"sacreBLEU could not provide {test_set} {langpair}: {why} (needs internet "
+                              "once, or stage the files and use a 'local' source; a failed or interrupted "
+                              f"download stays in sacreBLEU's cache: remove {cache} before retrying)") from exc
+    from .safeio import atomic_path
+
     for path, out in ((src, src_out), (refs[0], ref_out)):
-        Path(out).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(path, out)
+        with atomic_path(out) as tmp:
+            shutil.copyfile(path, tmp)

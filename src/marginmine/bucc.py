@@ -24,7 +24,8 @@ from .margin import MARGINS, RETRIEVALS, neighbourhoods, retrieve
 from .mining import embed_unique
 from .normalize import sentence_key
 from .selection import optimal_threshold, prf_at
-from .textio import read_aligned, read_lines
+from .textio import open_text_out, read_aligned, read_lines
+from .safeio import write_text
 
 log = logging.getLogger(__name__)
 SPLITS = ("train", "test")
@@ -86,6 +87,12 @@ def build_split(gold_pairs: Sequence[tuple[str, str]], mono_src: Sequence[str], 
                  sorted((int(pos_s[g]), int(pos_t[g])) for g in range(len(gold))))
 
 
+def benchmark_files(out: str | Path) -> list[Path]:
+    """Every file :func:`build_benchmark` writes into ``out``."""
+    d = Path(out)
+    return [d / f"{split}.{part}" for split in SPLITS for part in ("src", "tgt", "gold")] + [d / "summary.json"]
+
+
 def build_benchmark(gold: dict[str, list[tuple[str, str]]], mono_src: Sequence[str], mono_tgt: Sequence[str],
                     out_dir: str | Path, share: float = 0.025, distractors: int = 2000, seed: int = 1234) -> dict:
     """Write ``{split}.src``, ``{split}.tgt``, ``{split}.gold`` (1-based src/tgt line numbers) and
@@ -101,12 +108,12 @@ def build_benchmark(gold: dict[str, list[tuple[str, str]]], mono_src: Sequence[s
     for split in SPLITS:
         pairs = [p for s, t in gold[split] for p in _aligned(s, t)]
         sp = build_split(pairs, *mono[split], share, distractors, rng)
-        (out / f"{split}.src").write_text("".join(s + "\n" for s in sp.src), encoding="utf-8")
-        (out / f"{split}.tgt").write_text("".join(t + "\n" for t in sp.tgt), encoding="utf-8")
-        (out / f"{split}.gold").write_text("".join(f"{i + 1}\t{j + 1}\n" for i, j in sp.gold), encoding="utf-8")
+        write_text(out / f"{split}.src", "".join(s + "\n" for s in sp.src))
+        write_text(out / f"{split}.tgt", "".join(t + "\n" for t in sp.tgt))
+        write_text(out / f"{split}.gold", "".join(f"{i + 1}\t{j + 1}\n" for i, j in sp.gold))
         summary[split] = {"src": len(sp.src), "tgt": len(sp.tgt), "gold": len(sp.gold),
                           "gold_share_src": len(sp.gold) / len(sp.src), "gold_files": gold[split]}
-    (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
+    write_text(out / "summary.json", json.dumps(summary, indent=1) + "\n")
     return summary
 
 
@@ -168,7 +175,7 @@ def evaluate(encoder: SentenceEncoder, directory: str | Path, src_lang: str, tgt
 def write_table(rows: Sequence[MiningResult], tsv: str | Path, md: str | Path, title: str) -> None:
     fields = list(asdict(rows[0])) if rows else []
     Path(tsv).parent.mkdir(parents=True, exist_ok=True)
-    with open(tsv, "w", encoding="utf-8") as fh:
+    with open_text_out(tsv) as fh:
         fh.write("\t".join(fields) + "\n")
         for r in rows:
             fh.write("\t".join(f"{v:.4f}" if isinstance(v, float) else str(v) for v in asdict(r).values()) + "\n")
@@ -177,4 +184,4 @@ def write_table(rows: Sequence[MiningResult], tsv: str | Path, md: str | Path, t
     for r in rows:
         lines.append(f"| {r.margin} | {r.retrieval} | {100 * r.precision:.1f} | {100 * r.recall:.1f} | "
                      f"{100 * r.f1:.1f} | {r.threshold:.4f} | {100 * r.train_f1:.1f} |")
-    Path(md).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    write_text(md, "\n".join(lines) + "\n")

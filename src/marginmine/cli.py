@@ -135,10 +135,10 @@ def cmd_demo_corpus(args: argparse.Namespace) -> int:
 
 def cmd_check_overlap(args: argparse.Namespace) -> int:
     from .leakage import overlap_report
+    from .safeio import write_text
 
     report = overlap_report(args.corpus, args.protect)
-    Path(args.output).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.output).write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+    write_text(args.output, json.dumps(report, indent=1) + "\n")
     bad = report.get("overlapping_pairs", 0)
     if bad:
         sets = ", ".join(f"{name} ({n})" for name, n in report["by_file"].items())
@@ -228,6 +228,7 @@ def cmd_embed(args: argparse.Namespace) -> int:
 def cmd_eval_encoder(args: argparse.Namespace) -> int:
     from .encoder import load_encoder, read_manifest
     from .intrinsic import GoldSet, evaluate
+    from .safeio import write_text
 
     _torch_threads(args.threads)
     sets = [GoldSet(name, sl, tl, Path(a), Path(b), kind)
@@ -235,8 +236,7 @@ def cmd_eval_encoder(args: argparse.Namespace) -> int:
     rows = evaluate(load_encoder(args.encoder, args.device), sets, k=args.k, seed=args.seed)
     info = read_manifest(args.encoder, verify=False).get("info", {})
     result = {"encoder": args.name, "dir": args.encoder, "info": info, "rows": rows}
-    Path(args.output).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.output).write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+    write_text(args.output, json.dumps(result, indent=1) + "\n")
     for r in rows:
         log.info("%s %s %s: %.1f%% / %.1f%% (avg %.1f%%)", args.name, r["set"], r["margin"], r["err_src2tgt"],
                  r["err_tgt2src"], r["err_avg"])
@@ -420,11 +420,22 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
+def check_outputs(command: str, args: argparse.Namespace) -> None:
+    """Refuse, before any work, an output that would overwrite an input or another output."""
+    from .cli_paths import PATHS, roles
+    from .safeio import check_paths
+
+    if command in PATHS:
+        ins, outs = roles(command, args)
+        check_paths(ins, outs)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO,
                         format="%(asctime)s %(name)s %(levelname)s: %(message)s", stream=sys.stderr)
     try:
+        check_outputs(args.command, args)
         return _HANDLERS[args.command](args)
     except MarginmineError as exc:
         if args.debug:

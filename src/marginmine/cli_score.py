@@ -211,7 +211,7 @@ def cmd_eval_filter(args: argparse.Namespace) -> int:
     for r in rows:
         log.info("%s / %s: AUC %.3f", r["data"], r["scorer"], r["auc"])
     if args.json:
-        Path(args.json).write_text(json.dumps(rows, indent=1) + "\n", encoding="utf-8")
+        write_text(args.json, json.dumps(rows, indent=1) + "\n")
     return 0
 
 

@@ -14,6 +14,8 @@ from typing import Sequence
 
 from .errors import InputError
 from .selection import parse_count
+from .safeio import atomic_path, write_text
+from .textio import open_text_out
 
 
 @dataclass(frozen=True)
@@ -52,7 +54,7 @@ def write_comparison(rows: Sequence[Row], tsv: str | Path, md: str | Path, png: 
     extras = sorted({k for r in rows for k in r.extra})
     header = ["method", "N", "pairs", "dev_bleu", "test_bleu", "test_tok_bleu", *(f"{e}_bleu" for e in extras)]
     Path(tsv).parent.mkdir(parents=True, exist_ok=True)
-    with open(tsv, "w", encoding="utf-8") as fh:
+    with open_text_out(tsv) as fh:
         fh.write("\t".join(header) + "\n")
         for r in rows:
             vals = [r.method, r.n, str(r.pairs), _fmt(r.dev_bleu), _fmt(r.test_bleu), _fmt(r.tok_test_bleu),
@@ -64,7 +66,7 @@ def write_comparison(rows: Sequence[Row], tsv: str | Path, md: str | Path, png: 
         vals = [r.method, r.n, f"{r.pairs:,}", _fmt(r.dev_bleu), f"**{r.test_bleu:.2f}**", _fmt(r.tok_test_bleu),
                 *(_fmt(r.extra.get(e)) for e in extras)]
         lines.append("| " + " | ".join(vals) + " |")
-    Path(md).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    write_text(md, "\n".join(lines) + "\n")
     if png:
         plot(rows, png, title)
 
@@ -89,5 +91,6 @@ def plot(rows: Sequence[Row], png: str | Path, title: str = "") -> None:
     ax.legend()
     fig.tight_layout()
     Path(png).parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(png)
+    with atomic_path(png) as tmp:
+        fig.savefig(tmp, format="png")
     plt.close(fig)

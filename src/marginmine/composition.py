@@ -17,7 +17,8 @@ from pathlib import Path
 from .democorpus import read_label_rows
 from .errors import InputError
 from .selection import parse_count
-from .textio import open_binary
+from .textio import open_binary, open_text_out
+from .safeio import write_text
 
 UNLABELLED = "unlabelled"
 
@@ -79,7 +80,7 @@ def write_composition(rows: Sequence[Composition], tsv: str | Path, md: str | Pa
         total.update(r.counts)
     groups = sorted(total, key=lambda g: (not g.startswith("clean:"), -total[g], g))
     Path(tsv).parent.mkdir(parents=True, exist_ok=True)
-    with open(tsv, "w", encoding="utf-8") as fh:
+    with open_text_out(tsv) as fh:
         fh.write("method\tN\tgroup\tpairs\tshare\n")
         for r in rows:
             for g in groups:
@@ -95,4 +96,4 @@ def write_composition(rows: Sequence[Composition], tsv: str | Path, md: str | Pa
     for g in groups:
         lines.append("| " + " | ".join([g, *(f"{100 * r.share(g):.1f}" for r in rows)]) + " |")
     lines.append("| pairs | " + " | ".join(f"{r.pairs:,}" for r in rows) + " |")
-    Path(md).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    write_text(md, "\n".join(lines) + "\n")

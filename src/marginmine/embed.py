@@ -89,6 +89,11 @@ def embed_file(encoder: SentenceEncoder, lang: str, input_path: str | Path, outp
         return out
     fp = _fingerprint(src, column, lang, encoder_id)
     state = json.loads(state_path.read_text()) if state_path.exists() and part.exists() else None
+    if state and not _whole(part, n, encoder.dim, np.dtype(dtype)):
+        log.warning("%s: %s is not the size its header promises (torn): embedding from the start", out, part.name)
+        state = None
+    elif state and state.get("fingerprint") != fp:
+        log.warning("%s: input or encoder changed since the interrupted run: embedding from the start", out)
     if state and state.get("fingerprint") == fp and state.get("rows") == n and state.get("dtype") == dtype:
         done = int(state["done"])
         log.info("resuming %s at line %d of %d", out, done, n)
@@ -124,6 +129,19 @@ def embed_file(encoder: SentenceEncoder, lang: str, input_path: str | Path, outp
     dt = time.monotonic() - t0
     log.info("%s: %d sentences in %.1f s (%.0f sentences/s)", out, n - start_done, dt, (n - start_done) / max(dt, 1e-9))
     return out
+
+
+def _whole(part: Path, n: int, dim: int, dtype: np.dtype) -> bool:
+    """Whether ``part`` is a readable ``.npy`` of shape ``(n, dim)`` with every byte on disk."""
+    try:
+        with open(part, "rb") as fh:
+            major, _ = np.lib.format.read_magic(fh)
+            shape, _, dt = (np.lib.format.read_array_header_1_0 if major == 1
+                            else np.lib.format.read_array_header_2_0)(fh)
+            offset = fh.tell()
+    except (OSError, ValueError):
+        return False
+    return shape == (n, dim) and dt == dtype and part.stat().st_size == offset + n * dim * dtype.itemsize
 
 
 class _RowWriter:

@@ -20,6 +20,7 @@ from .leakage import protected_keys
 from .normalize import clean_text, sentence_key
 from .preprocess import InputSpec
 from .textio import ReadStats, iter_raw_lines, open_binary, open_text_out
+from .safeio import write_text
 
 log = logging.getLogger(__name__)
 
@@ -94,6 +95,6 @@ def prepare(sources: Sequence[TrainingSource], outdir: str | Path, protect: Sequ
                          "src": fs.name, "tgt": ft.name, "pairs": counts["kept"]})
         log.info("%s: %d of %d pairs kept (%s)", s.name, counts["kept"], counts["in"],
                  ", ".join(f"{k} {v}" for k, v in counts.items() if k not in ("in", "kept")) or "none removed")
-    (out / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
-    (out / "report.json").write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+    write_text(out / "manifest.json", json.dumps(manifest, indent=1) + "\n")
+    write_text(out / "report.json", json.dumps(report, indent=1) + "\n")
     return report

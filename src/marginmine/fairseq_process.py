@@ -102,7 +102,8 @@ def parse_train_log(lines: Sequence[str]) -> dict[str, Any]:
     """Stats from fairseq-train's ``--log-format simple`` output: resume point, per-epoch train and
     valid stats, the last checkpoint saved, how it stopped."""
     out: dict[str, Any] = {"resumed_from": None, "epoch": None, "num_updates": None, "train": [], "valid": [],
-                           "wps": [], "stopped_by_time": False, "early_stop": False, "last_saved": None}
+                           "wps": [], "inner_loss": [], "stopped_by_time": False, "early_stop": False,
+                           "last_saved": None}
     for line in lines:
         m = _LOADED_RE.search(line)
         if m:
@@ -133,6 +134,8 @@ def parse_train_log(lines: Sequence[str]) -> dict[str, Any]:
             kv = dict(x.split("=", 1) for x in m.group(2).split(", ") if "=" in x)
             if "wps" in kv:
                 out["wps"].append(float(kv["wps"]))
+            if "loss" in kv and "num_updates" in kv:  # the training curve, one point per log interval
+                out["inner_loss"].append((int(kv["num_updates"]), float(kv["loss"])))
             continue
         if "Stopping training due to cumulative_training_time" in line:
             out["stopped_by_time"] = True

@@ -16,7 +16,8 @@ import numpy as np
 
 from .democorpus import read_label_rows
 from .errors import InputError
-from .textio import open_binary
+from .textio import open_binary, open_text_out
+from .safeio import write_text
 
 log = logging.getLogger(__name__)
 
@@ -114,10 +115,10 @@ def write_quality_table(rows: Sequence[dict[str, object]], tsv: str | Path, md: 
     def fmt(v: object) -> str:
         return f"{v:.3f}" if isinstance(v, float) else ("" if v is None else str(v))
 
-    with open(tsv, "w", encoding="utf-8") as fh:
+    with open_text_out(tsv) as fh:
         fh.write("\t".join(fields) + "\n")
         for r in rows:
             fh.write("\t".join(fmt(r.get(f)) for f in fields) + "\n")
     lines = [f"# {title}", "", "| " + " | ".join(fields) + " |", "|" + "---|" * len(fields)]
     lines += ["| " + " | ".join(fmt(r.get(f)) for f in fields) + " |" for r in rows]
-    Path(md).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    write_text(md, "\n".join(lines) + "\n")

@@ -20,7 +20,8 @@ import numpy as np
 
 from .encoder import SentenceEncoder
 from .margin import best_candidates
-from .textio import read_lines
+from .textio import open_text_out, read_lines
+from .safeio import write_text
 
 
 def retrieval_error(x: np.ndarray, y: np.ndarray, margin: str = "absolute", k: int = 4) -> float:
@@ -70,7 +71,7 @@ def write_report(inputs: Sequence[Path], tsv: Path, md: Path) -> None:
     """One row per encoder x set x margin (TSV), and a Markdown table: encoder per row."""
     results = [json.loads(p.read_text(encoding="utf-8")) for p in inputs]
     tsv.parent.mkdir(parents=True, exist_ok=True)
-    with open(tsv, "w", encoding="utf-8") as fh:
+    with open_text_out(tsv) as fh:
         fh.write("encoder\tset\tmargin\tpairs\terr_src2tgt\terr_tgt2src\terr_avg\ttrain_minutes\n")
         for res in results:
             minutes = res.get("info", {}).get("minutes", "")
@@ -86,5 +87,5 @@ def write_report(inputs: Sequence[Path], tsv: Path, md: Path) -> None:
             by = {r["margin"]: r["err_avg"] for r in res["rows"] if r["set"] == s}
             cells.append(f"{by.get('cosine', float('nan')):.1f} / {by.get('ratio', float('nan')):.1f}")
         lines.append(f"| {res['encoder']} | " + " | ".join(cells) + " |")
-    md.write_text("# Encoder intrinsic evaluation\n\nError rates averaged over both directions (lower is "
-                  "better); ratio margin with k = 4.\n\n" + "\n".join(lines) + "\n", encoding="utf-8")
+    write_text(md, "# Encoder intrinsic evaluation\n\nError rates averaged over both directions (lower is "
+                  "better); ratio margin with k = 4.\n\n" + "\n".join(lines) + "\n")

@@ -46,8 +46,9 @@ class IndexSpec:
 
 
 def choose_index(n: int, kind: str = "auto") -> str:
-    """The index kind for a database of ``n`` vectors: exact up to ``FLAT_UP_TO``, IVF-Flat up to
-    ``IVF_PQ_FROM``, IVF-PQ beyond (compressed codes keep billions of vectors in memory)."""
+    """The index kind for a database of ``n`` vectors: exact up to ``FLAT_UP_TO`` (inclusive),
+    IVF-Flat below ``IVF_PQ_FROM``, IVF-PQ from there on (compressed codes keep billions of vectors
+    in memory)."""
     if kind not in INDEX_KINDS:
         raise MarginmineError(f"unknown index kind {kind!r} (choose from {', '.join(INDEX_KINDS)})")
     if kind != "auto":
@@ -124,6 +125,9 @@ def build_index(database: np.ndarray, spec: IndexSpec = IndexSpec()) -> Any:
             if dim % pq_m:
                 raise MarginmineError(f"IVF-PQ: dimension {dim} is not divisible by pq_m={pq_m}")
             index = faiss.IndexIVFPQ(quantizer, dim, nlist, pq_m, 8, faiss.METRIC_INNER_PRODUCT)
+            # polysemous training only reorders the codes for Hamming pre-filtering, which we never
+            # enable (polysemous_ht = 0): same neighbours and similarities, ~10x less training time
+            index.do_polysemous_training = False
         rng = np.random.default_rng(spec.seed)
         sample = np.sort(rng.choice(n, size=min(n, max(spec.train_size, 39 * nlist)), replace=False))
         index.cp.seed = spec.seed

@@ -151,16 +151,23 @@ class Ledger:
         rows.extend(("note", k, "all", n) for k, n in sorted(self.notes.items()))
         return rows
 
+    @staticmethod
+    def tsv_path(json_path: str | Path) -> Path:
+        """The TSV twin written beside a ledger JSON (same stem, ``.tsv``)."""
+        return Path(json_path).with_suffix(".tsv")
+
     def write(self, json_path: str | Path, tsv_path: str | Path | None = None) -> None:
-        """Write the ledger as JSON (and TSV beside it: ``.tsv`` with the same stem by default)."""
+        """Write the ledger as JSON and its TSV twin (:meth:`tsv_path` by default), each atomically.
+
+        Refuses a JSON path whose twin is the JSON itself (a ``.tsv`` name), before writing anything."""
+        from .safeio import Role, check_paths, write_text
+
         jp = Path(json_path)
-        jp.parent.mkdir(parents=True, exist_ok=True)
-        jp.write_text(json.dumps(self.to_dict(), indent=1) + "\n", encoding="utf-8")
-        tp = Path(tsv_path) if tsv_path else jp.with_suffix(".tsv")
-        with open(tp, "w", encoding="utf-8") as fh:
-            fh.write("step\treason\tbucket\tcount\n")
-            for row in self.tsv_rows():
-                fh.write("\t".join(map(str, row)) + "\n")
+        tp = Path(tsv_path) if tsv_path else self.tsv_path(jp)
+        check_paths([], [Role("ledger", jp), Role("ledger TSV twin", tp)])
+        rows = "".join("\t".join(map(str, row)) + "\n" for row in self.tsv_rows())
+        write_text(tp, "step\treason\tbucket\tcount\n" + rows)
+        write_text(jp, json.dumps(self.to_dict(), indent=1) + "\n")
 
     @classmethod
     def read(cls, json_path: str | Path) -> "Ledger":

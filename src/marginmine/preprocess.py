@@ -22,7 +22,7 @@ import multiprocessing as mp
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Iterator, Sequence
+from typing import Iterator, Sequence
 
 from .dedup import DuplicateFinder
 from .filters import (Candidate, LengthFilter, LengthRatioFilter, PairFilter, ProtectedSetFilter,
@@ -30,6 +30,7 @@ from .filters import (Candidate, LengthFilter, LengthRatioFilter, PairFilter, Pr
 from .ledger import Ledger, length_bucket
 from .normalize import clean_text, pair_key
 from .progress import Progress
+from .safeio import AtomicWriter
 from .textio import DEFAULT_MAX_CHARS, Pair, ReadStats, format_tsv_line, open_text_out, read_parallel, read_tsv
 
 log = logging.getLogger(__name__)
@@ -170,7 +171,7 @@ class ShardedWriter:
     def __init__(self, path: str | Path, shard_size: int | None = None):
         self.path, self.shard_size = Path(path), shard_size
         self.files: list[Path] = []
-        self._fh: IO[str] | None = None
+        self._fh: AtomicWriter | None = None
         self._n = 0
 
     def _name(self, i: int) -> Path:
@@ -191,6 +192,12 @@ class ShardedWriter:
     def close(self) -> None:
         if self._fh is not None:
             self._fh.close()
+            self._fh = None
+
+    def abort(self) -> None:
+        """Drop the file being written (finished shard files stay: each is complete)."""
+        if self._fh is not None:
+            self._fh.abort()
             self._fh = None
 
     def finish(self) -> list[Path]:
@@ -259,6 +266,9 @@ def preprocess(spec: InputSpec, output: str | Path, rejects: str | Path, ledger_
                     else:
                         ledger.add_removed(v[0], v[1], bucket)
                         rej.write(reject_line(p, *v))
+        except BaseException:
+            writer.abort()
+            raise
         finally:
             runner.close()
     files = writer.finish()

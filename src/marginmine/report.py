@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import InputError
 from .ledger import Ledger
+from .safeio import atomic_path, write_text
+from .textio import open_text_out
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
@@ -666,13 +668,15 @@ def write_report_figures(ledger_json: str | Path, selection_files: Sequence[str 
 
     view = ledger_view(read_ledger(ledger_json))
     fig = ledger_figure(view)
-    fig.savefig(out.ledger_png)
+    with atomic_path(out.ledger_png) as tmp:
+        fig.savefig(tmp, format="png")
     _pyplot().close(fig)
-    out.ledger_html.write_text(ledger_html(view, f"{prefix}preprocessing ledger"), encoding="utf-8")
+    write_text(out.ledger_html, ledger_html(view, f"{prefix}preprocessing ledger"))
 
     selections = [read_selection(p) for p in selection_files]
     fig = histogram_figure(histogram_panels(selections, methods), f"{prefix}score distributions and selections")
-    fig.savefig(out.histograms_png)
+    with atomic_path(out.histograms_png) as tmp:
+        fig.savefig(tmp, format="png")
     _pyplot().close(fig)
 
     sections: list[tuple[str, Sequence[str], Sequence[Sequence[str]]]] = []
@@ -682,15 +686,14 @@ def write_report_figures(ledger_json: str | Path, selection_files: Sequence[str 
     for t in tables:
         header, rows = parse_tsv(_read_text(t))
         sections.append((TABLE_TITLES.get(Path(t).name, str(t)), header, rows))
-    out.tables_html.write_text(tables_html(sections, f"{prefix}result tables"), encoding="utf-8")
+    write_text(out.tables_html, tables_html(sections, f"{prefix}result tables"))
 
     runs = read_benchmarks(bench_dir)
     items = item_counts(work_dir, selections)
     summary = summarise_benchmarks(runs, items)
-    out.benchmarks_html.write_text(
-        benchmark_html(summary, benchmark_job_rows(runs, items), f"{prefix}wall time and throughput per rule"),
-        encoding="utf-8")
-    with open(out.benchmarks_tsv, "w", encoding="utf-8") as fh:
+    write_text(out.benchmarks_html,
+               benchmark_html(summary, benchmark_job_rows(runs, items), f"{prefix}wall time and throughput per rule"))
+    with open_text_out(out.benchmarks_tsv) as fh:
         fh.write("\t".join(["rule", "jobs", "wall_s", "max_job_s", "cpu_s", "max_rss_mb", "items", "items_per_s",
                             "unit"]) + "\n")
         for s in summary:

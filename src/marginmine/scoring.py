@@ -223,10 +223,16 @@ def score_file(inputs: Sequence[str], output: str | Path, emb: Embeddings, setti
           "columns": list(columns), "settings": asdict(settings), **(fingerprint or {})}
     fp = json.loads(json.dumps(fp))
     state = json.loads(state_path.read_text()) if state_path.exists() and part.exists() else {}
+    if state and state.get("fingerprint") != fp:
+        log.warning("%s: inputs or settings changed since the interrupted run: scoring from the start", out)
+    elif state and part.stat().st_size < int(state["bytes"]):  # torn: the state promises more than is there
+        log.warning("%s: %s holds %d bytes, its state says %d: scoring from the start", out, part.name,
+                    part.stat().st_size, int(state["bytes"]))
+        state = {}
     if state.get("fingerprint") == fp:
         done_lines, done_bytes = int(state["lines"]), int(state["bytes"])
         with open(part, "r+b") as fh:
-            fh.truncate(done_bytes)
+            fh.truncate(done_bytes)  # drops a batch written after the last state update
         log.info("resuming %s after %d scored pairs", out, done_lines)
     else:
         out.parent.mkdir(parents=True, exist_ok=True)

@@ -23,6 +23,7 @@ from .errors import InputError, MarginmineError
 from .progress import Progress
 from .scoring import read_score_column
 from .textio import format_tsv_line, open_text_out
+from .safeio import write_text
 
 log = logging.getLogger(__name__)
 
@@ -96,7 +97,7 @@ class SelectionReport:
 
     def write(self, path: str | Path) -> None:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
-        Path(path).write_text(json.dumps(self.__dict__, indent=1) + "\n", encoding="utf-8")
+        write_text(path, json.dumps(self.__dict__, indent=1) + "\n")
 
 
 def select(sources: Sequence[Source], output: str | Path, method: str, n: int | None = None,

@@ -14,6 +14,7 @@ ledger still accounting for every pair; ``snakemake -n`` keeps planning the conf
 from __future__ import annotations
 
 import logging
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Sequence
 
@@ -49,10 +50,10 @@ def split_corpus(spec: InputSpec, shard_paths: Sequence[str | Path], rejects: st
     ledger.declare(["read", "dedup"])
     dup_mask = find_duplicates(spec, max_chars, dedup_mem_mb << 20, tmpdir)
     stats = ReadStats()
-    outs = [open_text_out(p) for p in shard_paths]
     prog = Progress(f"split {spec}")
     k = kept = 0
-    try:
+    with ExitStack() as stack:  # every shard appears only if the whole split succeeds
+        outs = [stack.enter_context(open_text_out(p)) for p in shard_paths]
         with open_text_out(rejects) as rej:
             for p in spec.open(max_chars, stats):
                 prog.tick()
@@ -69,9 +70,6 @@ def split_corpus(spec: InputSpec, shard_paths: Sequence[str | Path], rejects: st
                 ledger.add_kept(length_bucket(src))
                 outs[shard_of(kept, len(outs), block)].write(format_tsv_line([src, tgt, *p.extra]))
                 kept += 1
-    finally:
-        for fh in outs:
-            fh.close()
     prog.done()
     ledger.notes.update(stats.notes)
     empty = max(0, len(outs) - -(-kept // block))

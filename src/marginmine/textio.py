@@ -31,7 +31,6 @@ line/paragraph separators replaced by a space, counted as note ``line_separator`
 from __future__ import annotations
 
 import gzip
-import io
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -39,6 +38,7 @@ from pathlib import Path
 from typing import IO, Iterator, Sequence
 
 from .errors import InputError
+from .safeio import AtomicWriter
 
 #: characters that some readers treat as line breaks; replaced by a space inside a sentence
 _LINE_SEPARATORS = re.compile("[\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
@@ -81,13 +81,11 @@ def open_binary(path: str | Path) -> IO[bytes]:
         raise InputError(str(p), f"cannot open: {exc.strerror or exc}") from exc
 
 
-def open_text_out(path: str | Path) -> IO[str]:
-    """Open a UTF-8 text file for writing (gzip if it ends with ``.gz``); creates parent dirs."""
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    if p.suffix == ".gz":
-        return io.TextIOWrapper(gzip.open(p, "wb", compresslevel=3), encoding="utf-8", newline="\n")
-    return open(p, "w", encoding="utf-8", newline="\n")
+def open_text_out(path: str | Path) -> AtomicWriter:
+    """A UTF-8 text file for writing (gzip if it ends with ``.gz``, with a reproducible header);
+    creates parent dirs. It appears under its name only when closed without an error
+    (:class:`marginmine.safeio.AtomicWriter`)."""
+    return AtomicWriter(path)
 
 
 def iter_raw_lines(fh: IO[bytes], max_bytes: int, path: str = "<input>") -> Iterator[tuple[bytes, bool]]:

@@ -1,0 +1,191 @@
+"""The smoke experiment (config/test.yaml: the demo at 5% scale) run once by Snakemake from the raw
+corpus to BLEU, the method comparison, every scoring evaluation, the composition and the report
+figures, on the real data; then checked for what would break if the science broke:
+
+* every input pair accounted for, no test-set overlap, a trained encoder far from random;
+* score columns equal an independent recomputation (numpy, not the package) for sampled pairs;
+* the top-N selection holds exactly the N best ratio scores over both shards;
+* the ratio margin ranks the human-labelled ParaCrawl pairs above chance, and its selection lets
+  through less noise than the random one (the corpus' sidecar labels);
+* a second run has nothing to do.
+
+The kill tests (tests/test_kill.py) compare their reruns with this run's outputs.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import re
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from test_workflow import copy_workflow, snakemake
+
+TARGETS = ("all", "preprocess", "encoders", "scoring", "report_figures", "results/test/comparison.tsv")
+SHARDS = ("0000", "0001")
+K = 4                 # config/test.yaml scoring.k
+BATCH = 4000          # config/test.yaml scoring.batch_size: each smoke shard is one batch
+# the ratio margin's ROC-AUC on the 2,000 human-labelled ParaCrawl en-de pairs must beat chance by
+# this much; measured 0.6?? with the smoke DAN (AMD EPYC), the demo DAN reaches 0.625
+AUC_FLOOR = 0.55
+
+
+def smoke_command(real_data: Path) -> list[str]:
+    return [*TARGETS, "--configfile", "config/test.yaml", "--cores", "2", "--config", f"data_dir={real_data}"]
+
+
+def run_smoke(d: Path, real_data: Path, timeout: float = 1500) -> subprocess.CompletedProcess[str]:
+    return snakemake(*smoke_command(real_data), cwd=d, timeout=timeout)
+
+
+@pytest.fixture(scope="session")
+def smoke(tmp_path_factory: pytest.TempPathFactory, real_data: Path) -> Path:
+    d = tmp_path_factory.mktemp("smoke")
+    copy_workflow(d)
+    r = run_smoke(d, real_data)
+    assert r.returncode == 0, (r.stdout + r.stderr)[-4000:]
+    return d
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def final_outputs(d: Path) -> dict[str, str]:
+    """SHA-256 of every output a rerun must reproduce byte for byte (BLEU by its numbers)."""
+    out = {}
+    for pattern in ("work/test/score/*.scores.tsv.gz", "work/test/select/*.tsv.gz", "work/test/embed/*.npy",
+                    "results/test/preprocess/ledger.json", "results/test/preprocess/ledger.tsv",
+                    "work/test/preprocess/kept/*.tsv.gz", "results/test/select/composition.tsv",
+                    "results/test/encoder/model.pt"):
+        for p in sorted(d.glob(pattern)):
+            out[str(p.relative_to(d))] = sha256(p)
+    for p in sorted(d.glob("results/test/nmt/*/bleu.json")):
+        b = json.loads(p.read_text())
+        out[str(p.relative_to(d))] = json.dumps({k: b[k] for k in ("test", "dev") if k in b}, sort_keys=True)
+    rows = (d / "results/test/comparison.tsv").read_text().splitlines()
+    out["comparison (method, N, pairs, dev, test)"] = "\n".join("\t".join(r.split("\t")[:5]) for r in rows)
+    return out
+
+
+def read_tsv(path: Path) -> list[list[str]]:
+    with gzip.open(path, "rt", encoding="utf-8", newline="\n") as fh:
+        return [line.rstrip("\n").split("\t") for line in fh]
+
+
+def test_preprocessing_accounts_for_every_pair(smoke: Path) -> None:
+    ledger = json.loads((smoke / "results/test/preprocess/ledger.json").read_text())
+    corpus_lines = sum(1 for _ in gzip.open(smoke / "work/test/corpus/demo.tsv.gz", "rt"))
+    assert ledger["pairs_in"] == corpus_lines
+    steps = {s["step"]: s for s in ledger["steps"]}
+    assert steps["dedup"]["removed"] > 0 and steps["langid"]["removed"] > 0
+    kept = sum(len(read_tsv(smoke / f"work/test/preprocess/kept/shard{s}.tsv.gz")) for s in SHARDS)
+    assert 0 < ledger["kept"] == kept < ledger["pairs_in"]
+    check = json.loads((smoke / "results/test/preprocess/overlap_check.json").read_text())
+    assert check["overlapping_pairs"] == 0
+    assert len(list((smoke / "work/test/benchmarks/preprocess").glob("shard*.tsv"))) == 2
+
+
+def test_encoder_is_trained_and_never_saw_test_data(smoke: Path) -> None:
+    rows = (smoke / "results/test/encoders/intrinsic.tsv").read_text().splitlines()
+    assert rows[0].startswith("encoder\tset\tmargin") and len(rows) == 1 + 4 * 2  # 4 sets x 2 margins
+    tatoeba = [r.split("\t") for r in rows[1:] if "\ttatoeba-deu-eng\t" in r]
+    assert all(float(r[6]) < 60 for r in tatoeba), tatoeba  # random init: ~99% error
+    report = json.loads((smoke / "work/test/encoder/data/report.json").read_text())
+    assert report["protected_sentences"] > 0 and report["excluded_corpus_sentences"] > 0
+
+
+def recompute(pairs: list[list[str]], x: np.ndarray, y: np.ndarray, rows: list[int]) -> list[tuple[float, float]]:
+    """(ratio, cosine) of the given rows of one batch, straight from the definition: cos(x, y)
+    divided by the mean of the k-NN cosines of x among the batch's distinct targets and of y among
+    its distinct sources, each averaged over k and the two halves (Artetxe & Schwenk, Eq. 2)."""
+    first_src = list({p[0]: i for i, p in reversed(list(enumerate(pairs)))}.values())
+    first_tgt = list({p[1]: i for i, p in reversed(list(enumerate(pairs)))}.values())
+    xu, yu = x[sorted(first_src)].astype(np.float64), y[sorted(first_tgt)].astype(np.float64)
+    out = []
+    for i in rows:
+        xi, yi = x[i].astype(np.float64), y[i].astype(np.float64)
+        fwd = np.sort(yu @ xi)[-K:].mean()
+        bwd = np.sort(xu @ yi)[-K:].mean()
+        cos = float(xi @ yi)
+        out.append((cos / ((fwd + bwd) / 2), cos))
+    return out
+
+
+def test_score_columns_equal_an_independent_recomputation(smoke: Path) -> None:
+    for shard in SHARDS:
+        pairs = read_tsv(smoke / f"work/test/preprocess/kept/shard{shard}.tsv.gz")
+        assert len(pairs) <= BATCH
+        x = np.load(smoke / f"work/test/embed/shard{shard}.en.npy")
+        y = np.load(smoke / f"work/test/embed/shard{shard}.de.npy")
+        scores = [list(map(float, r)) for r in read_tsv(smoke / f"work/test/score/shard{shard}.scores.tsv.gz")]
+        assert len(scores) == len(pairs) == len(x) == len(y) and x.shape[1] == 320
+        rows = sorted({0, 1, 17, 500, len(pairs) // 2, len(pairs) - 1})
+        for i, (ratio, cos) in zip(rows, recompute(pairs, x, y, rows)):
+            assert scores[i] == pytest.approx([ratio, cos], abs=2e-5), (shard, i)
+
+
+def test_top_n_holds_the_n_best_scores_over_both_shards(smoke: Path) -> None:
+    scored = []
+    for shard in SHARDS:
+        pairs = read_tsv(smoke / f"work/test/preprocess/kept/shard{shard}.tsv.gz")
+        scores = read_tsv(smoke / f"work/test/score/shard{shard}.scores.tsv.gz")
+        scored += [(float(s[0]), p[0], p[1]) for p, s in zip(pairs, scores)]
+    best = sorted(scored, key=lambda t: -t[0])[:2000]
+    top = read_tsv(smoke / "work/test/select/ratio.2k.tsv.gz")
+    assert len(top) == 2000
+    assert sorted((t[0], t[1]) for t in top) == sorted((b[1], b[2]) for b in best)
+    report = json.loads((smoke / "results/test/select/ratio.2k.json").read_text())
+    assert report["selected"] == 2000 and report["threshold"] == pytest.approx(best[-1][0], abs=1e-6)
+
+
+def test_ratio_margin_separates_good_pairs_from_bad(smoke: Path) -> None:
+    with open(smoke / "results/test/filtering/quality.tsv", encoding="utf-8") as fh:
+        head, *rows = [line.rstrip("\n").split("\t") for line in fh]
+    table = [dict(zip(head, r)) for r in rows]
+    paracrawl = {r["scorer"]: float(r["auc"]) for r in table if r["data"].startswith("paracrawl")}
+    assert paracrawl["ratio margin"] > AUC_FLOOR, paracrawl
+
+
+def noise_share(composition: Path, method: str) -> float:
+    with open(composition, encoding="utf-8") as fh:
+        head, *rows = [line.rstrip("\n").split("\t") for line in fh]
+    rows = [dict(zip(head, r)) for r in rows if r[0] == method]
+    assert rows, method
+    return sum(float(r["share"]) for r in rows if not r["group"].startswith("clean:"))
+
+
+def test_ratio_selection_lets_through_less_noise_than_random(smoke: Path) -> None:
+    comp = smoke / "results/test/select/composition.tsv"
+    ratio, random = noise_share(comp, "ratio"), noise_share(comp, "random")
+    assert ratio < random - 0.05, (ratio, random)
+
+
+def test_mining_benchmark_and_report_figures_are_written(smoke: Path) -> None:
+    with open(smoke / "results/test/mining/bucc.tsv", encoding="utf-8") as fh:
+        head, *rows = [line.rstrip("\n").split("\t") for line in fh]
+    f1 = {(r[head.index("margin")], r[head.index("retrieval")]): float(r[head.index("f1")]) for r in rows}
+    assert f1[("ratio", "max")] > f1[("absolute", "max")], f1  # the paper's finding, on real newstest
+    for name in ("ledger.png", "score_histograms.png", "tables.html", "benchmarks.tsv"):
+        assert (smoke / "results/test/report" / name).stat().st_size > 0, name
+
+
+def test_nmt_decodes_every_line_and_the_comparison_has_every_method(smoke: Path, real_data: Path) -> None:
+    bleu = (smoke / "results/test/bleu_2k.txt").read_text().splitlines()
+    assert re.fullmatch(r"\d+\.\d\d", bleu[0]) and any("nrefs:1|case:mixed" in line for line in bleu)
+    hyp = smoke / "results/test/nmt/ratio.2k/bleu.hyp/test.de"
+    ref_lines = sum(1 for _ in gzip.open(real_data / "multi30k/test_2016_flickr.de.gz", "rt"))
+    assert sum(1 for _ in hyp.open()) == ref_lines == 1000
+    table = (smoke / "results/test/comparison.tsv").read_text().splitlines()
+    assert table[0].startswith("method\tN\tpairs\tdev_bleu\ttest_bleu")
+    assert sorted(r.split("\t")[0] for r in table[1:]) == ["random", "ratio"]
+
+
+def test_a_second_run_has_nothing_to_do(smoke: Path, real_data: Path) -> None:
+    r = snakemake("-n", *smoke_command(real_data), cwd=smoke)
+    assert r.returncode == 0 and "Nothing to be done" in r.stdout + r.stderr, (r.stdout + r.stderr)[-3000:]
