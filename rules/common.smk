@@ -4,6 +4,7 @@ import json
 import math
 import os
 import re
+import shlex
 import shutil
 import sys
 from pathlib import Path
@@ -163,6 +164,45 @@ def protect_files(wildcards=None):
     return out
 
 
+# --- plan-time checks: a missing data_dir or local file fails `snakemake -n` in one line -------
+
+
+def _data_dir_readers():
+    """(config key, path) of every file the config reads from disk, relative paths below data_dir;
+    (key, None) for the builders that read data_dir themselves (the demo corpus, the Tatoeba share)."""
+    out = []
+    sources = [("corpus.source", config["corpus"]["source"])]
+    sources += [(f"encoder.train {i['name']}", i["source"]) for i in config.get("encoder", {}).get("train", [])]
+    sources += [(f"intrinsic {i['name']}", i["source"]) for i in config.get("intrinsic", [])]
+    sources += [(f"eval.{name}", src) for name, src in EVAL_SETS.items()]
+    for key, src in sources:
+        if src["kind"] == "local":
+            out += [(key, src[f]) for f in ("path", "src", "tgt") if f in src]
+        elif src["kind"] in ("demo", "tatoeba_share"):
+            out.append((key, None))
+    out += [("protect", p) for p in config.get("protect", []) if p not in EVAL_SETS]
+    e = config.get("mining_eval")
+    if e:
+        out += [("mining_eval", p[s]) for p in e["gold_train"] + e["gold_test"] for s in ("src", "tgt")]
+        out += [("mining_eval", p) for p in e["mono_src"] + e["mono_tgt"]]
+    if (config.get("filter_eval") or {}).get("paracrawl"):
+        out.append(("filter_eval.paracrawl", config["filter_eval"]["paracrawl"]))
+    return out
+
+
+_readers = _data_dir_readers()
+_below_data_dir = [key for key, rel in _readers if rel is None or not Path(rel).is_absolute()]
+if _below_data_dir and not DATA_DIR.is_dir():
+    raise ValueError(
+        f"data_dir: {DATA_DIR} does not exist (or is not a directory), but {_below_data_dir[0]} reads from it "
+        "(set data_dir in the config, --config data_dir=DIR, or MARGINMINE_DATA_DIR)"
+    )
+for _key, _rel in _readers:
+    if _rel is not None and not Path(data_path(_rel)).is_file():
+        _what = f"{_rel!r} is neither an eval set ({', '.join(EVAL_SETS)}) nor a file: " if _key == "protect" else ""
+        raise ValueError(f"{_key}: {_what}{data_path(_rel)} does not exist (data_dir: {DATA_DIR})")
+
+
 def archive_of(wildcards):
     return download_path(wildcards.source)
 
@@ -246,7 +286,8 @@ def intrinsic_set_args(wildcards=None):
     args = []
     for item in config.get("intrinsic", []):
         a, b = source_files(f"intrinsic-{item['name']}", item["source"])
-        args.append(f"--set {item['name']},{item['kind']},{item['src_lang']},{item['tgt_lang']},{a},{b}")
+        spec = f"{item['name']},{item['kind']},{item['src_lang']},{item['tgt_lang']},{a},{b}"
+        args.append(f"--set {shlex.quote(spec)}")
     return " ".join(args)
 
 
@@ -294,7 +335,8 @@ def select_args(wildcards):
 
 
 def _pair_arg(items):
-    return " ".join(f"{data_path(p['src'])},{data_path(p['tgt'])}" for p in items)
+    """SRC,TGT arguments (a list: the shell command quotes each with :q)."""
+    return [f"{data_path(p['src'])},{data_path(p['tgt'])}" for p in items]
 
 
 def mining_eval_files(wildcards=None):
@@ -314,12 +356,18 @@ def filter_eval_inputs(wildcards=None):
     return out
 
 
+def _quoted(paths):
+    return " ".join(shlex.quote(str(p)) for p in paths)
+
+
 def filter_eval_args(wildcards, input):
+    """Options with paths, each quoted (the shell command uses them as they are)."""
     args = []
     if "paracrawl" in input.keys():
-        args.append(f"--paracrawl {input.paracrawl}")
+        args.append(f"--paracrawl {shlex.quote(input.paracrawl)}")
     if "labels" in input.keys():
-        args.append(f"--demo-labels {input.labels} --pairs {' '.join(input.pairs)} --scores {' '.join(input.scores)}")
+        args.append(f"--demo-labels {shlex.quote(input.labels)} --pairs {_quoted(input.pairs)} "
+                    f"--scores {_quoted(input.scores)}")
     return " ".join(args)
 
 
@@ -367,7 +415,7 @@ def extra_eval_files(wildcards):
 
 def extra_eval_args(wildcards):
     args = [f"{name},{','.join(eval_files(name))}" for name in extra_eval_sets(wildcards)]
-    return f"--extra {' '.join(args)}" if args else ""
+    return f"--extra {_quoted(args)}" if args else ""
 
 
 def nmt_targets():

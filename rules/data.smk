@@ -26,7 +26,7 @@ rule download:
     conda:
         "../envs/preprocess.yaml"
     shell:
-        "marginmine download --url {params.url} --output {output} {params.sha256} > {log} 2>&1"
+        "marginmine download --url {params.url:q} --output {output:q} {params.sha256} > {log:q} 2>&1"
 
 
 rule extract_member:
@@ -48,7 +48,8 @@ rule extract_member:
     conda:
         "../envs/preprocess.yaml"
     shell:
-        "marginmine extract --archive {input} --member {wildcards.member} --output {output} > {log} 2>&1"
+        "marginmine extract --archive {input:q} --member {wildcards.member:q} --output {output:q} > "
+        "{log:q} 2>&1"
 
 
 rule fetch_sacrebleu:
@@ -72,8 +73,8 @@ rule fetch_sacrebleu:
     conda:
         "../envs/nmt.yaml"
     shell:
-        "marginmine fetch-testset --test-set {params.test_set} --langpair {params.langpair} "
-        "--src {output.src} --ref {output.ref} > {log} 2>&1"
+        "marginmine fetch-testset --test-set {params.test_set:q} --langpair {params.langpair:q} "
+        "--src {output.src:q} --ref {output.ref:q} > {log:q} 2>&1"
 
 
 rule heldout_set:
@@ -99,8 +100,8 @@ rule heldout_set:
     conda:
         "../envs/preprocess.yaml"
     shell:
-        "marginmine heldout --src {input.src} --tgt {input.tgt} {params.slice} "
-        "--out-src {output.src} --out-tgt {output.tgt} > {log} 2>&1"
+        "marginmine heldout --src {input.src:q} --tgt {input.tgt:q} {params.slice} "
+        "--out-src {output.src:q} --out-tgt {output.tgt:q} > {log:q} 2>&1"
 
 
 rule demo_corpus:
@@ -124,5 +125,5 @@ rule demo_corpus:
     conda:
         "../envs/preprocess.yaml"
     shell:
-        "marginmine demo-corpus --data-dir {params.data_dir} --output {output.corpus} "
-        "--labels {output.labels} --seed {params.seed} --scale {params.scale} > {log} 2>&1"
+        "marginmine demo-corpus --data-dir {params.data_dir:q} --output {output.corpus:q} "
+        "--labels {output.labels:q} --seed {params.seed:q} --scale {params.scale:q} > {log:q} 2>&1"

@@ -21,7 +21,8 @@ rule tatoeba_share:
     conda:
         "../envs/encoder.yaml"
     shell:
-        "marginmine tatoeba-share --data-dir {params.data_dir} --en {output.en} --de {output.de} > {log} 2>&1"
+        "marginmine tatoeba-share --data-dir {params.data_dir:q} --en {output.en:q} --de {output.de:q} > "
+        "{log:q} 2>&1"
 
 
 rule encoder_data:
@@ -51,8 +52,8 @@ rule encoder_data:
     conda:
         "../envs/encoder.yaml"
     shell:
-        "marginmine encoder-data --sources '{params.sources}' --outdir {params.outdir} "
-        "--protect {input.protect} --exclude-corpus {input.corpus} > {log} 2>&1"
+        "marginmine encoder-data --sources {params.sources:q} --outdir {params.outdir:q} "
+        "--protect {input.protect:q} --exclude-corpus {input.corpus:q} > {log:q} 2>&1"
 
 
 rule train_encoder:
@@ -81,10 +82,10 @@ rule train_encoder:
     conda:
         "../envs/encoder.yaml"
     shell:
-        "marginmine train-encoder --kind {params.kind} --data {input.data} --output {params.outdir} "
-        "--workdir {params.workdir} --params '{params.json}' --seed {params.seed} {params.budget} "
+        "marginmine train-encoder --kind {params.kind:q} --data {input.data:q} --output {params.outdir:q} "
+        "--workdir {params.workdir:q} --params {params.json:q} --seed {params.seed:q} {params.budget} "
         "--threads {threads} "
-        "> {log} 2>&1"
+        "> {log:q} 2>&1"
 
 
 rule eval_encoder:
@@ -111,8 +112,8 @@ rule eval_encoder:
     conda:
         "../envs/encoder.yaml"
     shell:
-        "marginmine eval-encoder --encoder {params.encdir} --name {wildcards.name} {params.sets} "
-        "--device {params.device} --threads {threads} --output {output} > {log} 2>&1"
+        "marginmine eval-encoder --encoder {params.encdir:q} --name {wildcards.name:q} {params.sets} "
+        "--device {params.device:q} --threads {threads} --output {output:q} > {log:q} 2>&1"
 
 
 rule encoder_report:
@@ -133,7 +134,7 @@ rule encoder_report:
     conda:
         "../envs/encoder.yaml"
     shell:
-        "marginmine encoder-report --inputs {input} --tsv {output.tsv} --md {output.md} > {log} 2>&1"
+        "marginmine encoder-report --inputs {input:q} --tsv {output.tsv:q} --md {output.md:q} > {log:q} 2>&1"
 
 
 rule embed_shard:
@@ -162,8 +163,9 @@ rule embed_shard:
     conda:
         "../envs/encoder.yaml"
     shell:
-        "(marginmine embed --encoder {params.encdir} --lang {params.src} --input {input.shard} --column 0 "
-        "--output {output.src} --dtype {params.dtype} --device {params.device} --threads {threads} && "
-        "marginmine embed --encoder {params.encdir} --lang {params.tgt} --input {input.shard} --column 1 "
-        "--output {output.tgt} --dtype {params.dtype} --device {params.device} --threads {threads}) "
-        "> {log} 2>&1"
+        "(marginmine embed --encoder {params.encdir:q} --lang {params.src:q} --input {input.shard:q} "
+        "--column 0 --output {output.src:q} --dtype {params.dtype:q} --device {params.device:q} "
+        "--threads {threads} --allow-empty && "
+        "marginmine embed --encoder {params.encdir:q} --lang {params.tgt:q} --input {input.shard:q} "
+        "--column 1 --output {output.tgt:q} --dtype {params.dtype:q} --device {params.device:q} "
+        "--threads {threads} --allow-empty) > {log:q} 2>&1"

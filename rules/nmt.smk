@@ -28,9 +28,9 @@ rule train_nmt:
     conda:
         "../envs/nmt.yaml"
     shell:
-        "marginmine train-nmt --train {input.data} --dev-src {input.dev[0]} --dev-ref {input.dev[1]} "
-        "--workdir {params.workdir} {params.langs} --params {params.nmt_params:q} {params.budget} "
-        "--seed {params.seed} --threads {threads} > {log} 2>&1"
+        "marginmine train-nmt --train {input.data:q} --dev-src {input.dev[0]:q} --dev-ref {input.dev[1]:q} "
+        "--workdir {params.workdir:q} {params.langs} --params {params.nmt_params:q} {params.budget} "
+        "--seed {params.seed:q} --threads {threads} > {log:q} 2>&1"
 
 
 rule evaluate_nmt:
@@ -61,9 +61,10 @@ rule evaluate_nmt:
     conda:
         "../envs/nmt.yaml"
     shell:
-        "marginmine evaluate --workdir {params.workdir} --test-src {input.test[0]} --test-ref {input.test[1]} "
-        "--dev-src {input.dev[0]} --dev-ref {input.dev[1]} {params.extra} --beam {params.beam} "
-        "--device {params.device} --threads {threads} --output {output.report} > {log} 2>&1"
+        "marginmine evaluate --workdir {params.workdir:q} --test-src {input.test[0]:q} --test-ref "
+        "{input.test[1]:q} --dev-src {input.dev[0]:q} --dev-ref {input.dev[1]:q} {params.extra} --beam "
+        "{params.beam:q} --device {params.device:q} --threads {threads} --output {output.report:q} > "
+        "{log:q} 2>&1"
 
 
 rule headline_bleu:
@@ -83,7 +84,7 @@ rule headline_bleu:
     conda:
         "../envs/nmt.yaml"
     shell:
-        "cp {input} {output} 2> {log}"
+        "cp {input:q} {output:q} 2> {log:q}"
 
 
 rule compare_methods:
@@ -107,5 +108,5 @@ rule compare_methods:
     conda:
         "../envs/nmt.yaml"
     shell:
-        "marginmine compare --inputs {input} --title {params.title:q} --tsv {output.tsv} --md {output.md} "
-        "--png {output.png} > {log} 2>&1"
+        "marginmine compare --inputs {input:q} --title {params.title:q} --tsv {output.tsv:q} --md "
+        "{output.md:q} --png {output.png:q} > {log:q} 2>&1"

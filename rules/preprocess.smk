@@ -32,11 +32,11 @@ rule split_corpus:
     conda:
         "../envs/preprocess.yaml"
     shell:
-        "mkdir -p {params.tmpdir} && "
-        "marginmine split --input {input} --columns {params.columns} --shards {params.shards} "
-        "--block {params.block} --outdir {params.outdir} --rejects {output.rejects} "
-        "--ledger {output.ledger} --max-chars {params.max_chars} "
-        "--dedup-mem-mb {params.dedup_mem_mb} --tmpdir {params.tmpdir} > {log} 2>&1"
+        "mkdir -p {params.tmpdir:q} && "
+        "marginmine split --input {input:q} --columns {params.columns:q} --shards {params.shards:q} "
+        "--block {params.block:q} --outdir {params.outdir:q} --rejects {output.rejects:q} "
+        "--ledger {output.ledger:q} --max-chars {params.max_chars:q} "
+        "--dedup-mem-mb {params.dedup_mem_mb:q} --tmpdir {params.tmpdir:q} > {log:q} 2>&1"
 
 
 rule preprocess_shard:
@@ -68,11 +68,11 @@ rule preprocess_shard:
     conda:
         "../envs/preprocess.yaml"
     shell:
-        "marginmine preprocess {params.langs} --input {input.shard} --output {output.kept} "
-        "--rejects {output.rejects} --ledger {output.ledger} --no-dedup --workers {threads} "
-        "--min-tokens {params.min_tokens} --max-tokens {params.max_tokens} "
-        "--max-overlap {params.max_overlap} --max-ratio {params.max_ratio} {params.langid} "
-        "--langid-min-prob {params.langid_min_prob} --protect {input.protect} > {log} 2>&1"
+        "marginmine preprocess {params.langs} --input {input.shard:q} --output {output.kept:q} --rejects "
+        "{output.rejects:q} --ledger {output.ledger:q} --no-dedup --allow-empty --workers {threads} "
+        "--min-tokens {params.min_tokens:q} --max-tokens {params.max_tokens:q} --max-overlap "
+        "{params.max_overlap:q} --max-ratio {params.max_ratio:q} {params.langid} --langid-min-prob "
+        "{params.langid_min_prob:q} --protect {input.protect:q} > {log:q} 2>&1"
 
 
 rule preprocess_ledger:
@@ -102,7 +102,8 @@ rule preprocess_ledger:
     conda:
         "../envs/preprocess.yaml"
     shell:
-        "marginmine ledger --first {input.first} --shards {input.shards} --output {output.json} > {log} 2>&1"
+        "marginmine ledger --first {input.first:q} --shards {input.shards:q} --output {output.json:q} > "
+        "{log:q} 2>&1"
 
 
 rule check_overlap:
@@ -123,5 +124,5 @@ rule check_overlap:
     conda:
         "../envs/preprocess.yaml"
     shell:
-        "marginmine check-overlap --corpus {input.kept} --protect {input.protect} "
-        "--output {output} > {log} 2>&1"
+        "marginmine check-overlap --corpus {input.kept:q} --protect {input.protect:q} "
+        "--output {output:q} > {log:q} 2>&1"

@@ -61,6 +61,6 @@ rule report_figures:
     conda:
         "../envs/nmt.yaml"
     shell:
-        "marginmine report-figures --ledger {input.ledger} --select {input.select} "
-        "--tables {input.encoders} {input.evals} --work {params.work} --benchmarks {params.benchmarks} "
-        "--methods {params.methods} --title {params.title:q} --outdir {params.outdir} > {log} 2>&1"
+        "marginmine report-figures --ledger {input.ledger:q} --select {input.select:q} --tables "
+        "{input.encoders:q} {input.evals:q} --work {params.work:q} --benchmarks {params.benchmarks:q} "
+        "--methods {params.methods:q} --title {params.title:q} --outdir {params.outdir:q} > {log:q} 2>&1"

@@ -31,9 +31,10 @@ rule score_shard:
     conda:
         "../envs/score.yaml"
     shell:
-        "marginmine score --input {input.shard} --src-embeddings {input.src} --tgt-embeddings {input.tgt} "
-        "--margin {params.margin} -k {params.k} --batch-size {params.batch_size} --index {params.index} "
-        "--nprobe {params.nprobe} --device {params.device} --threads {threads} --output {output} > {log} 2>&1"
+        "marginmine score --input {input.shard:q} --src-embeddings {input.src:q} --tgt-embeddings "
+        "{input.tgt:q} --margin {params.margin:q} -k {params.k:q} --batch-size {params.batch_size:q} "
+        "--index {params.index:q} --nprobe {params.nprobe:q} --device {params.device:q} --threads "
+        "{threads} --allow-empty --output {output:q} > {log:q} 2>&1"
 
 
 rule select_top:
@@ -60,8 +61,8 @@ rule select_top:
     conda:
         "../envs/score.yaml"
     shell:
-        "marginmine select --pairs {input.pairs} --scores {input.scores} {params.args} --seed {params.seed} "
-        "--output {output.pairs} --report {output.report} > {log} 2>&1"
+        "marginmine select --pairs {input.pairs:q} --scores {input.scores:q} {params.args} --seed "
+        "{params.seed:q} --output {output.pairs:q} --report {output.report:q} > {log:q} 2>&1"
 
 
 rule selection_composition:
@@ -86,8 +87,8 @@ rule selection_composition:
     conda:
         "../envs/score.yaml"
     shell:
-        "marginmine composition --labels {input.labels} --selections {input.selections} "
-        "--tsv {output.tsv} --md {output.md} --title {params.title:q} > {log} 2>&1"
+        "marginmine composition --labels {input.labels:q} --selections {input.selections:q} "
+        "--tsv {output.tsv:q} --md {output.md:q} --title {params.title:q} > {log:q} 2>&1"
 
 
 rule mining_benchmark_data:
@@ -117,9 +118,10 @@ rule mining_benchmark_data:
     conda:
         "../envs/score.yaml"
     shell:
-        "marginmine bucc-data --gold-train {params.gold_train} --gold-test {params.gold_test} "
-        "--mono-src {params.mono_src} --mono-tgt {params.mono_tgt} --share {params.share} "
-        "--distractors {params.distractors} --seed {params.seed} --output-dir {params.outdir} > {log} 2>&1"
+        "marginmine bucc-data --gold-train {params.gold_train:q} --gold-test {params.gold_test:q} "
+        "--mono-src {params.mono_src:q} --mono-tgt {params.mono_tgt:q} --share {params.share:q} "
+        "--distractors {params.distractors:q} --seed {params.seed:q} --output-dir {params.outdir:q} > "
+        "{log:q} 2>&1"
 
 
 rule eval_mining:
@@ -147,8 +149,9 @@ rule eval_mining:
     conda:
         "../envs/score.yaml"
     shell:
-        "marginmine eval-mining --encoder {params.encdir} --name {params.name} --data {params.data} "
-        "{params.langs} -k {params.k} --threads {threads} --tsv {output.tsv} --md {output.md} > {log} 2>&1"
+        "marginmine eval-mining --encoder {params.encdir:q} --name {params.name:q} --data {params.data:q} "
+        "{params.langs} -k {params.k:q} --threads {threads} --tsv {output.tsv:q} --md {output.md:q} > "
+        "{log:q} 2>&1"
 
 
 rule eval_filter:
@@ -177,5 +180,6 @@ rule eval_filter:
     conda:
         "../envs/score.yaml"
     shell:
-        "marginmine eval-filter --encoder {params.encdir} --name {params.name} {params.args} {params.langs} "
-        "-k {params.k} --top-n {params.top_n} --threads {threads} --tsv {output.tsv} --md {output.md} > {log} 2>&1"
+        "marginmine eval-filter --encoder {params.encdir:q} --name {params.name:q} {params.args} "
+        "{params.langs} -k {params.k:q} --top-n {params.top_n:q} --threads {threads} --tsv {output.tsv:q} "
+        "--md {output.md:q} > {log:q} 2>&1"

@@ -29,6 +29,9 @@ def _columns(text: str) -> tuple[int, int]:
     return a, b
 
 
+_ALLOW_EMPTY = "an empty input (an empty shard of split) gives empty outputs instead of an error"
+
+
 def _add_input(p: argparse.ArgumentParser) -> None:
     p.add_argument("--input", nargs="+", required=True, metavar="FILE",
                    help="one TSV file (source and target in --columns, default 0,1; further columns "
@@ -73,7 +76,7 @@ def cmd_preprocess(args: argparse.Namespace) -> int:
         protected_keys(args.protect))
     ledger = preprocess(_spec(args), args.output, args.rejects, args.ledger, settings,
                         dedup=not args.no_dedup, workers=args.workers, shard_size=args.shard_size,
-                        dedup_mem_mb=args.dedup_mem_mb, tmpdir=args.tmpdir)
+                        dedup_mem_mb=args.dedup_mem_mb, tmpdir=args.tmpdir, allow_empty=args.allow_empty)
     print(ledger.summary(), file=sys.stderr)
     return 0
 
@@ -138,8 +141,11 @@ def cmd_check_overlap(args: argparse.Namespace) -> int:
     write_text(args.output, json.dumps(report, indent=1) + "\n")
     bad = report.get("overlapping_pairs", 0)
     if bad:
-        raise MarginmineError(f"{args.corpus}: {bad} pairs have a side in a protected dev/test set "
+        sets = ", ".join(f"{name} ({n})" for name, n in report["by_file"].items())
+        raise MarginmineError(f"{', '.join(args.corpus)}: {bad} of {report['pairs']} pairs have a side in a "
+                              f"protected dev/test set: {sets}; first at {report['examples'][0]} "
                               f"(details in {args.output}); remove them before training")
+    log.info("no overlap: %d pairs checked against %d protected files", report["pairs"], len(args.protect))
     return 0
 
 
@@ -214,7 +220,8 @@ def cmd_embed(args: argparse.Namespace) -> int:
     encoder = load_encoder(args.encoder, args.device)
     ident = read_manifest(args.encoder, verify=False)["sha256"]
     embed_file(encoder, args.lang, args.input, args.output, column=args.column, dtype=args.dtype,
-               chunk_size=args.chunk_size, encoder_id=json.dumps(ident, sort_keys=True))
+               chunk_size=args.chunk_size, encoder_id=json.dumps(ident, sort_keys=True),
+               allow_empty=args.allow_empty)
     return 0
 
 
@@ -270,6 +277,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", type=int, default=1, help="filter processes (default 1)")
     p.add_argument("--dedup-mem-mb", type=int, default=1024, help="RAM for dedup keys before spilling to disk")
     p.add_argument("--tmpdir", default=None, help="where dedup spills (default: system temp)")
+    p.add_argument("--allow-empty", action="store_true", help=_ALLOW_EMPTY)
     _HANDLERS["preprocess"] = cmd_preprocess
 
     p = sub.add_parser("split", help="read + global exact dedup, then deal pairs to N shard files")
@@ -372,6 +380,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--chunk-size", type=int, default=50_000, help="sentences per written chunk")
     p.add_argument("--device", default="cpu", help="cpu or cuda[:N] (fails if no GPU is visible)")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
+    p.add_argument("--allow-empty", action="store_true", help=_ALLOW_EMPTY)
     _HANDLERS["embed"] = cmd_embed
 
     p = sub.add_parser("eval-encoder", help="Tatoeba retrieval / newstest alignment error rates")

@@ -66,7 +66,7 @@ def cmd_score(args: argparse.Namespace) -> int:
 
         emb = EncoderEmbeddings(_encoder(args), args.src_lang, args.tgt_lang)
         ident = {"encoder": read_manifest(args.encoder, verify=False)["sha256"], "langs": [args.src_lang, args.tgt_lang]}
-    n = score_file(args.input, args.output, emb, settings, tuple(args.columns), ident)
+    n = score_file(args.input, args.output, emb, settings, tuple(args.columns), ident, args.allow_empty)
     log.info("scored %d pairs -> %s (columns: %s, cosine)", n, args.output, ", ".join(margins))
     return 0
 
@@ -229,6 +229,8 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler], colu
     p.add_argument("--margin", default="ratio", help="absolute, distance, ratio, or a comma list (default ratio)")
     p.add_argument("--batch-size", type=int, default=5_000_000,
                    help="pairs per kNN batch (paper 5M); scores depend on it, nothing else")
+    p.add_argument("--allow-empty", action="store_true",
+                   help="an empty input (an empty shard) gives an empty output instead of an error")
     _add_knn(p)
     handlers["score"] = cmd_score
 

@@ -69,14 +69,24 @@ def _write_state(path: Path, state: dict[str, object]) -> None:
 
 def embed_file(encoder: SentenceEncoder, lang: str, input_path: str | Path, output: str | Path, *,
                column: int | None = None, dtype: str = "float16", chunk_size: int = 50_000,
-               encoder_id: str = "", log_every: float = 10.0) -> Path:
-    """Embed every line of ``input_path`` into ``output`` (``.npy``, L2-normalised rows)."""
+               encoder_id: str = "", log_every: float = 10.0, allow_empty: bool = False) -> Path:
+    """Embed every line of ``input_path`` into ``output`` (``.npy``, L2-normalised rows).
+
+    An empty input is an error unless ``allow_empty`` (an empty shard): then ``output`` holds
+    0 rows of ``encoder.dim`` columns."""
     src, out = Path(input_path), Path(output)
     n = count_lines(src)
-    if n == 0:
-        raise InputError(str(src), "is empty: nothing to embed", hint="check the previous step's output")
     part = out.with_name(out.name.removesuffix(".npy") + ".part.npy")
     state_path = out.with_name(out.name + ".state.json")
+    if n == 0:
+        if not allow_empty:
+            raise InputError(str(src), "is empty: nothing to embed", hint="check the previous step's output")
+        log.warning("%s is empty: writing %s with 0 rows", src, out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        np.save(part, np.empty((0, encoder.dim), dtype=np.dtype(dtype)))
+        os.replace(part, out)
+        state_path.unlink(missing_ok=True)
+        return out
     fp = _fingerprint(src, column, lang, encoder_id)
     state = json.loads(state_path.read_text()) if state_path.exists() and part.exists() else None
     if state and not _whole(part, n, encoder.dim, np.dtype(dtype)):

@@ -82,6 +82,30 @@ def _float32(rows: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(rows, dtype=np.float32)
 
 
+def first_nonfinite_row(rows: np.ndarray, block: int = 65_536) -> int | None:
+    """Index of the first row of ``rows`` (1-D: element) holding a NaN or inf, else ``None``.
+
+    Vectorised in blocks: a row's float64 sum is non-finite if one of its values is, so the scratch
+    memory is one float per row (the rows flagged that way are then checked exactly)."""
+    for a in range(0, len(rows), block):
+        part = np.asarray(rows[a:a + block])
+        sums = part if part.ndim == 1 else np.add.reduce(part, axis=1, dtype=np.float64)
+        for i in np.flatnonzero(~np.isfinite(sums)).tolist():
+            if not np.isfinite(part[i]).all():
+                return a + i
+    return None
+
+
+def _finite_float32(rows: np.ndarray, what: str, offset: int) -> np.ndarray:
+    """``rows`` as contiguous float32, refusing NaN/inf (it would silently poison every neighbour list)."""
+    out = _float32(rows)
+    bad = first_nonfinite_row(out)
+    if bad is not None:
+        raise MarginmineError(f"kNN search: {what} row {offset + bad} (0-based) holds NaN or inf; "
+                              "the embeddings are broken (re-embed, or check the encoder)")
+    return out
+
+
 def build_index(database: np.ndarray, spec: IndexSpec = IndexSpec()) -> Any:
     """A FAISS inner-product index holding ``database`` (added in slices of 1M rows)."""
     import faiss
@@ -108,13 +132,17 @@ def build_index(database: np.ndarray, spec: IndexSpec = IndexSpec()) -> Any:
         sample = np.sort(rng.choice(n, size=min(n, max(spec.train_size, 39 * nlist)), replace=False))
         index.cp.seed = spec.seed
         log.info("training %s index: %d cells on %d of %d vectors", kind, nlist, len(sample), n)
-        index.train(_float32(database[sample]))
+        train = _float32(database[sample])
+        bad = first_nonfinite_row(train)
+        if bad is not None:
+            _finite_float32(database[sample[bad]:sample[bad] + 1], "database", int(sample[bad]))
+        index.train(train)
         index.nprobe = spec.nprobe
     if spec.device.startswith("cuda"):
         res = faiss.StandardGpuResources()
         index = faiss.index_cpu_to_gpu(res, int(spec.device.partition(":")[2] or 0), index)
     for start in range(0, n, 1_000_000):
-        index.add(_float32(database[start:start + 1_000_000]))
+        index.add(_finite_float32(database[start:start + 1_000_000], "database", start))
     return index
 
 
@@ -127,7 +155,7 @@ def search(index: Any, queries: np.ndarray, k: int, block: int = 8192) -> tuple[
     if k == 0 or n == 0:
         return sims, ids
     for start in range(0, n, block):
-        s, i = index.search(_float32(queries[start:start + block]), k)
+        s, i = index.search(_finite_float32(queries[start:start + block], "query", start), k)
         sims[start:start + block], ids[start:start + block] = s, i
     return sims, ids
 

@@ -79,6 +79,16 @@ class InputSpec:
             return read_tsv(self.paths[0], self.columns, max_chars, stats)
         return read_parallel(self.paths[0], self.paths[1], max_chars, stats)
 
+    def is_empty(self) -> bool:
+        """True if every input file has 0 bytes of content (e.g. an empty shard of ``split``)."""
+        from .textio import open_binary
+
+        for path in self.paths:
+            with open_binary(path) as fh:
+                if fh.read(1):
+                    return False
+        return True
+
     def __str__(self) -> str:
         return " + ".join(self.paths)
 
@@ -201,15 +211,24 @@ class ShardedWriter:
 def preprocess(spec: InputSpec, output: str | Path, rejects: str | Path, ledger_path: str | Path,
                settings: PreprocessSettings, *, dedup: bool = True, workers: int = 1,
                chunk_size: int = 2000, shard_size: int | None = None,
-               dedup_mem_mb: int = 1024, tmpdir: str | Path | None = None) -> Ledger:
-    """Run all steps over ``spec``; returns the ledger (also written to ``ledger_path``)."""
+               dedup_mem_mb: int = 1024, tmpdir: str | Path | None = None,
+               allow_empty: bool = False) -> Ledger:
+    """Run all steps over ``spec``; returns the ledger (also written to ``ledger_path``).
+
+    An empty input is an error unless ``allow_empty`` (an empty shard of ``split`` when
+    ``corpus.expected_pairs`` overestimates the corpus): then the outputs are empty and the ledger
+    counts 0 pairs."""
     ledger = Ledger()
     ledger.declare(s for s in STEPS if s != "test_overlap" or settings.protected)
     if not dedup:
         ledger.steps.remove("dedup")
     if not settings.langid:
         ledger.steps.remove("langid")
-    dup_mask = find_duplicates(spec, settings.max_chars, dedup_mem_mb << 20, tmpdir) if dedup else None
+    empty = allow_empty and spec.is_empty()
+    if empty:
+        log.warning("%s is empty: writing empty outputs and a ledger of 0 pairs", spec)
+    dup_mask = (find_duplicates(spec, settings.max_chars, dedup_mem_mb << 20, tmpdir)
+                if dedup and not empty else None)
     stats = ReadStats()
     writer = ShardedWriter(output, shard_size)
     runner = _ChunkRunner(settings, workers)
@@ -218,7 +237,7 @@ def preprocess(spec: InputSpec, output: str | Path, rejects: str | Path, ledger_
         def chunks() -> Iterator[list[Pair]]:
             buf: list[Pair] = []
             k = 0
-            for p in spec.open(settings.max_chars, stats):
+            for p in () if empty else spec.open(settings.max_chars, stats):
                 prog.tick()
                 if p.defect is not None:
                     ledger.add_removed("read", p.defect, length_bucket(p.src))

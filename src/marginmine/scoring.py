@@ -28,7 +28,7 @@ import numpy as np
 from .embed import MAX_LINE_BYTES
 from .encoder import SentenceEncoder
 from .errors import InputError
-from .knn import IndexSpec
+from .knn import IndexSpec, first_nonfinite_row
 from .margin import MARGINS, filter_scores_unique, unique_groups
 from .textio import iter_raw_lines, open_binary
 
@@ -96,6 +96,9 @@ class Embeddings(Protocol):
 
     def unique_rows(self, start: int, texts: Sequence[str], first: np.ndarray, side: str) -> np.ndarray: ...
 
+    def check_lines(self, n_lines: int, input_path: str) -> None:
+        """Raise if these embeddings cannot belong to an input of ``n_lines`` lines."""
+
 
 @dataclass
 class EncoderEmbeddings:
@@ -115,6 +118,9 @@ class EncoderEmbeddings:
             out[a:a + self.chunk] = self.encoder.encode(sentences[a:a + self.chunk], lang)
         return out
 
+    def check_lines(self, n_lines: int, input_path: str) -> None:
+        return None
+
 
 @dataclass
 class ArrayEmbeddings:
@@ -122,6 +128,7 @@ class ArrayEmbeddings:
 
     src: np.ndarray
     tgt: np.ndarray
+    paths: tuple[str, str] = ("<src embeddings>", "<tgt embeddings>")
 
     @classmethod
     def load(cls, src: str | Path, tgt: str | Path) -> "ArrayEmbeddings":
@@ -133,14 +140,29 @@ class ArrayEmbeddings:
                 raise InputError(str(p), f"cannot read embeddings: {exc}", hint="re-run marginmine embed") from exc
         if arrays[0].shape != arrays[1].shape:
             raise InputError(str(tgt), f"shape {arrays[1].shape} differs from {src}'s {arrays[0].shape}")
-        return cls(*arrays)
+        return cls(arrays[0], arrays[1], (str(src), str(tgt)))
+
+    def check_lines(self, n_lines: int, input_path: str) -> None:
+        """One row per input line, or refuse: a longer or shorter ``.npy`` belongs to another file."""
+        rows = len(self.src)
+        if rows != n_lines:
+            raise InputError(self.paths[0], f"has {rows} embedding rows (and {self.paths[1]} too), but "
+                             f"{input_path} has {n_lines} lines",
+                             hint="embed the same file that is being scored (marginmine embed --input "
+                                  "<the scored file>), or score the file these embeddings were made from")
 
     def unique_rows(self, start: int, texts: Sequence[str], first: np.ndarray, side: str) -> np.ndarray:
-        arr = self.src if side == "src" else self.tgt
+        arr, path = (self.src, self.paths[0]) if side == "src" else (self.tgt, self.paths[1])
         if start + len(texts) > len(arr):
-            raise InputError(f"<{side} embeddings>", f"have {len(arr)} rows, the input has more lines",
+            raise InputError(path, f"has {len(arr)} rows, the input has more lines",
                              hint="embed the same file that is being scored")
-        return np.asarray(arr[start + first])
+        rows = np.asarray(arr[start + first])
+        bad = first_nonfinite_row(rows)
+        if bad is not None:
+            row = start + int(first[bad])
+            raise InputError(path, f"embedding row {row} (0-based; line {row + 1} of the scored input) holds "
+                             "NaN or inf", hint="re-run marginmine embed; if it recurs, the encoder is broken")
+        return rows
 
 
 def score_batch(src: Sequence[str], tgt: Sequence[str], start: int, emb: Embeddings,
@@ -172,10 +194,28 @@ def _batches(pairs: Iterator[tuple[str, str]], size: int) -> Iterator[tuple[list
         yield src, tgt
 
 
+def _check_finite_scores(scores: dict[str, np.ndarray], start: int, path: str) -> None:
+    for name, values in scores.items():
+        bad = first_nonfinite_row(values)
+        if bad is not None:
+            raise InputError(path, f"the {name} score of this pair is {values[bad]} (not a finite number)",
+                             line=start + bad + 1,
+                             hint="its embeddings are degenerate (e.g. zero vectors): check the encoder")
+
+
 def score_file(inputs: Sequence[str], output: str | Path, emb: Embeddings, settings: ScoreSettings,
-               columns: tuple[int, int] = (0, 1), fingerprint: dict[str, object] | None = None) -> int:
+               columns: tuple[int, int] = (0, 1), fingerprint: dict[str, object] | None = None,
+               allow_empty: bool = False) -> int:
     """Score every pair of ``inputs`` into ``output``; returns the number of pairs. Resumes from
-    ``OUTPUT.part`` after an interruption when inputs and settings are unchanged."""
+    ``OUTPUT.part`` after an interruption when inputs and settings are unchanged.
+
+    Embeddings with another row count than the input has lines are refused before any work, and
+    NaN/inf embeddings or scores when met (naming the file and row/line). An empty input is an
+    error unless ``allow_empty`` (an empty shard): then ``output`` is empty."""
+    from .embed import count_lines
+
+    n_lines = count_lines(inputs[0])
+    emb.check_lines(n_lines, str(inputs[0]))
     out = Path(output)
     part = out.with_name(out.name + ".part")
     state_path = out.with_name(out.name + ".state.json")
@@ -207,6 +247,7 @@ def score_file(inputs: Sequence[str], output: str | Path, emb: Embeddings, setti
             if line <= done_lines:
                 continue
             scores = score_batch(src, tgt, start, emb, settings)
+            _check_finite_scores(scores, start, str(inputs[0]))
             data = format_scores(scores, settings.margins)
             fh.write(gzip.compress(data, compresslevel=3, mtime=0) if gz else data)
             fh.flush()
@@ -218,7 +259,7 @@ def score_file(inputs: Sequence[str], output: str | Path, emb: Embeddings, setti
             dt = time.monotonic() - t0
             log.info("%s: %d pairs scored (batch of %d), %.0f pairs/s", out.name, line, len(src),
                      (line - done_lines) / max(dt, 1e-9))
-    if line == 0:
+    if line == 0 and not allow_empty:
         raise InputError(", ".join(map(str, inputs)), "is empty: nothing to score",
                          hint="check the previous step's output")
     if line < done_lines:
@@ -240,4 +281,9 @@ def read_score_column(path: str | Path, column: int = 0) -> np.ndarray:
             except (IndexError, ValueError) as exc:
                 raise InputError(p, f"no number in column {column}", line=n,
                                  hint="give a score file written by marginmine score") from exc
-    return np.asarray(values, dtype=np.float64)
+    out = np.asarray(values, dtype=np.float64)
+    bad = first_nonfinite_row(out)
+    if bad is not None:
+        raise InputError(p, f"column {column} holds {out[bad]}, not a finite score", line=bad + 1,
+                         hint="re-run marginmine score for this file (it refuses NaN/inf embeddings)")
+    return out
