@@ -127,9 +127,12 @@ def group_commands(pgid: int) -> list[str]:
     out = []
     for p in Path("/proc").glob("[0-9]*"):
         try:
-            if os.getpgid(int(p.name)) == pgid:
-                out.append((p / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"))
-        except (OSError, ProcessLookupError):
+            if os.getpgid(int(p.name)) != pgid:
+                continue
+            if (p / "stat").read_text().rpartition(")")[2].split()[0] == "Z":
+                continue  # dead, waiting for its parent (init) to reap it
+            out.append((p / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"))
+        except (OSError, ProcessLookupError, IndexError):
             continue
     return out
 
@@ -150,6 +153,10 @@ def run_until(d: Path, real_data: Path, log: Path, moment: Callable[[list[str]],
                 if moment is not None and moment(group_commands(proc.pid)):
                     os.killpg(proc.pid, signal.SIGKILL)
                     proc.wait()
+                    for _ in range(100):  # SIGKILL is delivered asynchronously
+                        if not group_commands(proc.pid):
+                            break
+                        time.sleep(0.05)
                     assert not group_commands(proc.pid), "a process of the killed group survived"
                     return "killed"
                 if time.monotonic() - t0 > timeout:
@@ -203,3 +210,25 @@ def test_smoke_run_killed_three_times_ends_byte_identical(smoke: Path, real_data
     assert not different, different
     r = snakemake("-n", *smoke_command(real_data), cwd=d)
     assert "Nothing to be done" in r.stdout + r.stderr, (r.stdout + r.stderr)[-3000:]
+
+
+def test_stale_lock_is_cleared_only_when_no_snakemake_runs_there(tmp_path: Path) -> None:
+    locks = tmp_path / ".snakemake" / "locks"
+    locks.mkdir(parents=True)
+    (locks / "0.input.lock").write_text("x\n")
+    script = REPO / "scripts/unlock_stale.sh"
+    # a live process that looks like snakemake (argv[0] .../bin/snakemake) working in that directory
+    live = subprocess.Popen(["bash", "-c", "exec -a /venv/bin/snakemake sleep 60"], cwd=tmp_path)
+    try:
+        time.sleep(0.2)
+        r = subprocess.run(["bash", str(script), str(tmp_path)], capture_output=True, text=True, check=True)
+        assert "its lock is kept" in r.stderr and (locks / "0.input.lock").exists()
+    finally:
+        live.kill()
+        live.wait()
+    r = subprocess.run(["bash", str(script), str(tmp_path)], capture_output=True, text=True, check=True)
+    assert "removing a stale Snakemake lock" in r.stderr and not any(locks.iterdir())
+    r = subprocess.run(["bash", str(script), str(tmp_path)], capture_output=True, text=True, check=True)
+    assert r.stderr == ""  # nothing to clear: silent
+    make = subprocess.run(["make", "-n", "demo"], cwd=REPO, capture_output=True, text=True)
+    assert "scripts/unlock_stale.sh" in make.stdout  # what `make demo` runs first
