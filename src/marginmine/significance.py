@@ -262,7 +262,9 @@ def seed_bootstrap(hyps_a: Mapping[int, str | Path], hyps_b: Mapping[int, str | 
         if not hyps:
             raise MarginmineError(f"method {name} has no seeds (no hypothesis files) for {ref_file}")
     refs = read_reference(ref_file)
-    stats = [np.stack([file_stats(h[s], ref_file, refs) for s in sorted(h)]) for h in (hyps_a, hyps_b)]
+    # every file is checked before any is scored: a bad file fails at once
+    lines = [[read_hypotheses(h[s], len(refs), ref_file) for s in sorted(h)] for h in (hyps_a, hyps_b)]
+    stats = [np.stack([sentence_stats(x, refs) for x in method]) for method in lines]
     return seed_bootstrap_stats(stats[0], stats[1], settings)
 
 
@@ -318,8 +320,9 @@ def seed_comparison(runs: Iterable[SeedRun], headline: str,
         raise MarginmineError(f"headline method {headline!r} has no runs (methods: "
                               f"{', '.join(sorted({m for (_, _, m) in systems}))})")
     ref_lines = {t: read_reference(r.ref) for t, r in refs.items()}
-    stats = {key: np.stack([file_stats(by_seed[s].hyp, by_seed[s].ref, ref_lines[key[0]]) for s in sorted(by_seed)])
-             for key, by_seed in systems.items()}
+    hyps = {key: [read_hypotheses(by_seed[s].hyp, len(ref_lines[key[0]]), by_seed[s].ref) for s in sorted(by_seed)]
+            for key, by_seed in systems.items()}  # all files checked before any is scored
+    stats = {key: np.stack([sentence_stats(h, ref_lines[key[0]]) for h in hs]) for key, hs in hyps.items()}
     rows = []
     order = sorted(systems, key=lambda k: (k[0], parse_count(k[1]), k[2] != headline, k[2]))
     for key in order:
