@@ -16,9 +16,9 @@ import sacrebleu
 from sacrebleu.metrics import BLEU
 
 from marginmine.errors import InputError, MarginmineError
-from marginmine.significance import (SEED_TABLE_HEADER, SeedRun, SignificanceSettings, bleu_from_stats, file_stats,
-                                     seed_bootstrap, seed_bootstrap_stats, seed_comparison, seed_table_tsv,
-                                     sentence_stats, summarize_seeds, validate_seeds)
+from marginmine.significance import (SEED_TABLE_HEADER, SeedRun, SignificanceSettings, bleu_from_stats,
+                                     file_stats, seed_bootstrap, seed_bootstrap_stats, seed_comparison,
+                                     seed_table_tsv, sentence_stats, summarize_seeds, validate_seeds)
 
 
 def drop_words(lines: list[str], q: float, seed: int) -> list[str]:
@@ -98,7 +98,8 @@ def test_identical_systems_give_p_one_and_an_interval_around_zero(big: dict) -> 
     r = seed_bootstrap_stats(big["stats"]["a"], big["stats"]["a"])
     assert r.diff == 0.0 and r.bleu_a == r.bleu_b and r.p_value == 1.0
     assert r.low < 0 < r.high
-    assert (r.n_seeds_a, r.n_seeds_b, r.sentences, r.resamples, r.levels) == (3, 3, 2000, 1000, "seeds+sentences")
+    assert (r.n_seeds_a, r.n_seeds_b, r.sentences, r.resamples) == (3, 3, 2000, 1000)
+    assert r.levels == "seeds+sentences"
 
 
 def test_a_system_better_on_every_sentence_and_seed_is_significant(news: list[str]) -> None:
@@ -210,3 +211,90 @@ def test_seed_lists_that_are_fine_pass_through() -> None:
 def test_settings_are_validated(kwargs: dict) -> None:
     with pytest.raises(ValueError):
         SignificanceSettings(**kwargs)
+
+
+# --- the seed table for marginmine compare ------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def table_runs(news: list[str], tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """ratio (headline, 3 seeds), cosine (2), random (1) at 20k on two test sets; cosine also at 5k."""
+    d = tmp_path_factory.mktemp("table")
+    tests = {"news_a": news[:300], "news_b": news[2000:2250]}
+    refs = {t: write(d / f"{t}.ref", lines) for t, lines in tests.items()}
+    plan = [("ratio", "20k", (1, 2, 3), 0.15), ("cosine", "20k", (1, 2), 0.25), ("random", "20k", (1,), 0.5),
+            ("cosine", "5k", (1, 2), 0.3)]
+    runs, texts = [], {}
+    for t, lines in tests.items():
+        for i, (method, n, seeds, q) in enumerate(plan):
+            for s in seeds:
+                hyp = write(d / f"{method}.{n}.{s}.{t}.hyp", drop_words(lines, q, 1000 * i + 10 * s + len(t)))
+                runs.append(SeedRun(method, n, s, t, hyp, refs[t]))
+                texts[(t, method, n, s)] = hyp.read_text().splitlines()
+    return {"runs": runs, "tests": tests, "texts": texts}
+
+
+def test_seed_table_means_sds_and_tests_against_the_headline(table_runs: dict) -> None:
+    rows = seed_comparison(list(reversed(table_runs["runs"])), "ratio")
+    keys = [(r.test_set, r.n, r.method) for r in rows]
+    assert keys == [("news_a", "5k", "cosine"), ("news_a", "20k", "ratio"), ("news_a", "20k", "cosine"),
+                    ("news_a", "20k", "random"), ("news_b", "5k", "cosine"), ("news_b", "20k", "ratio"),
+                    ("news_b", "20k", "cosine"), ("news_b", "20k", "random")]
+    texts, tests = table_runs["texts"], table_runs["tests"]
+    for r in rows:
+        bleu = {s: sacrebleu.corpus_bleu(texts[(r.test_set, r.method, r.n, s)], [tests[r.test_set]]).score
+                for s in r.summary.seeds}
+        want = summarize_seeds(bleu)
+        assert r.summary.seeds == want.seeds and r.summary.mean == pytest.approx(want.mean, abs=1e-6)
+        assert (r.summary.sd is None) == (want.sd is None)
+        assert r.summary.sd is None or r.summary.sd == pytest.approx(want.sd, abs=1e-6)
+        if r.method == "ratio" or r.n == "5k":  # the headline itself; no headline run at 5k
+            assert r.versus is None and r.test is None
+            continue
+        assert r.versus == "ratio" and r.test is not None
+        assert r.test.bleu_a == pytest.approx(r.summary.mean) and r.test.diff < 0  # ratio drops fewest words
+        assert r.test.p_value < 0.01 and r.test.high < 0
+    random_a = rows[3].test
+    assert random_a is not None and "method A has one seed" in random_a.note and random_a.n_seeds_b == 3
+    # the table's test is the pairwise test on the same files
+    by = {(r.method, r.seed): r.hyp for r in table_runs["runs"] if r.test_set == "news_a" and r.n == "20k"}
+    direct = seed_bootstrap({s: by[("cosine", s)] for s in (1, 2)}, {s: by[("ratio", s)] for s in (1, 2, 3)},
+                            table_runs["runs"][0].ref)
+    assert rows[2].test == direct
+
+
+def test_seed_table_tsv(table_runs: dict) -> None:
+    rows = seed_comparison(table_runs["runs"], "ratio")
+    lines = [x.split("\t") for x in seed_table_tsv(rows).splitlines()]
+    assert tuple(lines[0]) == SEED_TABLE_HEADER and len(lines) == 1 + len(rows)
+    cells = [dict(zip(SEED_TABLE_HEADER, x)) for x in lines[1:]]
+    head = cells[1]
+    assert (head["method"], head["n_seeds"], head["seeds"]) == ("ratio", "3", "1,2,3")
+    assert head["versus"] == head["p_value"] == head["diff"] == ""
+    assert head["bleu_mean"] == f"{rows[1].summary.mean:.2f}"
+    assert head["bleu_sd"] == f"{rows[1].summary.sd:.2f}"
+    rnd = cells[3]
+    assert rnd["method"] == "random" and rnd["bleu_sd"] == "" and rnd["versus"] == "ratio"
+    assert rows[3].test is not None and "one seed" in rnd["note"]
+    assert float(rnd["p_value"]) == pytest.approx(rows[3].test.p_value, abs=1e-4)
+    assert float(rnd["ci_low"]) <= float(rnd["diff"]) <= float(rnd["ci_high"])
+
+
+def test_seed_table_refusals(table_runs: dict, tmp_path: Path) -> None:
+    runs = table_runs["runs"]
+    with pytest.raises(MarginmineError, match="no runs"):
+        seed_comparison([], "ratio")
+    with pytest.raises(MarginmineError, match="headline method 'laser' has no runs"):
+        seed_comparison(runs, "laser")
+    twice = SeedRun("cosine", "20k", 2, "news_a", tmp_path / "again.hyp", runs[0].ref)
+    with pytest.raises(MarginmineError, match="cosine.20k seed 2 on news_a is given twice"):
+        seed_comparison([*runs, twice], "ratio")
+    other_ref = write(tmp_path / "other.ref", table_runs["tests"]["news_a"])
+    with pytest.raises(InputError, match="must be scored against the same reference") as exc:
+        seed_comparison([*runs, SeedRun("cosine", "20k", 9, "news_a", runs[0].hyp, other_ref)], "ratio")
+    assert exc.value.path == str(other_ref)
+    short = write(tmp_path / "short.hyp", table_runs["tests"]["news_b"][:249])
+    with pytest.raises(InputError, match="has 249 lines but the reference .*news_b.ref has 250"):
+        seed_comparison([*runs, SeedRun("random", "20k", 2, "news_b", short, runs[-1].ref)], "ratio")
+    with pytest.raises(InputError, match="hypothesis file is missing"):
+        seed_comparison([*runs, SeedRun("random", "20k", 2, "news_b", tmp_path / "gone.hyp", runs[-1].ref)],
+                        "ratio")

@@ -81,7 +81,8 @@ def validate_seeds(seeds: Sequence[int], what: str = "nmt.seeds") -> tuple[int, 
     """The training seeds as a tuple; an empty list, a non-integer or a repeated seed is refused."""
     seeds = list(seeds)
     if not seeds:
-        raise MarginmineError(f"{what} is empty: give at least one training seed (two or more to see seed variance)")
+        raise MarginmineError(f"{what} is empty: give at least one training seed "
+                              "(two or more to see seed variance)")
     bad = [s for s in seeds if isinstance(s, bool) or not isinstance(s, int)]
     if bad:
         raise MarginmineError(f"{what} must be integers, got {bad}")
@@ -102,7 +103,8 @@ def read_hypotheses(hyp_file: str | Path, n_ref: int, ref_file: str | Path) -> l
     """The lines of ``hyp_file``; refused if it is missing or its line count differs from ``n_ref``."""
     p = Path(hyp_file)
     if not p.is_file():
-        raise InputError(str(p), "hypothesis file is missing", hint="translate the test set for this seed first")
+        raise InputError(str(p), "hypothesis file is missing",
+                         hint="translate the test set for this seed first")
     hyps = read_lines(p)
     if len(hyps) != n_ref:
         raise InputError(str(p), f"has {len(hyps)} lines but the reference {ref_file} has {n_ref}",
@@ -219,7 +221,8 @@ def seed_bootstrap_stats(stats_a: np.ndarray, stats_b: np.ndarray,
     if b.shape[1] != n or n == 0:
         raise MarginmineError(f"methods are scored on different test sets ({n} vs {b.shape[1]} sentences)")
     sa, sb = a.shape[0], b.shape[0]
-    both = np.concatenate([a, b]).astype(np.float64).transpose(1, 0, 2).reshape(n, -1)  # sentences x (seeds*cols)
+    # sentences x (seeds * columns): one matrix product sums every seed's statistics per resample
+    both = np.concatenate([a, b]).astype(np.float64).transpose(1, 0, 2).reshape(n, -1)
     observed = bleu_from_stats(both.sum(axis=0).reshape(sa + sb, STAT_COLUMNS))
     bleu_a, bleu_b = float(observed[:sa].mean()), float(observed[sa:].mean())
     rng = np.random.default_rng(settings.seed)
@@ -233,8 +236,9 @@ def seed_bootstrap_stats(stats_a: np.ndarray, stats_b: np.ndarray,
         weights = np.bincount(idx.ravel(), minlength=r * n).reshape(r, n).astype(np.float64)
         scores = bleu_from_stats((weights @ both).reshape(r, sa + sb, STAT_COLUMNS))  # rounds x seeds
         sl = slice(start, start + r)
-        mean_a = _seed_means(scores[:, :sa], None if picks_a is None else picks_a[sl], settings.seed_correction)
-        mean_b = _seed_means(scores[:, sa:], None if picks_b is None else picks_b[sl], settings.seed_correction)
+        fix = settings.seed_correction
+        mean_a = _seed_means(scores[:, :sa], None if picks_a is None else picks_a[sl], fix)
+        mean_b = _seed_means(scores[:, sa:], None if picks_b is None else picks_b[sl], fix)
         diffs[sl] = mean_a - mean_b
     d_obs = bleu_a - bleu_b
     alpha = 1 - settings.confidence
@@ -294,7 +298,8 @@ def seed_comparison(runs: Iterable[SeedRun], headline: str,
                     settings: SignificanceSettings = SignificanceSettings()) -> list[SeedTableRow]:
     """Per (test set, N, method): mean, sd and seeds of corpus BLEU, and the two-level bootstrap of the
     method against ``headline`` at the same N on the same test set (none for the headline itself, or
-    where the headline has no run at that N). Each hypothesis file is read and scored once."""
+    where the headline has no run at that N); in each test, A is the row's method and B the headline, so
+    ``diff`` > 0 means the method beats the headline. Each hypothesis file is read and scored once."""
     import numpy as np
 
     from .selection import parse_count
@@ -314,14 +319,16 @@ def seed_comparison(runs: Iterable[SeedRun], headline: str,
         first = refs.setdefault(run.test_set, run)
         if Path(first.ref).resolve() != Path(run.ref).resolve():
             raise InputError(str(run.ref), f"is the reference of {run.method}.{run.n} seed {run.seed} on "
-                             f"{run.test_set}, but {first.method}.{first.n} seed {first.seed} uses {first.ref}",
+                             f"{run.test_set}, but {first.method}.{first.n} seed {first.seed} uses "
+                             f"{first.ref}",
                              hint="every system of a test set must be scored against the same reference")
     if headline not in {m for (_, _, m) in systems}:
         raise MarginmineError(f"headline method {headline!r} has no runs (methods: "
                               f"{', '.join(sorted({m for (_, _, m) in systems}))})")
     ref_lines = {t: read_reference(r.ref) for t, r in refs.items()}
-    hyps = {key: [read_hypotheses(by_seed[s].hyp, len(ref_lines[key[0]]), by_seed[s].ref) for s in sorted(by_seed)]
-            for key, by_seed in systems.items()}  # all files checked before any is scored
+    # all files are checked before any is scored
+    hyps = {key: [read_hypotheses(by_seed[s].hyp, len(ref_lines[key[0]]), by_seed[s].ref)
+                  for s in sorted(by_seed)] for key, by_seed in systems.items()}
     stats = {key: np.stack([sentence_stats(h, ref_lines[key[0]]) for h in hs]) for key, hs in hyps.items()}
     rows = []
     order = sorted(systems, key=lambda k: (k[0], parse_count(k[1]), k[2] != headline, k[2]))
