@@ -58,9 +58,13 @@ def real_data() -> Path:
 @pytest.fixture(scope="session")
 def smoke(tmp_path_factory: pytest.TempPathFactory, real_data: Path) -> Path:
     """The smoke experiment run once per session (tests/test_smoke.py checks it, tests/test_kill.py
-    compares its killed reruns with it)."""
+    compares its killed reruns with it). ``MARGINMINE_SMOKE_DIR`` names a finished run to check
+    instead, e.g. after changing a stage by hand to see which tests catch it."""
     from smokerun import smoke_run
 
+    done = os.environ.get("MARGINMINE_SMOKE_DIR")  # a finished smoke run to check again (development)
+    if done:
+        return Path(done)
     return smoke_run(tmp_path_factory.mktemp("smoke"), real_data)
 
 

@@ -5,10 +5,12 @@ rerun; the final outputs must equal an uninterrupted run's byte for byte.
   to the same bytes; a torn ``.part`` (shorter than its state promises) and a changed setting
   between kill and resume restart the file instead of mixing old and new scores.
 * The smoke experiment started with Snakemake, its whole process group killed while the encoder
-  trains, while a shard is embedded and while an NMT system trains, each time rerun the way the
-  README's command does (``scripts/unlock_stale.sh`` clears the stale lock, as ``make demo`` does);
-  then every final output is compared by SHA-256 with the uninterrupted smoke run
-  (tests/test_smoke.py), and a further run has nothing to do.
+  trains, while a shard is embedded and while the NMT system trains (after its first checkpoint),
+  each time rerun the way the README's command does (``scripts/unlock_stale.sh`` clears the stale
+  lock, as ``make demo`` does); then every final output is compared by SHA-256 with the
+  uninterrupted smoke run (tests/test_smoke.py), and a further run has nothing to do. The killed
+  run trains the ratio selection's system only (time); fairseq's resume is not byte-identical, so a
+  killed NMT training restarts (``resume_killed: false``) and this test shows the result is.
 """
 
 from __future__ import annotations
@@ -137,6 +139,11 @@ def group_commands(pgid: int) -> list[str]:
     return out
 
 
+#: the killed run trains one NMT system (the ratio selection's) to keep the suite within its time;
+#: everything it writes is compared with the uninterrupted two-system run
+ONE_SYSTEM = "selection={sizes: [2k], methods: [ratio]}"
+
+
 def run_until(d: Path, real_data: Path, log: Path, moment: Callable[[list[str]], bool] | None,
               timeout: float = 1500) -> str:
     """The README's rerun (clear a stale lock, then the same snakemake command) in ``d``; with
@@ -145,7 +152,7 @@ def run_until(d: Path, real_data: Path, log: Path, moment: Callable[[list[str]],
     subprocess.run(["bash", str(REPO / "scripts/unlock_stale.sh"), str(d)], check=True)
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
     with open(log, "a") as fh:
-        proc = subprocess.Popen([SNAKEMAKE, *smoke_command(real_data)], cwd=d, env=env, stdout=fh,
+        proc = subprocess.Popen([SNAKEMAKE, *smoke_command(real_data, ONE_SYSTEM)], cwd=d, env=env, stdout=fh,
                                 stderr=subprocess.STDOUT, start_new_session=True)
         t0 = time.monotonic()
         try:
@@ -196,7 +203,7 @@ def test_smoke_run_killed_three_times_ends_byte_identical(smoke: Path, real_data
     d.mkdir()
     copy_workflow(d)
     log = tmp_path / "snakemake.log"
-    moments = [("encoder training", running_for("train-encoder", 15)),
+    moments = [("encoder training", running_for("train-encoder", 10)),
                ("embedding", running_for("embed", 0.5)),
                ("NMT training", nmt_checkpoint_exists(d))]
     for what, moment in moments:
@@ -204,11 +211,11 @@ def test_smoke_run_killed_three_times_ends_byte_identical(smoke: Path, real_data
         assert (d / ".snakemake/locks").is_dir() and any((d / ".snakemake/locks").iterdir()), \
             f"killed during {what}, Snakemake left no lock: this test would not show that it is cleared"
     assert run_until(d, real_data, log, None) == "finished"
-    ref, got = final_outputs(smoke), final_outputs(d)
-    assert set(got) == set(ref)
+    ref, got = final_outputs(smoke, ("ratio",)), final_outputs(d, ("ratio",))
+    assert set(got) == set(ref) and len(ref) == 16, sorted(ref)
     different = sorted(k for k in ref if ref[k] != got[k])
     assert not different, different
-    r = snakemake("-n", *smoke_command(real_data), cwd=d)
+    r = snakemake("-n", *smoke_command(real_data, ONE_SYSTEM), cwd=d)
     assert "Nothing to be done" in r.stdout + r.stderr, (r.stdout + r.stderr)[-3000:]
 
 

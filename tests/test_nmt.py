@@ -421,6 +421,35 @@ def test_more_updates_resume_from_the_last_checkpoint(trained, corpus, tmp_path,
                   dict(TINY, max_epoch=3, encoder_layers=2), threads=THREADS, seed=3)
 
 
+class _Started(Exception):
+    pass
+
+
+@pytest.mark.parametrize("resume_killed", [False, True])
+def test_a_killed_training_restarts_unless_resume_killed(trained, corpus, tmp_path, caplog, monkeypatch,
+                                                         resume_killed):
+    """fairseq-train never returned (state.json still says it runs): the rerun trains from the start,
+    since fairseq's resume is not byte-identical (tests/test_kill.py); resume_killed opts out."""
+    import marginmine.nmt as nmt
+
+    work = tmp_path / "model"
+    shutil.copytree(trained, work)
+    state = json.loads((work / "state.json").read_text())
+    (work / "state.json").write_text(json.dumps({**state, "train_done": False, "fairseq_running": True}))
+    seen = {}
+
+    def fake_fairseq(cmd, *args, **kwargs):
+        seen["checkpoints"] = sorted(p.name for p in (work / "checkpoints").iterdir())
+        raise _Started
+
+    monkeypatch.setattr(nmt, "run_fairseq", fake_fairseq)
+    with caplog.at_level(logging.WARNING, logger="marginmine.nmt"), pytest.raises(_Started):
+        train_nmt(corpus / "top.tsv.gz", corpus / "dev.en", corpus / "dev.de", work, "en", "de",
+                  dict(TINY, max_epoch=3, resume_killed=resume_killed), threads=THREADS, seed=3)
+    assert ("checkpoint_last.pt" in seen["checkpoints"]) == resume_killed
+    assert ("was killed; training again from the start" in caplog.text) != resume_killed
+
+
 @pytest.mark.slow
 def test_tampered_model_is_refused_before_fairseq_loads_it(trained, corpus, tmp_path, monkeypatch):
     work = tmp_path / "model"

@@ -40,6 +40,11 @@ Parameters (``params``; a model-size key left out takes the value of ``arch`` in
     save_interval_updates 0  also save (and validate) every N updates, for resuming long epochs
     log_interval 100  device auto (cuda if visible, else cpu; "cuda" without a GPU fails)
     fp16 false   threads 0 (inherit)   extra_args []  verbatim fairseq-train arguments
+    resume_killed false  after a kill (fairseq-train did not return) the rerun trains again from the
+                      start: fairseq's resume from checkpoint_last.pt is not byte-identical to an
+                      uninterrupted run (tests/test_kill.py measured other hypotheses and BLEU), so the
+                      default keeps results reproducible; true resumes instead (days of GPU training).
+                      A run stopped by ``max_minutes`` always resumes.
 """
 
 from __future__ import annotations
@@ -81,12 +86,13 @@ DEFAULTS: dict[str, Any] = {
     "max_tokens": 4096, "update_freq": 1, "max_epoch": 20, "max_update": 0, "patience": 0,
     "average_last": 5, "bpe_vocab": 8000, "bpe_sample": 2_000_000, "character_coverage": 0.9999,
     "save_interval_updates": 0, "log_interval": 100, "device": "auto", "fp16": False, "threads": 0,
-    "extra_args": [],
+    "extra_args": [], "resume_killed": False,
 }
 
 _PREP_KEYS = ("bpe_vocab", "bpe_sample", "character_coverage")
 _MODEL_KEYS = ("arch", *MODEL_SIZE_KEYS, "share_all_embeddings", "max_positions", "normalize_before")
-_NOT_RESULT_KEYS = ("threads", "log_interval")  # changing them does not make a finished run unfinished
+# changing them does not make a finished run unfinished
+_NOT_RESULT_KEYS = ("threads", "log_interval", "resume_killed")
 _LANG_RE = re.compile(r"^[A-Za-z0-9_]{1,16}$")
 _SPM_SEED = 12345  # fixed: the vocabulary must not change with the training seed
 _STARTUP_RESERVE_S = 30.0  # fairseq start-up + averaging, not counted by --stop-time-hours
@@ -508,6 +514,14 @@ def train_nmt(train_tsv: str | Path, dev_src: str | Path, dev_ref: str | Path, w
             log.info("nmt: %s already trained with these data and params (%s); nothing to do", work, out)
             return out
     ckpt_last = work / "checkpoints" / "checkpoint_last.pt"
+    if state.get("fairseq_running") and not p["resume_killed"]:
+        # the last fairseq-train never returned (killed): resuming would not give the same model
+        log.warning("nmt: the training in %s was killed; training again from the start, since fairseq's "
+                    "resume is not byte-identical (set NMT param resume_killed: true to resume instead)", work)
+        shutil.rmtree(work / "checkpoints", ignore_errors=True)
+        (work / "checkpoints").mkdir()
+        state.update(fairseq_running=False, train_seconds=0.0)
+        _write_json(state_path, state)
     if ckpt_last.exists() and state.get("model_fingerprint") != model_fp:
         raise NmtError(f"{work}: holds checkpoints of a different run (other data, BPE, languages or model "
                        "sizes); resuming would mix them - delete that directory or use another workdir")
@@ -537,13 +551,14 @@ def train_nmt(train_tsv: str | Path, dev_src: str | Path, dev_ref: str | Path, w
         # --stop-time-hours compares fairseq's CUMULATIVE training time (kept in the checkpoint)
         cmd += ["--stop-time-hours", f"{(float(state.get('train_seconds', 0.0)) + remaining) / 3600.0:.6f}"]
         timeout_s = remaining + max(120.0, 0.1 * remaining)  # hard stop if fairseq overshoots badly
-    state.update(model_fingerprint=model_fp, train_fingerprint=train_fp, train_done=False)
+    state.update(model_fingerprint=model_fp, train_fingerprint=train_fp, train_done=False, fairseq_running=True)
     _write_json(state_path, state)
     log.info("nmt: training %s %s->%s on %d pairs (%s, %d threads; log %s)", p["arch"], src, tgt,
              stats["train_pairs"], device, threads, logfile)
     t_train = time.monotonic()
     lines, killed = run_fairseq(cmd, env, logfile, "fairseq-train", timeout_s, error=NmtError)
     state["train_seconds"] = float(state.get("train_seconds", 0.0)) + time.monotonic() - t_train
+    state["fairseq_running"] = False  # returned: stopped by its budget or done, so a rerun may resume
     _write_json(state_path, state)
     run = parse_train_log(lines)
     run["stopped_by_time"] |= killed
