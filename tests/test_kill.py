@@ -18,6 +18,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -30,18 +31,18 @@ import pytest
 from doubles import TrigramEncoder
 
 from smokerun import final_outputs, smoke_command
-from test_workflow import REPO, SNAKEMAKE, copy_workflow, snakemake
+from test_workflow import REPO, SNAKEMAKE, snakemake
 
 # --- one command, killed mid-batch -----------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
 def mono_pairs(real_data: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
-    """16,000 real English and German sentences side by side (unrelated: what matters is the
+    """8,000 real English and German sentences side by side (unrelated: what matters is the
     length), with trigram embeddings as ``marginmine embed`` would store them."""
-    en = (real_data / "mono-en-wiki-web/wikitext2.valid+test.sentences.detok.en").read_text().splitlines()[:16000]
-    de = (real_data / "mono-de-news/10kGNAD.test.sentences.de").read_text().splitlines()[:16000]
-    assert len(en) == len(de) == 16000
+    en = (real_data / "mono-en-wiki-web/wikitext2.valid+test.sentences.detok.en").read_text().splitlines()[:8000]
+    de = (real_data / "mono-de-news/10kGNAD.test.sentences.de").read_text().splitlines()[:8000]
+    assert len(en) == len(de) == 8000
     d = tmp_path_factory.mktemp("mono")
     (d / "pairs.tsv").write_text("".join(f"{a}\t{b}\n" for a, b in zip(en, de)), encoding="utf-8")
     enc = TrigramEncoder()
@@ -52,7 +53,7 @@ def mono_pairs(real_data: Path, tmp_path_factory: pytest.TempPathFactory) -> tup
 
 def score_argv(pairs: Path, x: Path, y: Path, out: Path, k: int = 4) -> list[str]:
     return [sys.executable, "-m", "marginmine.cli", "score", "--input", str(pairs), "--src-embeddings", str(x),
-            "--tgt-embeddings", str(y), "--margin", "ratio,distance", "-k", str(k), "--batch-size", "500",
+            "--tgt-embeddings", str(y), "--margin", "ratio,distance", "-k", str(k), "--batch-size", "250",
             "--threads", "1", "--output", str(out)]
 
 
@@ -89,10 +90,10 @@ def test_scoring_killed_mid_run_again_and_again_resumes_to_the_same_bytes(mono_p
     subprocess.run(score_argv(pairs, x, y, ref), check=True, capture_output=True)
     out = tmp_path / "out.scores.tsv.gz"
     kills = []
-    for beyond in (2000, 7000, 12000):  # three kills, each after new progress, mid-run
+    for beyond in (1000, 3500, 6000):  # three kills, each after new progress, mid-run
         kills.append(kill_after_progress(score_argv(pairs, x, y, out), out, beyond))
-        assert beyond < kills[-1] < 16000 and not out.exists(), kills
-    assert kill_after_progress(score_argv(pairs, x, y, out), out, 16000) == -1  # the rerun finishes
+        assert beyond < kills[-1] < 8000 and not out.exists(), kills
+    assert kill_after_progress(score_argv(pairs, x, y, out), out, 8000) == -1  # the rerun finishes
     assert out.read_bytes() == ref.read_bytes()
     assert not out.with_name(out.name + ".part").exists() and not out.with_name(out.name + ".state.json").exists()
 
@@ -118,7 +119,7 @@ def test_torn_part_and_changed_settings_restart_instead_of_mixing(mono_pairs, tm
     ref6 = tmp_path / "ref6.scores.tsv.gz"
     subprocess.run(score_argv(pairs, x, y, ref6, k=6), check=True, capture_output=True)
     assert out.read_bytes() == ref6.read_bytes() != ref.read_bytes()
-    assert gzip.decompress(out.read_bytes()).count(b"\n") == 16000
+    assert gzip.decompress(out.read_bytes()).count(b"\n") == 8000
 
 
 # --- the smoke experiment, killed by process group ------------------------------------------
@@ -199,9 +200,12 @@ def nmt_checkpoint_exists(d: Path) -> Callable[[list[str]], bool]:
 @pytest.mark.slow
 @pytest.mark.workflow
 def test_smoke_run_killed_three_times_ends_byte_identical(smoke: Path, real_data: Path, tmp_path: Path) -> None:
+    # the uninterrupted run up to preprocessing (corpus, shards, dev/test slices, encoder data), then
+    # everything from encoder training on runs again (its outputs gone), killed three times
     d = tmp_path / "killed"
-    d.mkdir()
-    copy_workflow(d)
+    shutil.copytree(smoke, d, symlinks=True)
+    for gone in ("results/test/encoder", "work/test/encoders"):
+        shutil.rmtree(d / gone)
     log = tmp_path / "snakemake.log"
     moments = [("encoder training", running_for("train-encoder", 10)),
                ("embedding", running_for("embed", 0.5)),

@@ -165,7 +165,7 @@ class _Resources(dict):
 
 
 @pytest.mark.workflow
-def test_slurm_gpu_profile_plans_the_paper_experiment_with_gpus_where_declared() -> None:
+def test_slurm_gpu_profile_plans_the_paper_experiment_with_gpus_where_declared(tmp_path: Path) -> None:
     """``snakemake -n results/bleu_10M.txt --profile profiles/slurm-gpu`` on the paper config: the
     SLURM executor plugin validates the run (a dry run needs no sbatch), and the profile's
     settings reach every job: partition and account from default-resources, ``gres=gpu:1`` for
@@ -176,9 +176,15 @@ def test_slurm_gpu_profile_plans_the_paper_experiment_with_gpus_where_declared()
     profile = yaml.safe_load((REPO / "profiles" / "slurm-gpu" / "config.yaml").read_text())
     assert profile["executor"] == "slurm"
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    # the paper config cut to 3 shards: the same rules and resources, a tenth of the planning time
+    # (test_paper_config_plans_the_whole_experiment plans all 918)
+    cfg = yaml.safe_load((REPO / "config.yaml").read_text())
+    cfg["corpus"]["expected_pairs"] = 3 * cfg["preprocess"]["shard_size"]
+    small = tmp_path / "paper-3-shards.yaml"
+    small.write_text(yaml.safe_dump(cfg))
     r = subprocess.run([str(Path(sys.executable).parent / "snakemake"), "-n", "results/bleu_10M.txt",
-                        "--profile", "profiles/slurm-gpu"], cwd=REPO, capture_output=True, text=True,
-                       timeout=600, env=env)
+                        "--profile", "profiles/slurm-gpu", "--configfile", str(small)],
+                       cwd=REPO, capture_output=True, text=True, timeout=600, env=env)
     assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
     assert "Using profile profiles/slurm-gpu" in r.stdout + r.stderr
     assert "Shell command: marginmine score " in r.stdout  # printshellcmds: true (no -p given)
@@ -187,7 +193,7 @@ def test_slurm_gpu_profile_plans_the_paper_experiment_with_gpus_where_declared()
     by_rule: dict[str, list[dict[str, str]]] = {}
     for rule, res in jobs:
         by_rule.setdefault(rule, []).append(res)
-    assert len(by_rule["score_shard"]) == len(by_rule["embed_shard"]) == 918
+    assert len(by_rule["score_shard"]) == len(by_rule["embed_shard"]) == 3
     defaults = profile["default-resources"]
     for rule, res in jobs:
         assert res["slurm_partition"] == defaults["slurm_partition"] == "main", rule
