@@ -49,10 +49,16 @@ def test_preprocessing_accounts_for_every_pair(smoke: Path) -> None:
 
 
 def test_encoder_is_trained_and_never_saw_test_data(smoke: Path) -> None:
-    rows = (smoke / "results/test/encoders/intrinsic.tsv").read_text().splitlines()
-    assert rows[0].startswith("encoder\tset\tmargin") and len(rows) == 1 + 4 * 2  # 4 sets x 2 margins
-    tatoeba = [r.split("\t") for r in rows[1:] if "\ttatoeba-deu-eng\t" in r]
-    assert all(float(r[6]) < 60 for r in tatoeba), tatoeba  # random init: ~99% error
+    """The DAN (500 steps, ~1 min) retrieves Tatoeba deu-eng translations: measured 11.9% error with
+    cosine, 8.9% with the ratio margin (random init: ~99%); the margin beats cosine on every set,
+    the paper's finding (Table 1)."""
+    with open(smoke / "results/test/encoders/intrinsic.tsv", encoding="utf-8") as fh:
+        head, *rows = [line.rstrip("\n").split("\t") for line in fh]
+    err = {(r[1], r[2]): float(r[head.index("err_avg")]) for r in rows}
+    assert len(rows) == 4 * 2 and head[:3] == ["encoder", "set", "margin"]  # 4 sets x 2 margins
+    assert err[("tatoeba-deu-eng", "ratio")] < 20 and err[("tatoeba-deu-eng", "cosine")] < 25, err
+    for s in {s for s, _ in err}:
+        assert err[(s, "ratio")] < err[(s, "cosine")], (s, err)
     report = json.loads((smoke / "work/test/encoder/data/report.json").read_text())
     assert report["protected_sentences"] > 0 and report["excluded_corpus_sentences"] > 0
 
@@ -136,7 +142,7 @@ def test_nmt_decodes_every_line_and_the_comparison_has_every_method(smoke: Path,
     bleu = (smoke / "results/test/bleu_2k.txt").read_text().splitlines()
     assert re.fullmatch(r"\d+\.\d\d", bleu[0]) and any("nrefs:1|case:mixed" in line for line in bleu)
     for method in ("ratio", "random"):  # every line of the seeded test and dev slices decoded
-        for name, lines in (("test", 400), ("dev", 300)):
+        for name, lines in (("test", 300), ("dev", 200)):
             hyp = smoke / f"results/test/nmt/{method}.2k/bleu.hyp/{name}.de"
             ref = smoke / f"work/test/eval/{name}.de"
             assert sum(1 for _ in hyp.open()) == sum(1 for _ in ref.open()) == lines, (method, name)
