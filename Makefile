@@ -40,9 +40,10 @@ check-data:
 	@test -d "$(MARGINMINE_DATA_DIR)" || { echo "make: data directory $(MARGINMINE_DATA_DIR) not found" \
 	  "(set MARGINMINE_DATA_DIR to the folder holding the shared real data)" >&2; exit 2; }
 
-# pytest exit 5 = no tests collected: a failure, not a pass
+# pytest exit 5 = no tests collected: a failure, not a pass. Two workers: the smoke experiment and
+# its kill test (one file, tests/test_smoke.py, ~8 min) run beside everything else (~7 min of tests).
 test: check-data $(STAMP)
-	$(BIN)/python -m pytest -q; rc=$$?; \
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test: no tests were collected" >&2; exit 1; fi; exit $$rc
 
 dryrun: $(STAMP) unlock-stale

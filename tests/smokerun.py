@@ -5,10 +5,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import signal
 import subprocess
+import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
-from test_workflow import copy_workflow, snakemake
+from test_workflow import REPO, SNAKEMAKE, copy_workflow, snakemake
 
 TARGETS = ("all", "preprocess", "encoders", "scoring", "report_figures", "results/test/comparison.tsv")
 SHARDS = ("0000", "0001")
@@ -60,3 +65,85 @@ def final_outputs(d: Path, methods: tuple[str, ...] = ("ratio", "random")) -> di
     out["comparison (method, N, pairs, dev, test)"] = "\n".join(
         "\t".join(r.split("\t")[:5]) for r in rows if r.split("\t")[0] in ("method", *methods))
     return out
+
+
+# --- killing the smoke experiment by process group (tests/test_smoke.py) ---------------------
+
+
+def group_commands(pgid: int) -> list[str]:
+    """Command lines of the live processes in process group ``pgid``."""
+    out = []
+    for p in Path("/proc").glob("[0-9]*"):
+        try:
+            if os.getpgid(int(p.name)) != pgid:
+                continue
+            if (p / "stat").read_text().rpartition(")")[2].split()[0] == "Z":
+                continue  # dead, waiting for its parent (init) to reap it
+            out.append((p / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"))
+        except (OSError, ProcessLookupError, IndexError):
+            continue
+    return out
+
+
+#: what encoder training and every later step write (Snakemake reruns a producer only when some
+#: target needs its output, so all of it goes)
+DOWNSTREAM_OF_THE_ENCODER = ("results/test/encoder", "work/test/encoders", "results/test/encoders", "work/test/embed",
+                             "work/test/score", "work/test/select", "results/test/select", "results/test/mining",
+                             "results/test/filtering", "work/test/nmt", "results/test/nmt", "results/test/report",
+                             "results/test/comparison.*", "results/test/bleu_2k.*")
+
+#: the killed run trains one NMT system (the ratio selection's) to keep the suite within its time;
+#: everything it writes is compared with the uninterrupted two-system run
+ONE_SYSTEM = "selection={sizes: [2k], methods: [ratio]}"
+
+
+def run_until(d: Path, real_data: Path, log: Path, moment: Callable[[list[str]], bool] | None,
+              timeout: float = 1500) -> str:
+    """The README's rerun (clear a stale lock, then the same snakemake command) in ``d``; with
+    ``moment``, SIGKILL its whole process group when ``moment(commands of the group)`` holds.
+    Returns 'killed' or 'finished'."""
+    subprocess.run(["bash", str(REPO / "scripts/unlock_stale.sh"), str(d)], check=True)
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    with open(log, "a") as fh:
+        proc = subprocess.Popen([SNAKEMAKE, *smoke_command(real_data, ONE_SYSTEM)], cwd=d, env=env, stdout=fh,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+        t0 = time.monotonic()
+        try:
+            while proc.poll() is None:
+                if moment is not None and moment(group_commands(proc.pid)):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait()
+                    for _ in range(100):  # SIGKILL is delivered asynchronously
+                        if not group_commands(proc.pid):
+                            break
+                        time.sleep(0.05)
+                    assert not group_commands(proc.pid), "a process of the killed group survived"
+                    return "killed"
+                if time.monotonic() - t0 > timeout:
+                    raise TimeoutError(f"smoke run in {d} took more than {timeout} s")
+                time.sleep(0.05)
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 0, log.read_text()[-4000:]
+    return "finished"
+
+
+def running_for(name: str, seconds: float) -> Callable[[list[str]], bool]:
+    """A moment: a ``marginmine <name>`` job has been running for ``seconds``."""
+    seen: dict[str, float] = {}
+
+    def moment(commands: list[str]) -> bool:
+        if any(f"marginmine {name} " in c for c in commands):
+            seen.setdefault(name, time.monotonic())
+            return time.monotonic() - seen[name] >= seconds
+        return False
+    return moment
+
+
+def nmt_checkpoint_exists(d: Path) -> Callable[[list[str]], bool]:
+    """A moment: an NMT system is training and has saved a checkpoint (so the rerun resumes)."""
+    def moment(commands: list[str]) -> bool:
+        return (any("marginmine train-nmt " in c for c in commands)
+                and any(d.glob("work/test/nmt/*/checkpoints/checkpoint_last.pt")))
+    return moment

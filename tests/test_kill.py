@@ -4,7 +4,8 @@ rerun; the final outputs must equal an uninterrupted run's byte for byte.
 * ``marginmine score`` killed again and again in the middle of its batches, on real text, resumes
   to the same bytes; a torn ``.part`` (shorter than its state promises) and a changed setting
   between kill and resume restart the file instead of mixing old and new scores.
-* The smoke experiment started with Snakemake, its whole process group killed while the encoder
+* (tests/test_smoke.py, beside the run it compares with) The smoke experiment started with
+  Snakemake, its whole process group killed while the encoder
   trains, while a shard is embedded and while the NMT system trains (after its first checkpoint),
   each time rerun the way the README's command does (``scripts/unlock_stale.sh`` clears the stale
   lock, as ``make demo`` does); then every final output is compared by SHA-256 with the
@@ -17,21 +18,17 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
-import shutil
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pytest
 from doubles import TrigramEncoder
 
-from smokerun import final_outputs, smoke_command
-from test_workflow import REPO, SNAKEMAKE, snakemake
+from test_workflow import REPO
 
 # --- one command, killed mid-batch -----------------------------------------------------------
 
@@ -120,116 +117,6 @@ def test_torn_part_and_changed_settings_restart_instead_of_mixing(mono_pairs, tm
     subprocess.run(score_argv(pairs, x, y, ref6, k=6), check=True, capture_output=True)
     assert out.read_bytes() == ref6.read_bytes() != ref.read_bytes()
     assert gzip.decompress(out.read_bytes()).count(b"\n") == 8000
-
-
-# --- the smoke experiment, killed by process group ------------------------------------------
-
-
-def group_commands(pgid: int) -> list[str]:
-    """Command lines of the live processes in process group ``pgid``."""
-    out = []
-    for p in Path("/proc").glob("[0-9]*"):
-        try:
-            if os.getpgid(int(p.name)) != pgid:
-                continue
-            if (p / "stat").read_text().rpartition(")")[2].split()[0] == "Z":
-                continue  # dead, waiting for its parent (init) to reap it
-            out.append((p / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"))
-        except (OSError, ProcessLookupError, IndexError):
-            continue
-    return out
-
-
-#: what encoder training and every later step write (Snakemake reruns a producer only when some
-#: target needs its output, so all of it goes)
-DOWNSTREAM_OF_THE_ENCODER = ("results/test/encoder", "work/test/encoders", "results/test/encoders", "work/test/embed",
-                             "work/test/score", "work/test/select", "results/test/select", "results/test/mining",
-                             "results/test/filtering", "work/test/nmt", "results/test/nmt", "results/test/report",
-                             "results/test/comparison.*", "results/test/bleu_2k.*")
-
-#: the killed run trains one NMT system (the ratio selection's) to keep the suite within its time;
-#: everything it writes is compared with the uninterrupted two-system run
-ONE_SYSTEM = "selection={sizes: [2k], methods: [ratio]}"
-
-
-def run_until(d: Path, real_data: Path, log: Path, moment: Callable[[list[str]], bool] | None,
-              timeout: float = 1500) -> str:
-    """The README's rerun (clear a stale lock, then the same snakemake command) in ``d``; with
-    ``moment``, SIGKILL its whole process group when ``moment(commands of the group)`` holds.
-    Returns 'killed' or 'finished'."""
-    subprocess.run(["bash", str(REPO / "scripts/unlock_stale.sh"), str(d)], check=True)
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
-    with open(log, "a") as fh:
-        proc = subprocess.Popen([SNAKEMAKE, *smoke_command(real_data, ONE_SYSTEM)], cwd=d, env=env, stdout=fh,
-                                stderr=subprocess.STDOUT, start_new_session=True)
-        t0 = time.monotonic()
-        try:
-            while proc.poll() is None:
-                if moment is not None and moment(group_commands(proc.pid)):
-                    os.killpg(proc.pid, signal.SIGKILL)
-                    proc.wait()
-                    for _ in range(100):  # SIGKILL is delivered asynchronously
-                        if not group_commands(proc.pid):
-                            break
-                        time.sleep(0.05)
-                    assert not group_commands(proc.pid), "a process of the killed group survived"
-                    return "killed"
-                if time.monotonic() - t0 > timeout:
-                    raise TimeoutError(f"smoke run in {d} took more than {timeout} s")
-                time.sleep(0.05)
-        finally:
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGKILL)
-    assert proc.returncode == 0, log.read_text()[-4000:]
-    return "finished"
-
-
-def running_for(name: str, seconds: float) -> Callable[[list[str]], bool]:
-    """A moment: a ``marginmine <name>`` job has been running for ``seconds``."""
-    seen: dict[str, float] = {}
-
-    def moment(commands: list[str]) -> bool:
-        if any(f"marginmine {name} " in c for c in commands):
-            seen.setdefault(name, time.monotonic())
-            return time.monotonic() - seen[name] >= seconds
-        return False
-    return moment
-
-
-def nmt_checkpoint_exists(d: Path) -> Callable[[list[str]], bool]:
-    """A moment: an NMT system is training and has saved a checkpoint (so the rerun resumes)."""
-    def moment(commands: list[str]) -> bool:
-        return (any("marginmine train-nmt " in c for c in commands)
-                and any(d.glob("work/test/nmt/*/checkpoints/checkpoint_last.pt")))
-    return moment
-
-
-@pytest.mark.slow
-@pytest.mark.workflow
-def test_smoke_run_killed_three_times_ends_byte_identical(smoke: Path, real_data: Path, tmp_path: Path) -> None:
-    # the uninterrupted run up to preprocessing (corpus, shards, dev/test slices, encoder data), then
-    # everything from encoder training on runs again (its outputs gone), killed three times
-    d = tmp_path / "killed"
-    shutil.copytree(smoke, d, symlinks=True)
-    for gone in DOWNSTREAM_OF_THE_ENCODER:
-        for p in d.glob(gone):
-            shutil.rmtree(p) if p.is_dir() else p.unlink()
-    assert not (d / "results/test/encoder").exists() and (d / "work/test/preprocess/kept/shard0000.tsv.gz").exists()
-    log = tmp_path / "snakemake.log"
-    moments = [("encoder training", running_for("train-encoder", 10)),
-               ("embedding", running_for("embed", 0.5)),
-               ("NMT training", nmt_checkpoint_exists(d))]
-    for what, moment in moments:
-        assert run_until(d, real_data, log, moment) == "killed", what
-        assert (d / ".snakemake/locks").is_dir() and any((d / ".snakemake/locks").iterdir()), \
-            f"killed during {what}, Snakemake left no lock: this test would not show that it is cleared"
-    assert run_until(d, real_data, log, None) == "finished"
-    ref, got = final_outputs(smoke, ("ratio",)), final_outputs(d, ("ratio",))
-    assert set(got) == set(ref) and len(ref) == 16, sorted(ref)
-    different = sorted(k for k in ref if ref[k] != got[k])
-    assert not different, different
-    r = snakemake("-n", *smoke_command(real_data, ONE_SYSTEM), cwd=d)
-    assert "Nothing to be done" in r.stdout + r.stderr, (r.stdout + r.stderr)[-3000:]
 
 
 def test_stale_lock_is_cleared_only_when_no_snakemake_runs_there(tmp_path: Path) -> None:
