@@ -251,7 +251,10 @@ def test_nan_or_inf_scores_are_refused_by_select_and_eval_filter(pairs_250: Path
                  str(tmp_path / "bad-nan.tsv"), "--tsv", str(tmp_path / "q.tsv"), "--md", str(tmp_path / "q.md")]) == 2
     assert f"{tmp_path / 'bad-nan.tsv'}:42: column 0 holds nan" in error_line(capsys.readouterr().err, "eval-filter")
     assert main(["eval-filter", "--demo-labels", str(labels), "--pairs", str(pairs_250), "--scores",
-                 str(scores), "--tsv", str(tmp_path / "q.tsv"), "--md", str(tmp_path / "q.md")]) == 0
+                 str(scores), "--tsv", str(tmp_path / "q.tsv"), "--md", str(tmp_path / "q.md"),
+                 "--json", str(tmp_path / "q.json")]) == 0
+    rows = json.loads((tmp_path / "q.json").read_text())
+    assert rows and all(0 <= r["auc"] <= 1 for r in rows)
 
 
 # --- 6. check-overlap finds an overlap ------------------------------------------------------------

@@ -211,6 +211,8 @@ def cmd_eval_filter(args: argparse.Namespace) -> int:
     for r in rows:
         log.info("%s / %s: AUC %.3f", r["data"], r["scorer"], r["auc"])
     if args.json:
+        from .safeio import write_text
+
         write_text(args.json, json.dumps(rows, indent=1) + "\n")
     return 0
 
