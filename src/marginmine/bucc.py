@@ -174,7 +174,6 @@ def evaluate(encoder: SentenceEncoder, directory: str | Path, src_lang: str, tgt
 
 def write_table(rows: Sequence[MiningResult], tsv: str | Path, md: str | Path, title: str) -> None:
     fields = list(asdict(rows[0])) if rows else []
-    Path(tsv).parent.mkdir(parents=True, exist_ok=True)
     with open_text_out(tsv) as fh:
         fh.write("\t".join(fields) + "\n")
         for r in rows:

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import Callable, Sequence
 
+from .cli_score import ALLOW_EMPTY_HELP
 from .errors import MarginmineError, NotImplementedYet
 
 log = logging.getLogger("marginmine")
@@ -27,9 +28,6 @@ def _columns(text: str) -> tuple[int, int]:
     except ValueError as exc:
         raise argparse.ArgumentTypeError("expected two 0-based column numbers like 0,1") from exc
     return a, b
-
-
-_ALLOW_EMPTY = "an empty input (an empty shard of split) gives empty outputs instead of an error"
 
 
 def _add_input(p: argparse.ArgumentParser) -> None:
@@ -277,7 +275,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", type=int, default=1, help="filter processes (default 1)")
     p.add_argument("--dedup-mem-mb", type=int, default=1024, help="RAM for dedup keys before spilling to disk")
     p.add_argument("--tmpdir", default=None, help="where dedup spills (default: system temp)")
-    p.add_argument("--allow-empty", action="store_true", help=_ALLOW_EMPTY)
+    p.add_argument("--allow-empty", action="store_true", help=ALLOW_EMPTY_HELP)
     _HANDLERS["preprocess"] = cmd_preprocess
 
     p = sub.add_parser("split", help="read + global exact dedup, then deal pairs to N shard files")
@@ -380,7 +378,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--chunk-size", type=int, default=50_000, help="sentences per written chunk")
     p.add_argument("--device", default="cpu", help="cpu or cuda[:N] (fails if no GPU is visible)")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
-    p.add_argument("--allow-empty", action="store_true", help=_ALLOW_EMPTY)
+    p.add_argument("--allow-empty", action="store_true", help=ALLOW_EMPTY_HELP)
     _HANDLERS["embed"] = cmd_embed
 
     p = sub.add_parser("eval-encoder", help="Tatoeba retrieval / newstest alignment error rates")

@@ -13,6 +13,7 @@ from typing import Callable
 from .errors import MarginmineError
 
 log = logging.getLogger("marginmine")
+ALLOW_EMPTY_HELP = "an empty input (an empty shard of split) gives empty outputs instead of an error"
 Handler = Callable[[argparse.Namespace], int]
 
 
@@ -231,8 +232,7 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler], colu
     p.add_argument("--margin", default="ratio", help="absolute, distance, ratio, or a comma list (default ratio)")
     p.add_argument("--batch-size", type=int, default=5_000_000,
                    help="pairs per kNN batch (paper 5M); scores depend on it, nothing else")
-    p.add_argument("--allow-empty", action="store_true",
-                   help="an empty input (an empty shard) gives an empty output instead of an error")
+    p.add_argument("--allow-empty", action="store_true", help=ALLOW_EMPTY_HELP)
     _add_knn(p)
     handlers["score"] = cmd_score
 

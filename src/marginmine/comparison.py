@@ -53,7 +53,6 @@ def write_comparison(rows: Sequence[Row], tsv: str | Path, md: str | Path, png: 
     rows = sorted(rows, key=lambda r: (parse_count(r.n), r.method))
     extras = sorted({k for r in rows for k in r.extra})
     header = ["method", "N", "pairs", "dev_bleu", "test_bleu", "test_tok_bleu", *(f"{e}_bleu" for e in extras)]
-    Path(tsv).parent.mkdir(parents=True, exist_ok=True)
     with open_text_out(tsv) as fh:
         fh.write("\t".join(header) + "\n")
         for r in rows:
@@ -90,7 +89,6 @@ def plot(rows: Sequence[Row], png: str | Path, title: str = "") -> None:
     ax.grid(True, alpha=0.3)
     ax.legend()
     fig.tight_layout()
-    Path(png).parent.mkdir(parents=True, exist_ok=True)
     with atomic_path(png) as tmp:
         fig.savefig(tmp, format="png")
     plt.close(fig)

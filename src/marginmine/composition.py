@@ -79,7 +79,6 @@ def write_composition(rows: Sequence[Composition], tsv: str | Path, md: str | Pa
     for r in rows:
         total.update(r.counts)
     groups = sorted(total, key=lambda g: (not g.startswith("clean:"), -total[g], g))
-    Path(tsv).parent.mkdir(parents=True, exist_ok=True)
     with open_text_out(tsv) as fh:
         fh.write("method\tN\tgroup\tpairs\tshare\n")
         for r in rows:

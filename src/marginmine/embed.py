@@ -21,6 +21,7 @@ import numpy as np
 
 from .encoder import SentenceEncoder
 from .errors import InputError
+from .safeio import write_text
 from .textio import iter_raw_lines, open_binary
 
 log = logging.getLogger(__name__)
@@ -62,9 +63,7 @@ def _fingerprint(path: Path, column: int | None, lang: str, encoder_id: str) -> 
 
 
 def _write_state(path: Path, state: dict[str, object]) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(state) + "\n", encoding="utf-8")
-    tmp.replace(path)
+    write_text(path, json.dumps(state) + "\n")
 
 
 def embed_file(encoder: SentenceEncoder, lang: str, input_path: str | Path, output: str | Path, *,

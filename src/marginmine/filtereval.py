@@ -110,7 +110,6 @@ def write_quality_table(rows: Sequence[dict[str, object]], tsv: str | Path, md: 
     fields: list[str] = []
     for r in rows:
         fields += [k for k in r if k not in fields]
-    Path(tsv).parent.mkdir(parents=True, exist_ok=True)
 
     def fmt(v: object) -> str:
         return f"{v:.3f}" if isinstance(v, float) else ("" if v is None else str(v))

@@ -70,7 +70,6 @@ def evaluate(encoder: SentenceEncoder, sets: Sequence[GoldSet], k: int = 4, seed
 def write_report(inputs: Sequence[Path], tsv: Path, md: Path) -> None:
     """One row per encoder x set x margin (TSV), and a Markdown table: encoder per row."""
     results = [json.loads(p.read_text(encoding="utf-8")) for p in inputs]
-    tsv.parent.mkdir(parents=True, exist_ok=True)
     with open_text_out(tsv) as fh:
         fh.write("encoder\tset\tmargin\tpairs\terr_src2tgt\terr_tgt2src\terr_avg\ttrain_minutes\n")
         for res in results:

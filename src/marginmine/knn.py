@@ -96,13 +96,17 @@ def first_nonfinite_row(rows: np.ndarray, block: int = 65_536) -> int | None:
     return None
 
 
+def _nonfinite(what: str, row: int) -> MarginmineError:
+    return MarginmineError(f"kNN search: {what} row {row} (0-based) holds NaN or inf; "
+                           "the embeddings are broken (re-embed, or check the encoder)")
+
+
 def _finite_float32(rows: np.ndarray, what: str, offset: int) -> np.ndarray:
     """``rows`` as contiguous float32, refusing NaN/inf (it would silently poison every neighbour list)."""
     out = _float32(rows)
     bad = first_nonfinite_row(out)
     if bad is not None:
-        raise MarginmineError(f"kNN search: {what} row {offset + bad} (0-based) holds NaN or inf; "
-                              "the embeddings are broken (re-embed, or check the encoder)")
+        raise _nonfinite(what, offset + bad)
     return out
 
 
@@ -135,7 +139,7 @@ def build_index(database: np.ndarray, spec: IndexSpec = IndexSpec()) -> Any:
         train = _float32(database[sample])
         bad = first_nonfinite_row(train)
         if bad is not None:
-            _finite_float32(database[sample[bad]:sample[bad] + 1], "database", int(sample[bad]))
+            raise _nonfinite("database", int(sample[bad]))
         index.train(train)
         index.nprobe = spec.nprobe
     if spec.device.startswith("cuda"):

@@ -63,6 +63,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import InputError, MarginmineError
 from .fairseq_process import parse_train_log, run_fairseq
+from .safeio import atomic_path, write_text
 from .textio import read_aligned, read_tsv
 
 if TYPE_CHECKING:
@@ -191,9 +192,7 @@ def _dist_version(*names: str) -> str | None:
 
 
 def _write_json(path: Path, obj: Any) -> None:
-    tmp = path.with_name(path.name + ".part")
-    tmp.write_text(json.dumps(obj, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    tmp.replace(path)
+    write_text(path, json.dumps(obj, indent=1, sort_keys=True) + "\n")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -280,9 +279,8 @@ def average_checkpoints(paths: Sequence[Path], out: Path) -> None:
     meta["model"] = averaged
     meta["last_optimizer_state"] = None  # 2/3 of the file; decoding never reads it
     meta["averaged_from"] = [p.name for p in paths]
-    tmp = out.with_name(out.name + ".part")
-    torch.save(meta, tmp)
-    tmp.replace(out)
+    with atomic_path(out) as tmp:
+        torch.save(meta, tmp)
 
 
 _EPOCH_CKPT_RE = re.compile(r"^checkpoint(\d+)\.pt$")

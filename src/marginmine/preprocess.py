@@ -31,7 +31,8 @@ from .ledger import Ledger, length_bucket
 from .normalize import clean_text, pair_key
 from .progress import Progress
 from .safeio import AtomicWriter
-from .textio import DEFAULT_MAX_CHARS, Pair, ReadStats, format_tsv_line, open_text_out, read_parallel, read_tsv
+from .textio import (DEFAULT_MAX_CHARS, Pair, ReadStats, format_tsv_line, open_binary, open_text_out, read_parallel,
+                     read_tsv)
 
 log = logging.getLogger(__name__)
 
@@ -81,8 +82,6 @@ class InputSpec:
 
     def is_empty(self) -> bool:
         """True if every input file has 0 bytes of content (e.g. an empty shard of ``split``)."""
-        from .textio import open_binary
-
         for path in self.paths:
             with open_binary(path) as fh:
                 if fh.read(1):

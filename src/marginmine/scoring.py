@@ -30,6 +30,7 @@ from .encoder import SentenceEncoder
 from .errors import InputError
 from .knn import IndexSpec, first_nonfinite_row
 from .margin import MARGINS, filter_scores_unique, unique_groups
+from .safeio import write_text
 from .textio import iter_raw_lines, open_binary
 
 log = logging.getLogger(__name__)
@@ -96,8 +97,8 @@ class Embeddings(Protocol):
 
     def unique_rows(self, start: int, texts: Sequence[str], first: np.ndarray, side: str) -> np.ndarray: ...
 
-    def check_lines(self, n_lines: int, input_path: str) -> None:
-        """Raise if these embeddings cannot belong to an input of ``n_lines`` lines."""
+    def check_input(self, input_path: str) -> None:
+        """Raise if these embeddings cannot belong to ``input_path``."""
 
 
 @dataclass
@@ -118,8 +119,8 @@ class EncoderEmbeddings:
             out[a:a + self.chunk] = self.encoder.encode(sentences[a:a + self.chunk], lang)
         return out
 
-    def check_lines(self, n_lines: int, input_path: str) -> None:
-        return None
+    def check_input(self, input_path: str) -> None:
+        return None  # computed from the input's own lines
 
 
 @dataclass
@@ -142,8 +143,11 @@ class ArrayEmbeddings:
             raise InputError(str(tgt), f"shape {arrays[1].shape} differs from {src}'s {arrays[0].shape}")
         return cls(arrays[0], arrays[1], (str(src), str(tgt)))
 
-    def check_lines(self, n_lines: int, input_path: str) -> None:
+    def check_input(self, input_path: str) -> None:
         """One row per input line, or refuse: a longer or shorter ``.npy`` belongs to another file."""
+        from .embed import count_lines
+
+        n_lines = count_lines(input_path)
         rows = len(self.src)
         if rows != n_lines:
             raise InputError(self.paths[0], f"has {rows} embedding rows (and {self.paths[1]} too), but "
@@ -212,10 +216,7 @@ def score_file(inputs: Sequence[str], output: str | Path, emb: Embeddings, setti
     Embeddings with another row count than the input has lines are refused before any work, and
     NaN/inf embeddings or scores when met (naming the file and row/line). An empty input is an
     error unless ``allow_empty`` (an empty shard): then ``output`` is empty."""
-    from .embed import count_lines
-
-    n_lines = count_lines(inputs[0])
-    emb.check_lines(n_lines, str(inputs[0]))
+    emb.check_input(str(inputs[0]))
     out = Path(output)
     part = out.with_name(out.name + ".part")
     state_path = out.with_name(out.name + ".state.json")
@@ -253,9 +254,7 @@ def score_file(inputs: Sequence[str], output: str | Path, emb: Embeddings, setti
             fh.flush()
             os.fsync(fh.fileno())
             done_bytes = fh.tell()
-            tmp = state_path.with_name(state_path.name + ".tmp")
-            tmp.write_text(json.dumps({"fingerprint": fp, "lines": line, "bytes": done_bytes}) + "\n")
-            tmp.replace(state_path)
+            write_text(state_path, json.dumps({"fingerprint": fp, "lines": line, "bytes": done_bytes}) + "\n")
             dt = time.monotonic() - t0
             log.info("%s: %d pairs scored (batch of %d), %.0f pairs/s", out.name, line, len(src),
                      (line - done_lines) / max(dt, 1e-9))

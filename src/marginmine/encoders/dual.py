@@ -51,6 +51,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..encoder import EncoderError, ParallelData, l2_normalize, register, write_manifest
+from ..safeio import atomic_path, write_bytes, write_text
 from ..textio import read_parallel
 
 log = logging.getLogger(__name__)
@@ -560,19 +561,11 @@ def _build_corpus(sp: Any, sides: Sides, max_len: int) -> _Corpus:
     return _Corpus(cat(flats, np.int32), cat(lens, np.int64), cat(left, np.int64), cat(right, np.int64))
 
 
-def _atomic_bytes(path: Path, payload: bytes) -> None:
-    tmp = path.with_name(path.name + ".part")
-    tmp.write_bytes(payload)
-    os.replace(tmp, path)
-
-
 def _torch_save_atomic(obj: Any, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".part")
-    torch.save(obj, tmp)
-    with open(tmp, "rb") as fh:
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    with atomic_path(path) as tmp:
+        torch.save(obj, tmp)
+        with open(tmp, "rb") as fh:
+            os.fsync(fh.fileno())
 
 
 def _sha256_bytes(b: bytes) -> str:
@@ -638,7 +631,7 @@ def _train(data: Sequence[ParallelData], out: Path, cfg: dict[str, Any], seed: i
         if not sample:
             raise EncoderError("no usable training sentences for the dual encoder")
         t = time.monotonic()
-        _atomic_bytes(spm_path, train_spm(sample, int(cfg["vocab_size"]), float(cfg["character_coverage"])))
+        write_bytes(spm_path, train_spm(sample, int(cfg["vocab_size"]), float(cfg["character_coverage"])))
         log.info("sentencepiece: %d pieces from %d sentences in %.1f s", _load_spm(spm_path).get_piece_size(),
                  len(sample), time.monotonic() - t)
     elif not spm_path.exists() or _sha256_bytes(spm_path.read_bytes()) != ckpt["spm_sha256"]:
@@ -683,7 +676,7 @@ def _train(data: Sequence[ParallelData], out: Path, cfg: dict[str, Any], seed: i
     _save_checkpoint(ckpt_path, model, opts, cfg, seed, fingerprint, spm_sha, pos)
     (out / "encoder.json").unlink(missing_ok=True)
     _torch_save_atomic({k: v.detach().cpu().clone() for k, v in model.state_dict().items()}, out / "model.pt")
-    _atomic_bytes(out / "config.json", (json.dumps(model_cfg, indent=1) + "\n").encode("utf-8"))
+    write_text(out / "config.json", json.dumps(model_cfg, indent=1) + "\n")
     langs = sorted({x.src_lang for x in data} | {x.tgt_lang for x in data})
     info = {"arch": cfg["arch"], "seed": seed, "params": cfg, "train_pairs": n_pairs, "data": data_stats,
             "steps": pos["step"], "pairs_seen": pos["pairs_seen"],
