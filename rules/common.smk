@@ -52,16 +52,23 @@ def data_path(rel):
 # --- sources: every url source gets a stable name, so one download rule serves them all -----
 
 
+def _sources():
+    """(config key, name, source) of every configured source; the name keys its downloads."""
+    enc, intr = config.get("encoder", {}).get("train", []), config.get("intrinsic", [])
+    return (
+        [("corpus.source", "corpus", config["corpus"]["source"])]
+        + [(f"encoder.train {i['name']}", f"encoder-{i['name']}", i["source"]) for i in enc]
+        + [(f"intrinsic {i['name']}", f"intrinsic-{i['name']}", i["source"]) for i in intr]
+        + [(f"eval.{name}", f"eval-{name}", src) for name, src in EVAL_SETS.items()]
+    )
+
+
+SOURCES = _sources()
+
+
 def _url_sources():
-    out = {"corpus": config["corpus"]["source"]}
-    for item in config.get("encoder", {}).get("train", []):
-        out[f"encoder-{item['name']}"] = item["source"]
-    for item in config.get("intrinsic", []):
-        out[f"intrinsic-{item['name']}"] = item["source"]
-    for name, src in EVAL_SETS.items():
-        out[f"eval-{name}"] = src
     flat = {}
-    for name, src in out.items():
+    for _, name, src in SOURCES:
         if src["kind"] != "url":
             continue
         if "urls" in src:  # two separately downloaded sides
@@ -171,11 +178,7 @@ def _data_dir_readers():
     """(config key, path) of every file the config reads from disk, relative paths below data_dir;
     (key, None) for the builders that read data_dir themselves (the demo corpus, the Tatoeba share)."""
     out = []
-    sources = [("corpus.source", config["corpus"]["source"])]
-    sources += [(f"encoder.train {i['name']}", i["source"]) for i in config.get("encoder", {}).get("train", [])]
-    sources += [(f"intrinsic {i['name']}", i["source"]) for i in config.get("intrinsic", [])]
-    sources += [(f"eval.{name}", src) for name, src in EVAL_SETS.items()]
-    for key, src in sources:
+    for key, _, src in SOURCES:
         if src["kind"] == "local":
             out += [(key, src[f]) for f in ("path", "src", "tgt") if f in src]
         elif src["kind"] in ("demo", "tatoeba_share"):
