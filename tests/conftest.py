@@ -22,7 +22,7 @@ REQUIRED = ("wmt-newstest-ende", "multi30k", "opennmt-toy-ende", "laser-tatoeba-
 
 
 def data_dir() -> Path:
-    """The one place every test (and the Makefile) takes the data directory from."""
+    """The one place every test takes the data directory from (the Makefile's default is the same)."""
     return Path(os.environ.get("MARGINMINE_DATA_DIR") or REPO.parent / "shared" / "data")
 
 
@@ -57,8 +57,8 @@ def real_data() -> Path:
 
 @pytest.fixture(scope="session")
 def smoke(tmp_path_factory: pytest.TempPathFactory, real_data: Path) -> Path:
-    """The smoke experiment run once per session (tests/test_smoke.py checks it, tests/test_kill.py
-    compares its killed reruns with it). ``MARGINMINE_SMOKE_DIR`` names a finished run to check
+    """The smoke experiment run once per session (tests/test_smoke.py checks it and compares its
+    killed rerun with it). ``MARGINMINE_SMOKE_DIR`` names a finished run to check
     instead, e.g. after changing a stage by hand to see which tests catch it."""
     from smokerun import smoke_run
 

@@ -13,11 +13,13 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import yaml
 from test_workflow import REPO, SNAKEMAKE, copy_workflow, snakemake
 
 TARGETS = ("all", "preprocess", "encoders", "scoring", "report_figures", "results/test/comparison.tsv")
 SHARDS = ("0000", "0001")
-K = 4                 # config/test.yaml scoring.k
+SCORING = yaml.safe_load((REPO / "config" / "test.yaml").read_text())["scoring"]
+K = SCORING["k"]
 
 
 def smoke_command(real_data: Path, *config: str) -> list[str]:
