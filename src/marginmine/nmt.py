@@ -63,7 +63,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import InputError, MarginmineError
 from .fairseq_process import parse_train_log, run_fairseq
-from .safeio import atomic_path, write_text
+from .safeio import write_text
 from .textio import read_aligned, read_tsv
 
 if TYPE_CHECKING:
@@ -279,8 +279,9 @@ def average_checkpoints(paths: Sequence[Path], out: Path) -> None:
     meta["model"] = averaged
     meta["last_optimizer_state"] = None  # 2/3 of the file; decoding never reads it
     meta["averaged_from"] = [p.name for p in paths]
-    with atomic_path(out) as tmp:
-        torch.save(meta, tmp)
+    tmp = out.with_name(out.name + ".part")  # a fixed name: torch.save names the archive after it
+    torch.save(meta, tmp)
+    tmp.replace(out)
 
 
 _EPOCH_CKPT_RE = re.compile(r"^checkpoint(\d+)\.pt$")

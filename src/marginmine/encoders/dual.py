@@ -51,7 +51,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..encoder import EncoderError, ParallelData, l2_normalize, register, write_manifest
-from ..safeio import atomic_path, write_bytes, write_text
+from ..safeio import write_bytes, write_text
 from ..textio import read_parallel
 
 log = logging.getLogger(__name__)
@@ -562,10 +562,14 @@ def _build_corpus(sp: Any, sides: Sides, max_len: int) -> _Corpus:
 
 
 def _torch_save_atomic(obj: Any, path: Path) -> None:
-    with atomic_path(path) as tmp:
-        torch.save(obj, tmp)
-        with open(tmp, "rb") as fh:
-            os.fsync(fh.fileno())
+    # not safeio's temporary name: torch.save names the archive after the file it writes, so a
+    # per-process name would make model.pt differ from run to run (the kill test caught it)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".part")
+    torch.save(obj, tmp)
+    with open(tmp, "rb") as fh:
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
 
 
 def _sha256_bytes(b: bytes) -> str:
