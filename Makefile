@@ -13,7 +13,7 @@ CORES ?= 2
 DEMO_TARGET ?= demo
 SNAKEMAKE := $(BIN)/snakemake
 
-.PHONY: setup demo test test-fast dryrun lint dag clean-venv slurm-test check-data unlock-stale
+.PHONY: setup demo demo-laser test test-fast dryrun lint dag clean-venv slurm-test check-data unlock-stale
 
 setup: $(STAMP)
 
@@ -34,6 +34,10 @@ unlock-stale:
 
 demo: $(STAMP) unlock-stale
 	$(SNAKEMAKE) $(DEMO_TARGET) --configfile config/demo.yaml --cores $(CORES) --printshellcmds
+
+# optional: the paper's LASER-style encoder at a CPU size (+ random twin) in the demo's intrinsic table
+demo-laser: $(STAMP) unlock-stale
+	$(SNAKEMAKE) encoders --configfile config/demo.yaml config/demo-laser.yaml --cores $(CORES) --printshellcmds
 
 # the tests run on the real data: a missing data directory fails at once, before any install
 check-data:

@@ -100,12 +100,37 @@ def source_files(name, src):
         return [download_path(name)]
     if kind == "demo":
         return [f"{WORK}/corpus/demo.tsv.gz"]
+    if kind == "heldout":
+        if src["split"] not in CLEAN_MIX:
+            raise ValueError(
+                f"{name}: heldout split {src['split']!r} is not one of corpus.source.heldout "
+                f"({', '.join(CLEAN_MIX) or 'none configured'})"
+            )
+        return [f"{CLEAN_MIX_PREFIX}.{src['split']}.{lang}" for lang in ("en", "de")]
     if kind == "tatoeba_share":
         return [f"{WORK}/encoder/sources/tatoeba-share.{lang}" for lang in ("en", "de")]
     if kind == "sacrebleu":
         stem = f"data/sacrebleu/{sacrebleu_id(src)}"
         return [f"{stem}.src", f"{stem}.ref"]
     raise ValueError(f"unknown source kind {kind!r} for {name}")
+
+
+# clean-mix dev/test sets the demo corpus holds out (rule demo_corpus writes them)
+CLEAN_MIX = dict(config["corpus"]["source"].get("heldout", {}))
+if CLEAN_MIX and config["corpus"]["source"]["kind"] != "demo":
+    raise ValueError("corpus.source.heldout: only the demo corpus holds out clean-mix sets")
+CLEAN_MIX_PREFIX = f"{WORK}/corpus/heldout"
+
+
+def clean_mix_files():
+    return [f"{CLEAN_MIX_PREFIX}.{s}.{x}" for s in CLEAN_MIX for x in ("en", "de", "labels.tsv")]
+
+
+def clean_mix_arg():
+    if not CLEAN_MIX:
+        return ""
+    sizes = ",".join(f"{s}={n}" for s, n in CLEAN_MIX.items())
+    return f"--heldout {sizes} --heldout-prefix {shlex.quote(CLEAN_MIX_PREFIX)}"
 
 
 def sacrebleu_id(src):
@@ -391,6 +416,29 @@ def scoring_targets():
 NMT = config.get("nmt", {"arch": "transformer"})
 DEFAULT_METHOD = METHODS[0]
 EXTRA_EVAL = list(config["eval"].get("extra", {}))
+NMT_THREADS = NMT.get("threads", 2)
+
+
+def _method_seeds():
+    """Training seeds per selection method (nmt.seeds, nmt.method_seeds overriding), validated."""
+    from marginmine.significance import validate_seeds
+
+    default = validate_seeds(NMT.get("seeds", [1]), "nmt.seeds")
+    overrides = NMT.get("method_seeds", {})
+    known = ("ratio", "distance", "absolute", "cosine", "random", "unfiltered")  # the schema's methods
+    unknown = sorted(set(overrides) - set(known))
+    if unknown:
+        raise ValueError(f"nmt.method_seeds: {unknown} are not selection methods ({', '.join(known)})")
+    return {m: validate_seeds(overrides[m], f"nmt.method_seeds.{m}") if m in overrides else default
+            for m in METHODS}
+
+
+SEEDS = _method_seeds()
+
+
+def nmt_systems(methods=None):
+    """(method, N, seed) of every NMT system to train."""
+    return [(m, n, s) for m in (methods or METHODS) for n in SIZES for s in SEEDS[m]]
 
 
 def nmt_params_json(wildcards=None):
@@ -419,6 +467,24 @@ def extra_eval_files(wildcards):
 def extra_eval_args(wildcards):
     args = [f"{name},{','.join(eval_files(name))}" for name in extra_eval_sets(wildcards)]
     return f"--extra {_quoted(args)}" if args else ""
+
+
+def _labels_of(name):
+    src = EVAL_SETS[name]
+    if src["kind"] == "heldout":
+        return f"{CLEAN_MIX_PREFIX}.{src['split']}.labels.tsv"
+    return None
+
+
+def subset_labels():
+    """Test sets held out from the labelled corpus, with their labels (BLEU per clean origin; dev is
+    not a test set)."""
+    return {name: _labels_of(name) for name in EVAL_SETS if name != "dev" and _labels_of(name)}
+
+
+def subset_args(wildcards=None):
+    args = [f"{name}={path}" for name, path in subset_labels().items()]
+    return f"--subsets {_quoted(args)}" if args else ""
 
 
 def nmt_targets():

@@ -110,6 +110,7 @@ rule demo_corpus:
     output:
         corpus=f"{WORK}/corpus/demo.tsv.gz",
         labels=f"{WORK}/corpus/demo.labels.tsv",
+        heldout=clean_mix_files(),
     log:
         f"{LOGS}/demo_corpus.log",
     benchmark:
@@ -118,6 +119,7 @@ rule demo_corpus:
         data_dir=str(DATA_DIR),
         seed=config["corpus"]["source"].get("seed", 1234),
         scale=config["corpus"]["source"].get("scale", 1.0),
+        heldout=clean_mix_arg(),
     threads: 1
     resources:
         mem_mb=2000,
@@ -126,4 +128,5 @@ rule demo_corpus:
         "../envs/preprocess.yaml"
     shell:
         "marginmine demo-corpus --data-dir {params.data_dir:q} --output {output.corpus:q} "
-        "--labels {output.labels:q} --seed {params.seed:q} --scale {params.scale:q} > {log:q} 2>&1"
+        "--labels {output.labels:q} --seed {params.seed:q} --scale {params.scale:q} {params.heldout} > {log:q} "
+        "2>&1"

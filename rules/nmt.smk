@@ -1,4 +1,5 @@
-# NMT on the selected pairs, BLEU, and the comparison of selection methods (issue #5).
+# NMT on the selected pairs, once per training seed; BLEU; the comparison of selection methods
+# (mean and sd over seeds, a seed-and-sentence bootstrap against the headline method).
 # Settings and input functions live in common.smk.
 
 
@@ -9,18 +10,19 @@ rule train_nmt:
         data=rules.select_top.output.pairs,
         dev=eval_files("dev"),
     output:
-        f"{WORK}/nmt/{{method}}.{{N}}/checkpoint_avg.pt",
+        f"{WORK}/nmt/{{method}}.{{N}}/seed{{seed}}/checkpoint_avg.pt",
     log:
-        f"{LOGS}/nmt/{{method}}.{{N}}.train.log",
+        f"{LOGS}/nmt/{{method}}.{{N}}.seed{{seed}}.train.log",
     benchmark:
-        f"{BENCH}/nmt/{{method}}.{{N}}.train.tsv"
+        f"{BENCH}/nmt/{{method}}.{{N}}.seed{{seed}}.train.tsv"
     params:
         workdir=lambda w, output: os.path.dirname(output[0]),
         nmt_params=nmt_params_json,
         budget=nmt_budget_arg,
         langs=f"--src-lang {SRC} --tgt-lang {TGT}",
-        seed=NMT.get("seed", 1),
-    threads: 2
+    wildcard_constraints:
+        seed=r"\d+",
+    threads: NMT_THREADS
     resources:
         mem_mb=NMT.get("mem_mb", 16000),
         runtime=nmt_runtime,
@@ -30,30 +32,32 @@ rule train_nmt:
     shell:
         "marginmine train-nmt --train {input.data:q} --dev-src {input.dev[0]:q} --dev-ref {input.dev[1]:q} "
         "--workdir {params.workdir:q} {params.langs} --params {params.nmt_params:q} {params.budget} "
-        "--seed {params.seed:q} --threads {threads} > {log:q} 2>&1"
+        "--seed {wildcards.seed} --threads {threads} > {log:q} 2>&1"
 
 
 rule evaluate_nmt:
-    """Beam-5 decoding of every line of the test, dev and extra sets; detokenised sacreBLEU with its
-    signature and tokenised BLEU (multi-bleu.perl)."""
+    """Beam decoding of every line of the test, dev and extra sets (one fairseq start-up for all);
+    detokenised sacreBLEU with its signature and tokenised BLEU (multi-bleu.perl)."""
     input:
         model=rules.train_nmt.output,
         test=eval_files("test"),
         dev=eval_files("dev"),
         extra=extra_eval_files,
     output:
-        report=f"{RESULTS}/nmt/{{method}}.{{N}}/bleu.txt",
-        json=f"{RESULTS}/nmt/{{method}}.{{N}}/bleu.json",
+        report=f"{RESULTS}/nmt/{{method}}.{{N}}/seed{{seed}}/bleu.txt",
+        json=f"{RESULTS}/nmt/{{method}}.{{N}}/seed{{seed}}/bleu.json",
     log:
-        f"{LOGS}/nmt/{{method}}.{{N}}.evaluate.log",
+        f"{LOGS}/nmt/{{method}}.{{N}}.seed{{seed}}.evaluate.log",
     benchmark:
-        f"{BENCH}/nmt/{{method}}.{{N}}.evaluate.tsv"
+        f"{BENCH}/nmt/{{method}}.{{N}}.seed{{seed}}.evaluate.tsv"
     params:
         workdir=lambda w, input: os.path.dirname(input.model[0]),
         extra=extra_eval_args,
         beam=NMT.get("beam", 5),
         device=NMT.get("device", "auto"),
-    threads: 2
+    wildcard_constraints:
+        seed=r"\d+",
+    threads: NMT_THREADS
     resources:
         mem_mb=8000,
         runtime=NMT.get("eval_runtime_min", 120),
@@ -68,9 +72,11 @@ rule evaluate_nmt:
 
 
 rule headline_bleu:
-    """results/.../bleu_{N}.txt: the default method's BLEU (the number first, then the details)."""
+    """results/.../bleu_{N}.txt: the headline method's test BLEU, mean over its training seeds (the
+    number first, then each seed's)."""
     input:
-        expand(rules.evaluate_nmt.output.report, method=DEFAULT_METHOD, allow_missing=True),
+        lambda w: [rules.evaluate_nmt.output.json.format(method=DEFAULT_METHOD, N=w.N, seed=s)
+                   for s in SEEDS[DEFAULT_METHOD]],
     output:
         f"{RESULTS}/bleu_{{N}}.txt",
     log:
@@ -84,16 +90,20 @@ rule headline_bleu:
     conda:
         "../envs/nmt.yaml"
     shell:
-        "cp {input:q} {output:q} 2> {log:q}"
+        "marginmine headline --inputs {input:q} --output {output:q} > {log:q} 2>&1"
 
 
 rule compare_methods:
-    """Dev/test BLEU of every selection method and size: TSV, Markdown and the BLEU-vs-N plot."""
+    """Every method's BLEU on every test set: mean and sd over training seeds, a two-level
+    bootstrap (seeds and sentences) against the headline method, BLEU per clean origin of the
+    clean-mix test; TSV, Markdown, per-run TSV and the BLEU-vs-N plot."""
     input:
-        expand(rules.evaluate_nmt.output.json, method=METHODS, N=SIZES),
+        runs=[rules.evaluate_nmt.output.json.format(method=m, N=n, seed=s) for m, n, s in nmt_systems()],
+        labels=list(subset_labels().values()),
     output:
         tsv=report(f"{RESULTS}/comparison.tsv", category="BLEU"),
         md=f"{RESULTS}/comparison.md",
+        runs=f"{RESULTS}/comparison_runs.tsv",
         png=report(f"{RESULTS}/comparison.png", category="BLEU"),
     log:
         f"{LOGS}/nmt/comparison.log",
@@ -101,12 +111,15 @@ rule compare_methods:
         f"{BENCH}/nmt/comparison.tsv"
     params:
         title=f"{EXP}: {SRC}-{TGT}",
+        headline=DEFAULT_METHOD,
+        subsets=subset_args,
     threads: 1
     resources:
-        mem_mb=1000,
-        runtime=5,
+        mem_mb=2000,
+        runtime=15,
     conda:
         "../envs/nmt.yaml"
     shell:
-        "marginmine compare --inputs {input:q} --title {params.title:q} --tsv {output.tsv:q} --md "
-        "{output.md:q} --png {output.png:q} > {log:q} 2>&1"
+        "marginmine compare --inputs {input.runs:q} --headline {params.headline:q} {params.subsets} "
+        "--title {params.title:q} --tsv {output.tsv:q} --md {output.md:q} --runs {output.runs:q} "
+        "--png {output.png:q} > {log:q} 2>&1"

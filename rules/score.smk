@@ -67,28 +67,34 @@ rule select_top:
 
 rule selection_composition:
     """What each selection is made of, by the labelled corpus' origins and noise kinds (the demo's
-    sidecar): how much noise a method let through and which clean domain it preferred."""
+    sidecar): how much noise a method let through and which clean domain it preferred; and why, per
+    group: its mean cosine and mean kNN similarity over the scored corpus (density.tsv)."""
     input:
         labels=f"{WORK}/corpus/demo.labels.tsv",
         selections=expand(rules.select_top.output.pairs, method=METHODS, N=SIZES),
+        pairs=expand(rules.preprocess_shard.output.kept, shard=SHARDS),
+        scores=expand(rules.score_shard.output, shard=SHARDS),
     output:
         tsv=report(f"{RESULTS}/select/composition.tsv", category="Selection"),
         md=f"{RESULTS}/select/composition.md",
+        density=report(f"{RESULTS}/select/density.tsv", category="Selection"),
     log:
         f"{LOGS}/select/composition.log",
     benchmark:
         f"{BENCH}/select/composition.tsv"
     params:
         title=EXP,
+        margin=MARGIN,
     threads: 1
     resources:
-        mem_mb=1000,
+        mem_mb=2000,
         runtime=10,
     conda:
         "../envs/score.yaml"
     shell:
         "marginmine composition --labels {input.labels:q} --selections {input.selections:q} "
-        "--tsv {output.tsv:q} --md {output.md:q} --title {params.title:q} > {log:q} 2>&1"
+        "--pairs {input.pairs:q} --scores {input.scores:q} --margin {params.margin:q} --density-tsv "
+        "{output.density:q} --tsv {output.tsv:q} --md {output.md:q} --title {params.title:q} > {log:q} 2>&1"
 
 
 rule mining_benchmark_data:

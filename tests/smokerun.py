@@ -44,28 +44,35 @@ def sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def final_outputs(d: Path, methods: tuple[str, ...] = ("ratio", "random")) -> dict[str, str]:
+#: the smoke experiment's NMT systems (config/test.yaml: ratio on seeds 1 and 2, random on seed 1)
+SYSTEMS = (("ratio", 1), ("ratio", 2), ("random", 1))
+
+
+def final_outputs(d: Path, systems: tuple[tuple[str, int], ...] = SYSTEMS) -> dict[str, str]:
     """SHA-256 of every output a rerun must reproduce byte for byte (BLEU by its numbers), for the
-    selection ``methods`` run (the method-set tables only when both smoke methods ran)."""
+    NMT ``systems`` (method, seed) run (the method-set tables only when both smoke methods ran)."""
     out = {}
+    methods = sorted({m for m, _ in systems})
     patterns = ["work/test/score/*.scores.tsv.gz", "work/test/embed/*.npy", "results/test/preprocess/ledger.json",
                 "results/test/preprocess/ledger.tsv", "work/test/preprocess/kept/*.tsv.gz",
-                "results/test/encoder/model.pt"]
+                "results/test/encoder/model.pt", "work/test/corpus/heldout.*"]
     patterns += [f"work/test/select/{m}.2k.tsv.gz" for m in methods]
-    patterns += [f"results/test/nmt/{m}.2k/bleu.hyp/*.de" for m in methods]  # every hypothesis: the model
+    patterns += [f"results/test/nmt/{m}.2k/seed{s}/bleu.hyp/*.de" for m, s in systems]  # every hypothesis: the model
     if set(methods) == {"ratio", "random"}:
-        patterns.append("results/test/select/composition.tsv")
+        patterns += ["results/test/select/composition.tsv", "results/test/select/density.tsv"]
     for pattern in patterns:
         for p in sorted(d.glob(pattern)):
             out[str(p.relative_to(d))] = sha256(p)
     numbers = ("bleu", "tok_bleu", "precisions", "hyp_len", "ref_len", "lines")  # not seconds, not paths
-    for m in methods:
-        p = d / f"results/test/nmt/{m}.2k/bleu.json"
+    for m, s in systems:
+        p = d / f"results/test/nmt/{m}.2k/seed{s}/bleu.json"
         b = json.loads(p.read_text())
-        out[str(p.relative_to(d))] = json.dumps({s: {k: b[s][k] for k in numbers} for s in ("test", "dev")})
-    rows = (d / "results/test/comparison.tsv").read_text().splitlines()
-    out["comparison (method, N, pairs, dev, test)"] = "\n".join(
-        "\t".join(r.split("\t")[:5]) for r in rows if r.split("\t")[0] in ("method", *methods))
+        sets = {"test": b["test"], "dev": b["dev"], **b["extra"]}
+        out[str(p.relative_to(d))] = json.dumps({k: {x: v[x] for x in numbers} for k, v in sets.items()})
+    rows = [r.split("\t") for r in (d / "results/test/comparison_runs.tsv").read_text().splitlines()]
+    keep = [i for i, h in enumerate(rows[0]) if h != "train_s"]  # wall time differs between runs
+    out["comparison_runs (all but train_s)"] = "\n".join(
+        "\t".join(r[i] for i in keep) for r in rows if r[0] == "method" or (r[0], int(r[2])) in systems)
     return out
 
 
@@ -96,7 +103,7 @@ DOWNSTREAM_OF_THE_ENCODER = ("results/test/encoder", "work/test/encoders", "resu
 
 #: the killed run trains one NMT system (the ratio selection's) to keep the suite within its time;
 #: everything it writes is compared with the uninterrupted two-system run
-ONE_SYSTEM = "selection={sizes: [2k], methods: [ratio]}"
+ONE_SYSTEM = ("selection={sizes: [2k], methods: [ratio]}", "nmt={seeds: [1]}")
 
 
 def run_until(d: Path, real_data: Path, log: Path, moment: Callable[[list[str]], bool] | None,
@@ -107,7 +114,7 @@ def run_until(d: Path, real_data: Path, log: Path, moment: Callable[[list[str]],
     subprocess.run(["bash", str(REPO / "scripts/unlock_stale.sh"), str(d)], check=True)
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
     with open(log, "a") as fh:
-        proc = subprocess.Popen([SNAKEMAKE, *smoke_command(real_data, ONE_SYSTEM)], cwd=d, env=env, stdout=fh,
+        proc = subprocess.Popen([SNAKEMAKE, *smoke_command(real_data, *ONE_SYSTEM)], cwd=d, env=env, stdout=fh,
                                 stderr=subprocess.STDOUT, start_new_session=True)
         t0 = time.monotonic()
         try:
@@ -147,5 +154,5 @@ def nmt_checkpoint_exists(d: Path) -> Callable[[list[str]], bool]:
     """A moment: an NMT system is training and has saved a checkpoint (so the rerun resumes)."""
     def moment(commands: list[str]) -> bool:
         return (any("marginmine train-nmt " in c for c in commands)
-                and any(d.glob("work/test/nmt/*/checkpoints/checkpoint_last.pt")))
+                and any(d.glob("work/test/nmt/*/seed*/checkpoints/checkpoint_last.pt")))
     return moment

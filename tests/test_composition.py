@@ -78,3 +78,33 @@ def test_cli_on_real_selections_counts_every_pair(tmp_path: Path) -> None:
     assert main(["composition", "--labels", str(tmp_path / "labels.tsv"), "--selections", str(sel),
                  "--tsv", str(tmp_path / "c.tsv"), "--md", str(tmp_path / "c.md")]) == 0
     assert "| pairs | 3 |" in (tmp_path / "c.md").read_text()
+
+
+def test_density_recovers_the_neighbourhood_mean_from_the_score_columns(tmp_path: Path) -> None:
+    """ratio = cos / nb, so nb = cos / ratio; distance = cos - nb, so nb = cos - distance."""
+    from marginmine.composition import group_density
+
+    (tmp_path / "labels.tsv").write_text(LABELS, encoding="utf-8")
+    groups = read_groups(tmp_path / "labels.tsv")
+    ids = ["m30k-train:1", "tatoeba-deu-eng:5", "tatoeba-deu-eng:6", "paracrawl:7"]
+    cos = [0.9, 0.8, 0.6, 0.3]
+    nb = [0.85, 0.5, 0.4, 0.25]  # captions: a dense neighbourhood
+    with gzip.open(tmp_path / "shard.tsv.gz", "wt", encoding="utf-8") as fh:
+        fh.writelines(f"s{i}\tt{i}\t{pid}\n" for i, pid in enumerate(ids))
+    for kind, margin in (("ratio", [c / n for c, n in zip(cos, nb)]), ("distance", [c - n for c, n in zip(cos, nb)])):
+        scores = tmp_path / f"{kind}.scores.tsv"
+        scores.write_text("".join(f"{m:.9f}\t{c:.9f}\n" for m, c in zip(margin, cos)))
+        got = {d.group: d for d in group_density([tmp_path / "shard.tsv.gz"], [scores], groups, kind)}
+        assert got["clean:multi30k"].mean_neighbourhood == pytest.approx(0.85, abs=1e-6)
+        assert got["clean:tatoeba"].mean_neighbourhood == pytest.approx(0.45, abs=1e-6)
+        assert got["clean:tatoeba"].pairs == 2 and got["clean:tatoeba"].mean_cosine == pytest.approx(0.7)
+    short = tmp_path / "short.scores.tsv"
+    short.write_text("1.0\t0.5\n")
+    with pytest.raises(InputError, match="has 1 lines but the shard"):
+        group_density([tmp_path / "shard.tsv.gz"], [short], groups, "ratio")
+    sel = write_selection(tmp_path / "ratio.2.tsv.gz", ["m30k-train:1", "tatoeba-deu-eng:5"])
+    assert main(["composition", "--labels", str(tmp_path / "labels.tsv"), "--selections", str(sel), "--pairs",
+                 str(tmp_path / "shard.tsv.gz"), "--scores", str(tmp_path / "ratio.scores.tsv"), "--density-tsv",
+                 str(tmp_path / "d.tsv"), "--tsv", str(tmp_path / "c.tsv"), "--md", str(tmp_path / "c.md")]) == 0
+    assert "| clean:multi30k | 25.0 | 0.900 | 0.850 | 50.0 |" in (tmp_path / "c.md").read_text()
+    assert (tmp_path / "d.tsv").read_text().splitlines()[0] == "group\tpairs\tcorpus_share\tmean_cosine\tmean_knn_similarity"

@@ -24,7 +24,7 @@ import sacremoses  # noqa: E402,F401
 
 from marginmine import cli
 from marginmine.errors import InputError
-from marginmine.evaluate import parse_hypotheses, score_bleu, translate, write_bleu_report
+from marginmine.evaluate import parse_hypotheses, score_bleu, translate, translate_files, write_bleu_report
 from marginmine.nmt import (
     NmtError,
     average_checkpoints,
@@ -384,6 +384,20 @@ def test_translate_keeps_every_line_and_evaluate_writes_the_report(trained, corp
     assert data["meta"]["train_pairs"] == N_TRAIN and data["meta"]["averaged"] == ["checkpoint1.pt"]
     hyp2 = out.with_name("bleu_2k.hyp") / "test.de"
     assert hyp2.read_text(encoding="utf-8") == hyp.read_text(encoding="utf-8")  # deterministic
+
+
+@pytest.mark.slow
+def test_one_call_for_several_files_gives_each_file_what_its_own_call_gives(trained, corpus, tmp_path):
+    """evaluate decodes all its sets in one fairseq start-up: the hypotheses must not depend on it."""
+    alone = tmp_path / "alone" / "test.de"
+    translate(trained, corpus / "test.en", alone, beam=5, batch_size=8, threads=THREADS)
+    both = [(corpus / "dev.en", tmp_path / "both" / "dev.de"), (corpus / "test.en", tmp_path / "both" / "test.de")]
+    stats = translate_files(trained, both, beam=5, batch_size=8, threads=THREADS)
+    assert [s["lines"] for s in stats] == [N_DEV, N_TEST] and all(s["files_in_call"] == 2 for s in stats)
+    assert (tmp_path / "both" / "test.de").read_bytes() == alone.read_bytes()
+    assert sum(1 for _ in (tmp_path / "both" / "dev.de").open()) == N_DEV
+    with pytest.raises(NmtError, match="same file"):
+        translate_files(trained, [(corpus / "dev.en", alone), (corpus / "test.en", alone)])
 
 
 @pytest.mark.slow

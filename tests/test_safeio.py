@@ -76,7 +76,8 @@ CLASHES: dict[str, list[str]] = {
     "train-nmt": ["--train", "in.tsv", "--dev-src", "in.txt", "--dev-ref", "in2.txt", "--workdir", "in.txt",
                   "--src-lang", "en", "--tgt-lang", "de"],
     "evaluate": ["--workdir", "data", "--test-src", "in.txt", "--test-ref", "in2.txt", "--output", "in.txt"],
-    "compare": ["--inputs", "in.json", "--tsv", "o.tsv", "--md", "o.md", "--png", "in.json"],
+    "compare": ["--inputs", "in.json", "--headline", "ratio", "--tsv", "o.tsv", "--md", "o.md", "--png", "in.json"],
+    "headline": ["--inputs", "in.json", "--output", "in.json"],
     "report-figures": ["--work", "w", "--outdir", ".", "--ledger", "tables.html"],
 }
 

@@ -24,8 +24,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from smokerun import (DOWNSTREAM_OF_THE_ENCODER, K, ONE_SYSTEM, SCORING, SHARDS, final_outputs, nmt_checkpoint_exists,
+from smokerun import (DOWNSTREAM_OF_THE_ENCODER, K, ONE_SYSTEM, SCORING, SHARDS, SYSTEMS, final_outputs, nmt_checkpoint_exists,
                       run_until, running_for, smoke_command)
+from marginmine.significance import SEED_TABLE_HEADER
 from test_workflow import snakemake
 
 BATCH = SCORING["batch_size"]  # each smoke shard is one batch
@@ -145,14 +146,29 @@ def test_mining_benchmark_and_report_figures_are_written(smoke: Path) -> None:
 def test_nmt_decodes_every_line_and_the_comparison_has_every_method(smoke: Path, real_data: Path) -> None:
     bleu = (smoke / "results/test/bleu_2k.txt").read_text().splitlines()
     assert re.fullmatch(r"\d+\.\d\d", bleu[0]) and any("nrefs:1|case:mixed" in line for line in bleu)
-    for method in ("ratio", "random"):  # every line of the seeded test and dev slices decoded
-        for name, lines in (("test", 300), ("dev", 200)):
-            hyp = smoke / f"results/test/nmt/{method}.2k/bleu.hyp/{name}.de"
-            ref = smoke / f"work/test/eval/{name}.de"
-            assert sum(1 for _ in hyp.open()) == sum(1 for _ in ref.open()) == lines, (method, name)
-    table = (smoke / "results/test/comparison.tsv").read_text().splitlines()
-    assert table[0].startswith("method\tN\tpairs\tdev_bleu\ttest_bleu")
-    assert sorted(r.split("\t")[0] for r in table[1:]) == ["random", "ratio"]
+    refs = {"test": "work/test/corpus/heldout.test.de", "dev": "work/test/corpus/heldout.dev.de",
+            "multi30k-flickr2016": "work/test/eval/multi30k-flickr2016.de"}
+    for method, seed in SYSTEMS:  # every line of the clean-mix test and dev and of the extra slice decoded
+        for name, lines in (("test", 300), ("dev", 200), ("multi30k-flickr2016", 200)):
+            hyp = smoke / f"results/test/nmt/{method}.2k/seed{seed}/bleu.hyp/{name}.de"
+            ref = smoke / refs[name]
+            assert sum(1 for _ in hyp.open()) == sum(1 for _ in ref.open()) == lines, (method, seed, name)
+    table = [dict(zip(SEED_TABLE_HEADER, r.split("\t"))) for r in
+             (smoke / "results/test/comparison.tsv").read_text().splitlines()[1:]]
+    origins = sorted({r["test_set"] for r in table} - {"test", "multi30k-flickr2016"})
+    assert origins and all(o.startswith("test/") for o in origins), origins  # the clean-mix test by origin
+    for r in table:
+        assert r["method"] in ("ratio", "random") and r["N"] == "2k", r
+        if r["method"] == "ratio":  # the headline: two seeds, a mean and an sd, no test against itself
+            assert r["n_seeds"] == "2" and r["bleu_sd"] and not r["versus"], r
+        else:  # one seed: tested against ratio by the bootstrap, which says it cannot see random's seed variance
+            assert r["n_seeds"] == "1" and r["versus"] == "ratio" and 0 < float(r["p_value"]) <= 1, r
+            assert "one seed" in r["note"], r
+    runs = (smoke / "results/test/comparison_runs.tsv").read_text().splitlines()
+    assert len(runs) == 1 + len(SYSTEMS) and runs[0].startswith("method\tN\tseed\tpairs\tupdates")
+    # the clean-mix sets: the held-out pool's origins, none of their sentences in the corpus
+    overlap = json.loads((smoke / "results/test/preprocess/overlap_check.json").read_text())
+    assert overlap["overlapping_pairs"] == 0 and any(f.endswith("heldout.test.en") for f in overlap["protected_files"]), overlap
 
 
 def test_a_second_run_has_nothing_to_do(smoke: Path, real_data: Path) -> None:
@@ -180,9 +196,9 @@ def test_smoke_run_killed_three_times_ends_byte_identical(smoke: Path, real_data
         assert (d / ".snakemake/locks").is_dir() and any((d / ".snakemake/locks").iterdir()), \
             f"killed during {what}, Snakemake left no lock: this test would not show that it is cleared"
     assert run_until(d, real_data, log, None) == "finished"
-    ref, got = final_outputs(smoke, ("ratio",)), final_outputs(d, ("ratio",))
-    assert set(got) == set(ref) and len(ref) == 16, sorted(ref)
+    ref, got = final_outputs(smoke, (("ratio", 1),)), final_outputs(d, (("ratio", 1),))
+    assert set(got) == set(ref) and len(ref) == 22, sorted(ref)
     different = sorted(k for k in ref if ref[k] != got[k])
     assert not different, different
-    r = snakemake("-n", *smoke_command(real_data, ONE_SYSTEM), cwd=d)
+    r = snakemake("-n", *smoke_command(real_data, *ONE_SYSTEM), cwd=d)
     assert "Nothing to be done" in r.stdout + r.stderr, (r.stdout + r.stderr)[-3000:]

@@ -49,23 +49,41 @@ def test_paper_config_plans_the_whole_experiment() -> None:
     assert re.search(r"rule score_shard:.*?resources: [^\n]*gpus=1", r.stdout, re.S)
 
 
-def test_demo_config_plans_heldout_dev_test_and_extra_sets_per_method(real_data: Path, tmp_path: Path) -> None:
-    """The demo's dev/test are two slices of one Tatoeba test file; newstest2014 is decoded by the
-    headline method's system only, Multi30k by every system. Planned in a fresh copy, so an
-    existing demo run in the repository does not hide jobs."""
+def test_demo_config_plans_clean_mix_dev_test_seeds_and_extra_sets_per_method(real_data: Path, tmp_path: Path) -> None:
+    """The demo's dev/test are the clean-mix sets the corpus build holds out; every scorer-based
+    system trains on two seeds, random on one; newstest2014 (a seeded slice) is decoded by the
+    scorer-based systems only, Tatoeba and Multi30k by every system; the optional LASER-style
+    encoder is not planned. Planned in a fresh copy, so an existing demo run does not hide jobs."""
     copy_workflow(tmp_path)
     r = snakemake("-n", "-p", "demo", "--configfile", "config/demo.yaml", "--config", f"data_dir={real_data}",
                   cwd=tmp_path)
     assert r.returncode == 0, r.stderr[-2000:]
     counts = job_counts(r.stdout)
-    assert counts["heldout_set"] == 2
-    assert "--start 0 --size 1000 --seed 1" in r.stdout and "--start 1000 --size 2000 --seed 1" in r.stdout
-    evaluate = {m.group(1): m.group(0) for m in re.finditer(r"marginmine evaluate --workdir \S+/nmt/(\w+)\.\S+[^\n]*",
-                                                              r.stdout)}
-    assert set(evaluate) == {"ratio", "cosine", "random", "unfiltered"}
-    for method, cmd in evaluate.items():
-        assert "--test-src work/demo/eval/test.en" in cmd and "multi30k-flickr2016," in cmd
-        assert ("newstest2014," in cmd) == (method == "ratio"), cmd
+    assert counts["heldout_set"] == 2  # the Tatoeba and newstest2014 slices
+    assert counts["train_encoder"] == 2 and "laser" not in r.stdout  # the DAN and its random twin
+    assert "--heldout dev=1000,test=2000 --heldout-prefix work/demo/corpus/heldout" in r.stdout
+    evaluate = {m.group(1, 2): m.group(0) for m in
+                re.finditer(r"marginmine evaluate --workdir \S+/nmt/(\w+)\.20k/seed(\d+)[^\n]*", r.stdout)}
+    assert set(evaluate) == {("ratio", "1"), ("ratio", "2"), ("cosine", "1"), ("cosine", "2"), ("random", "1")}
+    assert counts["train_nmt"] == 5
+    for (method, _), cmd in evaluate.items():
+        assert "--test-src work/demo/corpus/heldout.test.en" in cmd and "multi30k-flickr2016," in cmd
+        assert "--dev-src work/demo/corpus/heldout.dev.en" in cmd and "tatoeba," in cmd
+        assert ("newstest2014," in cmd) == (method in ("ratio", "cosine")), cmd
+    compare = re.search(r"marginmine compare [^\n]*", r.stdout).group(0)
+    assert "--headline ratio" in compare and "--subsets test=work/demo/corpus/heldout.test.labels.tsv" in compare
+
+
+@pytest.mark.parametrize("seeds,message", [("[]", "nmt.seeds is empty"), ("[1, 2, 1]", "repeats seed")])
+def test_an_empty_or_repeated_seed_list_is_refused_at_plan_time(seeds: str, message: str, tmp_path: Path) -> None:
+    r = snakemake("-n", "--configfile", "config/test.yaml", "--config", f"nmt={{seeds: {seeds}}}")
+    assert r.returncode != 0 and message in r.stdout + r.stderr, (r.stdout + r.stderr)[-2000:]
+
+
+def test_an_unknown_clean_mix_split_is_refused_at_plan_time(tmp_path: Path) -> None:
+    r = snakemake("-n", "--configfile", "config/test.yaml", "--config", "eval={test: {kind: heldout, split: tset}}")
+    assert r.returncode != 0 and "heldout split 'tset' is not one of corpus.source.heldout (dev, test)" in \
+        r.stdout + r.stderr, (r.stdout + r.stderr)[-2000:]
 
 
 def plan_demo_with(tmp_path: Path, change: Callable[[dict], None]) -> subprocess.CompletedProcess[str]:

@@ -122,11 +122,24 @@ def cmd_fetch_testset(args: argparse.Namespace) -> int:
     return 0
 
 
+def _split_sizes(text: str) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for item in text.split(","):
+        name, _, size = item.partition("=")
+        if not name or not size.isdigit() or name in out:
+            raise argparse.ArgumentTypeError(f"expected SPLIT=PAIRS,... with distinct splits (got {text!r})")
+        out[name] = int(size)
+    return out
+
+
 def cmd_demo_corpus(args: argparse.Namespace) -> int:
     from .democorpus import build_demo_corpus
 
+    if args.heldout and not args.heldout_prefix:
+        raise MarginmineError("--heldout needs --heldout-prefix (where the held-out sets are written)")
     summary = build_demo_corpus(Path(args.data_dir), Path(args.output), Path(args.labels), seed=args.seed,
-                                scale=args.scale)
+                                scale=args.scale, heldout=args.heldout or None,
+                                heldout_prefix=Path(args.heldout_prefix) if args.heldout_prefix else None)
     print(json.dumps(summary, indent=1), file=sys.stderr)
     return 0
 
@@ -323,6 +336,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--labels", required=True, help="sidecar TSV: id, origin, kind, clean")
     p.add_argument("--seed", type=int, default=1234)
     p.add_argument("--scale", type=float, default=1.0, help="multiply every component's size")
+    p.add_argument("--heldout", type=_split_sizes, default=None, metavar="SPLIT=PAIRS,...",
+                   help="clean-mix held-out sets, e.g. dev=1000,test=2000: pairs of every clean origin in the "
+                        "corpus' proportions, carved out before the corpus is built")
+    p.add_argument("--heldout-prefix", default=None,
+                   help="the held-out sets go to PREFIX.<split>.en/.de and PREFIX.<split>.labels.tsv")
     _HANDLERS["demo-corpus"] = cmd_demo_corpus
 
     p = sub.add_parser("check-overlap", help="fail if a corpus shares sentences with dev/test sets")

@@ -55,7 +55,7 @@ def _extra(text: str) -> tuple[str, str, str]:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    from .evaluate import score_bleu, translate, write_bleu_report
+    from .evaluate import score_bleu, translate_files, write_bleu_report
     from .nmt import load_manifest
 
     manifest = load_manifest(args.workdir, verify=True)
@@ -72,12 +72,13 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     out = Path(args.output)
     hyp_dir = Path(args.hyp_dir) if args.hyp_dir else out.with_name(out.stem + ".hyp")
     results: dict[str, dict[str, Any]] = {}
-    for name, src, ref in sets:
-        hyp = hyp_dir / f"{name}.{tgt}"
-        stats = translate(args.workdir, src, hyp, beam=args.beam, batch_size=args.batch_size,
-                          max_tokens=args.max_tokens, threads=args.threads or 0, device=args.device,
-                          lenpen=args.lenpen, max_len_a=args.max_len_a, max_len_b=args.max_len_b)
-        results[name] = {**stats, **score_bleu(hyp, ref, lang=tgt)}
+    hyps = [hyp_dir / f"{name}.{tgt}" for name, _, _ in sets]
+    stats = translate_files(args.workdir, [(src, hyp) for (_, src, _), hyp in zip(sets, hyps)], beam=args.beam,
+                            batch_size=args.batch_size, max_tokens=args.max_tokens, threads=args.threads or 0,
+                            device=args.device, lenpen=args.lenpen, max_len_a=args.max_len_a,
+                            max_len_b=args.max_len_b)
+    for (name, _, ref), hyp, st in zip(sets, hyps, stats):
+        results[name] = {**st, **score_bleu(hyp, ref, lang=tgt)}
         log.info("evaluate: %s sacreBLEU %.2f, tokenised BLEU %.2f", name, results[name]["bleu"],
                  results[name]["tok_bleu"])
     info = manifest["info"]

@@ -45,6 +45,9 @@ def _bleu_sidecar(args: argparse.Namespace) -> Iterator[Role]:
 
 def _demo_summary(args: argparse.Namespace) -> Iterator[Role]:
     yield Role(f"(the summary of --labels {args.labels})", Path(args.labels).with_suffix(".summary.json"))
+    for split in (args.heldout or {}):
+        for suffix in ("en", "de", "labels.tsv"):
+            yield Role(f"--heldout-prefix ({split})", Path(f"{args.heldout_prefix}.{split}.{suffix}"))
 
 
 def _report_files(args: argparse.Namespace) -> Iterator[Role]:
@@ -91,7 +94,8 @@ PATHS: dict[str, tuple[tuple[tuple[str, str], ...], tuple[Derived, ...]]] = {
     "mine": ((("src", "in"), ("tgt", "in"), ("encoder", "indir"), ("output", "out"), ("ledger", "out")),
              (_ledger_twin("ledger"),)),
     "select": ((("pairs", "in"), ("scores", "in"), ("output", "out"), ("report", "out")), ()),
-    "composition": ((("labels", "in"), ("selections", "in"), ("tsv", "out"), ("md", "out")), ()),
+    "composition": ((("labels", "in"), ("selections", "in"), ("pairs", "in"), ("scores", "in"), ("tsv", "out"),
+                     ("md", "out"), ("density_tsv", "out")), ()),
     "bucc-data": ((("mono_src", "in"), ("mono_tgt", "in")), (_bucc_files,)),
     "eval-mining": ((("encoder", "indir"), ("data", "indir"), ("tsv", "out"), ("md", "out")), ()),
     "eval-filter": ((("encoder", "indir"), ("paracrawl", "in"), ("demo_labels", "in"), ("pairs", "in"),
@@ -99,13 +103,14 @@ PATHS: dict[str, tuple[tuple[tuple[str, str], ...], tuple[Derived, ...]]] = {
     "train-nmt": ((("train", "in"), ("dev_src", "in"), ("dev_ref", "in"), ("workdir", "out")), ()),
     "evaluate": ((("workdir", "indir"), ("test_src", "in"), ("test_ref", "in"), ("dev_src", "in"),
                   ("dev_ref", "in"), ("output", "out")), (_bleu_sidecar,)),
-    "compare": ((("inputs", "in"), ("tsv", "out"), ("md", "out"), ("png", "out")), ()),
+    "compare": ((("inputs", "in"), ("tsv", "out"), ("md", "out"), ("runs", "out"), ("png", "out")), ()),
+    "headline": ((("inputs", "in"), ("output", "out")), ()),
     # --work, --results, --benchmarks are where it looks for files, not inputs as a whole
     "report-figures": ((("ledger", "in"), ("select", "in"), ("tables", "in")), (_report_files,)),
 }
 
 #: commands whose ``--gold-*`` / ``--extra`` values pack several paths into one argument
-_PACKED = {"bucc-data": ("gold_train", "gold_test"), "evaluate": ("extra",)}
+_PACKED = {"bucc-data": ("gold_train", "gold_test"), "evaluate": ("extra",), "compare": ("subsets",)}
 
 
 def _values(value: object) -> list[str]:
@@ -127,7 +132,8 @@ def roles(command: str, args: argparse.Namespace) -> tuple[list[Role], list[Role
             (ins if role.startswith("in") else outs).append(r)
     for dest in _PACKED.get(command, ()):
         for item in getattr(args, dest, None) or []:
-            # evaluate's --extra parses to (name, src, ref); bucc-data's --gold-* are "SRC,TGT" strings
+            # evaluate's --extra parses to (name, src, ref), compare's --subsets to (name, labels);
+            # bucc-data's --gold-* are "SRC,TGT" strings
             fields = list(item[1:]) if isinstance(item, (list, tuple)) else str(item).split(",")
             ins.extend(Role(f"--{dest.replace('_', '-')}", Path(f)) for f in fields if f)
     for derive in derived:

@@ -16,7 +16,7 @@ Handler = Callable[[argparse.Namespace], int]
 
 #: result tables rendered when --results is given and they exist (relative to the results directory)
 DEFAULT_TABLES = ("encoders/intrinsic.tsv", "mining/bucc.tsv", "filtering/quality.tsv", "select/composition.tsv",
-                  "comparison.tsv")
+                  "select/density.tsv", "comparison.tsv", "comparison_runs.tsv")
 
 
 def cmd_report_figures(args: argparse.Namespace) -> int:
@@ -39,25 +39,63 @@ def cmd_report_figures(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_compare(args: argparse.Namespace) -> int:
-    from .comparison import read_row, write_comparison
+def _subset(text: str) -> tuple[str, str]:
+    name, _, path = text.partition("=")
+    if not name or not path:
+        raise argparse.ArgumentTypeError(f"expected TEST_SET=LABELS_TSV (got {text!r})")
+    return name, path
 
-    rows = [read_row(p) for p in args.inputs]
-    write_comparison(rows, args.tsv, args.md, args.png, args.title)
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from .comparison import compare_runs, read_run, read_subsets, write_comparison
+    from .significance import SignificanceSettings
+
+    runs = [read_run(p) for p in args.inputs]
+    try:
+        settings = SignificanceSettings(resamples=args.resamples, seed=args.bootstrap_seed)
+    except ValueError as exc:
+        raise MarginmineError(f"--resamples: {exc}") from exc
+    subsets = read_subsets(dict(args.subsets or []))
+    rows = compare_runs(runs, args.headline, subsets, settings)
+    write_comparison(rows, runs, args.headline, args.tsv, args.md, args.runs, args.png, args.title, settings)
     for r in rows:
-        log.info("%s %s: dev %s, test %.2f", r.method, r.n, "-" if r.dev_bleu is None else f"{r.dev_bleu:.2f}",
-                 r.test_bleu)
+        t = r.test
+        log.info("%s %s %s: %.2f over %d seed(s)%s", r.test_set, r.method, r.n, r.summary.mean, r.summary.n_seeds,
+                 "" if t is None else f", {t.diff:+.2f} vs {args.headline} (p {t.p_value:.3f})")
+    return 0
+
+
+def cmd_headline(args: argparse.Namespace) -> int:
+    from .comparison import headline_text, read_run
+    from .safeio import write_text
+
+    text = headline_text([read_run(p) for p in args.inputs])
+    write_text(args.output, text)
+    log.info("headline: %s", text.splitlines()[2])
     return 0
 
 
 def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> None:
-    p = sub.add_parser("compare", help="BLEU of every selection method and N: TSV, Markdown and a BLEU-vs-N plot")
-    p.add_argument("--inputs", nargs="+", required=True, help="bleu.json files below <method>.<N>/ directories")
+    p = sub.add_parser("compare", help="BLEU of every selection method, N and training seed: mean, sd and a "
+                                       "seed-and-sentence bootstrap against the headline method (TSV, Markdown, plot)")
+    p.add_argument("--inputs", nargs="+", required=True,
+                   help="bleu.json files below <method>.<N>/seed<S>/ directories")
+    p.add_argument("--headline", required=True, help="the method every other one is tested against")
+    p.add_argument("--subsets", nargs="*", type=_subset, default=None, metavar="TEST_SET=LABELS_TSV",
+                   help="score a test set also per origin (the held-out set's labels: id, origin, kind, clean)")
+    p.add_argument("--resamples", type=int, default=1000, help="bootstrap rounds")
+    p.add_argument("--bootstrap-seed", type=int, default=12345)
     p.add_argument("--tsv", required=True)
     p.add_argument("--md", required=True)
+    p.add_argument("--runs", default=None, help="one row per trained system (TSV)")
     p.add_argument("--png", default=None)
     p.add_argument("--title", default="")
     handlers["compare"] = cmd_compare
+
+    p = sub.add_parser("headline", help="bleu_<N>.txt: the headline method's mean test BLEU over its seeds")
+    p.add_argument("--inputs", nargs="+", required=True, help="the headline method's bleu.json files, one per seed")
+    p.add_argument("--output", required=True)
+    handlers["headline"] = cmd_headline
 
     p = sub.add_parser("report-figures",
                        help="figures and tables for the Snakemake report (ledger, score histograms, benchmarks)")

@@ -122,14 +122,18 @@ def cmd_select(args: argparse.Namespace) -> int:
 
 
 def cmd_composition(args: argparse.Namespace) -> int:
-    from .composition import Composition, count_groups, read_groups, selection_ids, selection_name, write_composition
+    from .composition import (Composition, count_groups, group_density, read_groups, selection_ids, selection_name,
+                              write_composition)
 
     groups = read_groups(args.labels)
     rows = []
     for path in args.selections:
         method, n = selection_name(path)
         rows.append(Composition(method, n, count_groups(selection_ids(path), groups)))
-    write_composition(rows, args.tsv, args.md, args.title)
+    if bool(args.pairs) != bool(args.scores) or bool(args.scores) != bool(args.density_tsv):
+        raise MarginmineError("give --pairs, --scores and --density-tsv together (or none of them)")
+    density = group_density(args.pairs, args.scores, groups, args.margin) if args.scores else []
+    write_composition(rows, args.tsv, args.md, args.title, density, args.density_tsv)
     log.info("composition of %d selections -> %s", len(rows), args.md)
     return 0
 
@@ -273,6 +277,11 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler], colu
     p = sub.add_parser("composition", help="what each selection is made of, by the corpus' pair labels")
     p.add_argument("--labels", required=True, help="sidecar TSV: id, origin, kind, clean (the demo corpus')")
     p.add_argument("--selections", nargs="+", required=True, help="select's <method>.<N>.tsv.gz files")
+    p.add_argument("--pairs", nargs="*", default=None, help="the preprocessed shards (pair id in column 3)")
+    p.add_argument("--scores", nargs="*", default=None, help="their score files (margin, cosine), in shard order")
+    p.add_argument("--margin", choices=("ratio", "distance", "absolute"), default="ratio",
+                   help="the score files' margin (absolute: no neighbourhood to recover)")
+    p.add_argument("--density-tsv", default=None, help="per group: pairs, share, mean cosine, mean kNN similarity")
     p.add_argument("--tsv", required=True)
     p.add_argument("--md", required=True)
     p.add_argument("--title", default="")

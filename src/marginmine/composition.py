@@ -5,6 +5,13 @@ The demo corpus names the origin of every pair (``id, origin, kind, clean``); a 
 origin for clean pairs (``clean:multi30k``), the kind for the rest (``misaligned``,
 ``machine_translated``, ``paracrawl_E`` ...) - shows *why* two methods give different BLEU: how much
 noise each let through, and which clean domain it preferred (a test set rewards its own domain).
+
+:func:`group_density` explains the preference by measurement: per group over the whole corpus, the
+mean cosine of its pairs and the mean similarity of their k nearest neighbours (how dense the
+neighbourhood is). The ratio margin divides the cosine by that neighbourhood mean, so a domain of
+near-identical sentences (image captions) has a high neighbourhood similarity and a low margin. The
+neighbourhood mean is recovered exactly from the score file's two columns: for the ratio margin
+``cos / margin`` (margin = cos / neighbourhood), for the distance margin ``cos - margin``.
 """
 
 from __future__ import annotations
@@ -13,12 +20,16 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .democorpus import read_label_rows
 from .errors import InputError
 from .selection import parse_count
 from .textio import open_binary, open_text_out
 from .safeio import write_text
+
+if TYPE_CHECKING:
+    import numpy as np
 
 UNLABELLED = "unlabelled"
 
@@ -72,7 +83,61 @@ def selection_name(path: str | Path) -> tuple[str, str]:
     return method, n
 
 
-def write_composition(rows: Sequence[Composition], tsv: str | Path, md: str | Path, title: str = "") -> None:
+@dataclass(frozen=True)
+class Density:
+    group: str
+    pairs: int
+    mean_cosine: float
+    mean_neighbourhood: float  # mean over pairs of (NN_k(x) + NN_k(y)) / 2k similarity
+
+
+def neighbourhood(margin_kind: str, margin: np.ndarray, cosine: np.ndarray) -> np.ndarray:
+    """Per pair, the mean similarity of the k nearest neighbours of its two sides (the margin's
+    denominator), from the score file's margin and cosine columns."""
+    import numpy as np
+
+    if margin_kind == "ratio":
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(margin != 0, cosine / margin, np.nan)
+    if margin_kind == "distance":
+        return cosine - margin
+    if margin_kind == "absolute":  # no neighbourhood in the score: the column stays empty (nan)
+        return np.full(len(cosine), np.nan)
+    raise ValueError(f"unknown margin kind {margin_kind!r}")
+
+
+def group_density(pairs: Sequence[str | Path], scores: Sequence[str | Path], groups: Mapping[str, str],
+                  margin_kind: str, id_column: int = 2) -> list[Density]:
+    """Per group, over every scored corpus pair: count, mean cosine, mean neighbourhood similarity
+    (pairs whose neighbourhood is undefined - a zero margin - are left out of that mean only)."""
+    import numpy as np
+
+    from .scoring import read_score_column
+
+    if len(pairs) != len(scores):
+        raise InputError(str(scores[0]) if scores else "--scores", f"{len(scores)} score files for {len(pairs)} shards",
+                         hint="give one score file per shard, in shard order")
+    sums: dict[str, list[float]] = {}
+    for pf, sf in zip(pairs, scores):
+        ids = selection_ids(pf, id_column)
+        m, c = read_score_column(sf, 0), read_score_column(sf, 1)
+        if len(ids) != len(m):
+            raise InputError(str(sf), f"has {len(m)} lines but the shard {pf} has {len(ids)}",
+                             hint="rescore the shard: the score file does not belong to it")
+        nb = neighbourhood(margin_kind, m, c)
+        for i, g in enumerate(groups.get(x, UNLABELLED) for x in ids):
+            acc = sums.setdefault(g, [0, 0.0, 0.0, 0])
+            acc[0] += 1
+            acc[1] += float(c[i])
+            if not np.isnan(nb[i]):
+                acc[2] += float(nb[i])
+                acc[3] += 1
+    return [Density(g, int(a[0]), a[1] / a[0], a[2] / a[3] if a[3] else float("nan"))
+            for g, a in sorted(sums.items())]
+
+
+def write_composition(rows: Sequence[Composition], tsv: str | Path, md: str | Path, title: str = "",
+                      density: Sequence[Density] = (), density_tsv: str | Path | None = None) -> None:
     """Long TSV (method, N, group, pairs, share) and a Markdown table: groups x selections, shares in %."""
     rows = sorted(rows, key=lambda r: (parse_count(r.n), r.method))
     total = Counter[str]()
@@ -95,4 +160,23 @@ def write_composition(rows: Sequence[Composition], tsv: str | Path, md: str | Pa
     for g in groups:
         lines.append("| " + " | ".join([g, *(f"{100 * r.share(g):.1f}" for r in rows)]) + " |")
     lines.append("| pairs | " + " | ".join(f"{r.pairs:,}" for r in rows) + " |")
+    if density:
+        corpus = sum(d.pairs for d in density)
+        lines += ["", "## Why: how dense each group's neighbourhood is", "",
+                  "Over the whole scored corpus: the group's share, the mean cosine of its pairs and the mean "
+                  "similarity of their k nearest neighbours (the ratio margin's denominator; a high value "
+                  "lowers the margin), beside its share in each selection (%).", "",
+                  "| group | corpus % | mean cosine | mean kNN similarity | " + " | ".join(head) + " |",
+                  "|---|---:|---:|---:|" + "---:|" * len(head)]
+        for d in sorted(density, key=lambda d: (not d.group.startswith("clean:"), -d.pairs, d.group)):
+            nb = "n/a" if d.mean_neighbourhood != d.mean_neighbourhood else f"{d.mean_neighbourhood:.3f}"
+            lines.append(f"| {d.group} | {100 * d.pairs / corpus:.1f} | {d.mean_cosine:.3f} | {nb} | " + " | ".join(f"{100 * r.share(d.group):.1f}" for r in rows)
+                         + " |")
     write_text(md, "\n".join(lines) + "\n")
+    if density_tsv is not None:
+        with open_text_out(density_tsv) as fh:
+            fh.write("group\tpairs\tcorpus_share\tmean_cosine\tmean_knn_similarity\n")
+            corpus = sum(d.pairs for d in density) or 1
+            for d in density:
+                fh.write(f"{d.group}\t{d.pairs}\t{d.pairs / corpus:.4f}\t{d.mean_cosine:.4f}\t"
+                         f"{d.mean_neighbourhood:.4f}\n")

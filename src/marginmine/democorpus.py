@@ -47,11 +47,12 @@ import json
 import random
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
+from .cleanmix import hold_out
 from .errors import InputError, MarginmineError
 from .normalize import match_form, pair_key, sentence_key
 from .leakage import protected_index
@@ -228,6 +229,7 @@ class _Guard:
 
     protected: dict[bytes, str]
     encoder: frozenset[bytes]
+    heldout: frozenset[bytes] = frozenset()  # sentences of the clean-mix dev/test sets
 
     def reason(self, pair: DemoPair) -> str | None:
         ks, kt = sentence_key(pair.en), sentence_key(pair.de)
@@ -236,12 +238,18 @@ class _Guard:
             return "protected:" + hit.split("/", 1)[0]
         if ks in self.encoder or kt in self.encoder:
             return "encoder_share"
+        if ks in self.heldout or kt in self.heldout:
+            return HELDOUT_REASON
         return None
+
+
+#: drop reason of a pair sharing a sentence with a clean-mix held-out pair
+HELDOUT_REASON = "clean_mix_heldout"
 
 
 def _guard_reasons() -> list[str]:
     folders = sorted({folder for folder, _ in _PROTECTED_GLOBS})
-    return [f"protected:{f}" for f in folders] + ["encoder_share"]
+    return [f"protected:{f}" for f in folders] + ["encoder_share", HELDOUT_REASON]
 
 
 def apply_guard(pairs: Iterable[DemoPair], reason: Callable[[DemoPair], str | None],
@@ -619,11 +627,16 @@ def _summary(corpus: Sequence[DemoPair], dropped_input: Counter[str], dropped_fi
 
 
 def build_demo_corpus(data_dir: Path, out_tsv: Path, labels_tsv: Path, *, seed: int = 1234,
-                      scale: float = 1.0) -> dict:
+                      scale: float = 1.0, heldout: Mapping[str, int] | None = None,
+                      heldout_prefix: Path | None = None) -> dict:
     """Build the demo corpus and its labels; return (and write as JSON) the summary.
 
     ``scale`` (0 < scale <= 1) multiplies every component size: clean sources are sampled to that
     fraction, noise components get ``round(NOISE_SIZES[k] * scale)`` (at least 1) pairs.
+    ``heldout`` (split -> pairs, e.g. ``{"dev": 1000, "test": 2000}``): the clean-mix sets
+    (:mod:`marginmine.cleanmix`) carved out of the clean pool before noise is derived from it and
+    written to ``<heldout_prefix>.<split>.{en,de}`` and ``<heldout_prefix>.<split>.labels.tsv`` (same
+    columns as the corpus sidecar, one row per line); no corpus side is a held-out sentence.
     Raises ``InputError`` for missing/misaligned data and ``MarginmineError`` if the noise share
     ends below ``MIN_NOISE_SHARE`` or ids collide.
     """
@@ -648,6 +661,13 @@ def build_demo_corpus(data_dir: Path, out_tsv: Path, labels_tsv: Path, *, seed: 
     clean_pool = _scaled_sample(m30k + tatoeba + wmt18 + mlqe_clean, scale, _component_rng(seed, "clean"))
     clean_pool = _dedup_pairs(clean_pool, dropped_input)
     clean_pool = apply_guard(clean_pool, guard.reason, dropped_input)
+    held: dict[str, list[DemoPair]] = {}
+    if heldout:
+        if heldout_prefix is None:
+            raise ValueError("heldout needs heldout_prefix")
+        held, clean_pool, shared, keys = hold_out(clean_pool, heldout, _component_rng(seed, "heldout"))
+        dropped_input[HELDOUT_REASON] += shared
+        guard = _Guard(protected, encoder_keys, keys)
     paracrawl = _scaled_sample(paracrawl, scale, _component_rng(seed, "paracrawl"))
 
     size = {k: _scaled(v, scale) for k, v in NOISE_SIZES.items()}
@@ -681,6 +701,8 @@ def build_demo_corpus(data_dir: Path, out_tsv: Path, labels_tsv: Path, *, seed: 
     random.Random(seed).shuffle(corpus)
 
     summary = _summary(corpus, dropped_input, dropped_final, notes, seed, scale)
+    summary["heldout"] = {split: {"pairs": len(pairs), "by_origin": dict(sorted(Counter(p.origin for p in pairs).items()))}
+                          for split, pairs in held.items()}
     if summary["noise_share"] < MIN_NOISE_SHARE:
         raise MarginmineError(f"demo corpus: noise share {summary['noise_share']:.3f} is below "
                               f"{MIN_NOISE_SHARE} (raise NOISE_SIZES)")
@@ -692,12 +714,26 @@ def build_demo_corpus(data_dir: Path, out_tsv: Path, labels_tsv: Path, *, seed: 
         fh.write("id\torigin\tkind\tclean\n")
         for p in corpus:
             fh.write(f"{p.id}\t{p.origin}\t{p.kind}\t{int(p.clean)}\n")
+    for split, pairs in held.items():
+        write_heldout(pairs, Path(f"{heldout_prefix}.{split}"))
     with open_text_out(Path(labels_tsv).with_suffix(".summary.json")) as fh:
         fh.write(json.dumps(summary, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
     return summary
 
 
 LABEL_COLUMNS = ("id", "origin", "kind", "clean")
+
+
+def write_heldout(pairs: Sequence[DemoPair], stem: Path) -> None:
+    """``<stem>.en``, ``<stem>.de`` (line-aligned) and ``<stem>.labels.tsv`` (the sidecar's columns)."""
+    with open_text_out(f"{stem}.en") as fe, open_text_out(f"{stem}.de") as fd:
+        for p in pairs:
+            fe.write(p.en + "\n")
+            fd.write(p.de + "\n")
+    with open_text_out(f"{stem}.labels.tsv") as fh:
+        fh.write("\t".join(LABEL_COLUMNS) + "\n")
+        for p in pairs:
+            fh.write(f"{p.id}\t{p.origin}\t{p.kind}\t{int(p.clean)}\n")
 
 
 def read_label_rows(labels_tsv: str | Path) -> list[dict[str, str]]:

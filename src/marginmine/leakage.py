@@ -36,8 +36,10 @@ def overlap_report(corpora: Sequence[str | Path], protected: Iterable[str | Path
     """Count pairs of corpus TSVs (source, target, ...; .gz allowed) with a side in a protected file.
 
     Streams the corpora. Returns ``pairs``, ``overlapping_pairs``, ``src_hits``, ``tgt_hits``,
-    ``by_file`` (overlapping pairs per protected file) and up to 5 ``examples`` (file:line, id).
+    ``by_file`` (overlapping pairs per protected file), up to 5 ``examples`` (file:line, id) and the
+    ``protected_files`` checked.
     """
+    protected = list(protected)
     index = protected_index(protected)
     pairs = overlapping = src_hits = tgt_hits = 0
     by_file: Counter[str] = Counter()
@@ -62,4 +64,5 @@ def overlap_report(corpora: Sequence[str | Path], protected: Iterable[str | Path
                         examples.append(f"{tsv}:{n}" + (f" ({cols[2]})" if len(cols) > 2 else ""))
     prog.done()
     return {"pairs": pairs, "overlapping_pairs": overlapping, "src_hits": src_hits, "tgt_hits": tgt_hits,
-            "by_file": dict(sorted(by_file.items())), "examples": examples}
+            "by_file": dict(sorted(by_file.items())), "examples": examples,
+            "protected_files": sorted(str(p) for p in protected)}

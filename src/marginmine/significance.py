@@ -295,11 +295,15 @@ class SeedTableRow:
 
 
 def seed_comparison(runs: Iterable[SeedRun], headline: str,
-                    settings: SignificanceSettings = SignificanceSettings()) -> list[SeedTableRow]:
+                    settings: SignificanceSettings = SignificanceSettings(),
+                    subsets: Mapping[str, Mapping[str, Sequence[int]]] | None = None) -> list[SeedTableRow]:
     """Per (test set, N, method): mean, sd and seeds of corpus BLEU, and the two-level bootstrap of the
     method against ``headline`` at the same N on the same test set (none for the headline itself, or
     where the headline has no run at that N); in each test, A is the row's method and B the headline, so
-    ``diff`` > 0 means the method beats the headline. Each hypothesis file is read and scored once."""
+    ``diff`` > 0 means the method beats the headline. Each hypothesis file is read and scored once.
+
+    ``subsets``: test set -> {part: 0-based line numbers}; each part gets rows of its own, named
+    ``<test set>/<part>`` (e.g. the clean-mix test by clean origin), scored on those lines only."""
     import numpy as np
 
     from .selection import parse_count
@@ -330,6 +334,20 @@ def seed_comparison(runs: Iterable[SeedRun], headline: str,
     hyps = {key: [read_hypotheses(by_seed[s].hyp, len(ref_lines[key[0]]), by_seed[s].ref)
                   for s in sorted(by_seed)] for key, by_seed in systems.items()}
     stats = {key: np.stack([sentence_stats(h, ref_lines[key[0]]) for h in hs]) for key, hs in hyps.items()}
+    for test_set, parts in (subsets or {}).items():
+        if test_set not in ref_lines:
+            raise MarginmineError(f"subsets of {test_set!r}: no run decoded that test set "
+                                  f"(sets: {', '.join(sorted(ref_lines))})")
+        n_lines = len(ref_lines[test_set])
+        for part, lines in parts.items():
+            idx = np.asarray(sorted(lines), dtype=np.int64)
+            if not len(idx) or idx[0] < 0 or idx[-1] >= n_lines:
+                raise MarginmineError(f"subset {test_set}/{part}: line numbers must lie in 0..{n_lines - 1} "
+                                      f"and be at least one (got {len(idx)} lines)")
+            for key in [k for k in stats if k[0] == test_set]:
+                sub = (f"{test_set}/{part}", key[1], key[2])
+                stats[sub] = stats[key][:, idx]
+                systems[sub] = systems[key]
     rows = []
     order = sorted(systems, key=lambda k: (k[0], parse_count(k[1]), k[2] != headline, k[2]))
     for key in order:
