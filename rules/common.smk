@@ -25,6 +25,14 @@ TGT = config["tgt_lang"]
 DATA_DIR = Path(
     config.get("data_dir") or os.environ.get("MARGINMINE_DATA_DIR") or "../shared/data"
 )
+JOB_THREADS = config.get("job_threads", 2)
+
+
+def job_threads(wanted):
+    """A rule's threads, capped by the config's job_threads."""
+    return max(1, min(int(wanted), JOB_THREADS))
+
+
 PRE = config.get("preprocess", {})
 SHARD_SIZE = PRE.get("shard_size", 5_000_000)
 N_SHARDS = max(1, math.ceil(config["corpus"]["expected_pairs"] / SHARD_SIZE))
@@ -416,7 +424,6 @@ def scoring_targets():
 NMT = config.get("nmt", {"arch": "transformer"})
 DEFAULT_METHOD = METHODS[0]
 EXTRA_EVAL = list(config["eval"].get("extra", {}))
-NMT_THREADS = NMT.get("threads", 2)
 
 
 def _method_seeds():

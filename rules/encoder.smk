@@ -75,7 +75,8 @@ rule train_encoder:
         outdir=lambda wildcards, output: os.path.dirname(output[0]),
     wildcard_constraints:
         encdir="|".join(map(re.escape, ENCODER_DIRS.values())),
-    threads: 2
+    priority: 10  # the critical path (encoder -> scores -> selections -> NMT) goes first
+    threads: job_threads(2)
     resources:
         mem_mb=lambda wc: encoder_model(wc.encdir).get("mem_mb", 8000),
         runtime=lambda wc: encoder_runtime(wc.encdir),
@@ -105,7 +106,7 @@ rule eval_encoder:
         device=ENC.get("device", "cpu"),
     wildcard_constraints:
         name="|".join(map(re.escape, ENCODER_DIRS)),
-    threads: 2
+    threads: job_threads(2)
     resources:
         mem_mb=4000,
         runtime=30,
@@ -156,7 +157,8 @@ rule embed_shard:
         dtype=ENC.get("embed_dtype", "float16"),
         src=SRC,
         tgt=TGT,
-    threads: 2
+    priority: 10  # the critical path (encoder -> scores -> selections -> NMT) goes first
+    threads: job_threads(2)
     resources:
         mem_mb=4000,
         runtime=6 * 60,

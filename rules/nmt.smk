@@ -22,7 +22,7 @@ rule train_nmt:
         langs=f"--src-lang {SRC} --tgt-lang {TGT}",
     wildcard_constraints:
         seed=r"\d+",
-    threads: NMT_THREADS
+    threads: job_threads(2)
     resources:
         mem_mb=NMT.get("mem_mb", 16000),
         runtime=nmt_runtime,
@@ -57,7 +57,7 @@ rule evaluate_nmt:
         device=NMT.get("device", "auto"),
     wildcard_constraints:
         seed=r"\d+",
-    threads: NMT_THREADS
+    threads: job_threads(2)
     resources:
         mem_mb=8000,
         runtime=NMT.get("eval_runtime_min", 120),

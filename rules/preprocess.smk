@@ -61,7 +61,7 @@ rule preprocess_shard:
         max_ratio=PRE.get("max_ratio", 2.0),
         langid="" if PRE.get("langid", True) else "--no-langid",
         langid_min_prob=PRE.get("langid_min_prob", 0.1),
-    threads: PRE.get("workers", 2)
+    threads: job_threads(PRE.get("workers", 2))
     resources:
         mem_mb=PRE.get("mem_mb", 4000),
         runtime=PRE.get("runtime_min", 240),

@@ -23,7 +23,8 @@ rule score_shard:
         index=SCORING.get("index", "flat"),
         nprobe=SCORING.get("nprobe", 16),
         device=SCORING.get("device", "cpu"),
-    threads: 2
+    priority: 10  # the critical path (encoder -> scores -> selections -> NMT) goes first
+    threads: job_threads(2)
     resources:
         mem_mb=SCORING.get("mem_mb", 16000),
         runtime=SCORING.get("runtime_min", 240),
@@ -148,7 +149,7 @@ rule eval_mining:
         name=DEFAULT_ENCODER,
         k=SCORING.get("k", 4),
         langs=f"--src-lang {SRC} --tgt-lang {TGT}",
-    threads: 2
+    threads: job_threads(2)
     resources:
         mem_mb=4000,
         runtime=30,
@@ -179,7 +180,7 @@ rule eval_filter:
         k=SCORING.get("k", 4),
         top_n=(FILTER_EVAL or {}).get("top_n", [500, 1000]),
         langs=f"--src-lang {SRC} --tgt-lang {TGT}",
-    threads: 2
+    threads: job_threads(2)
     resources:
         mem_mb=4000,
         runtime=30,

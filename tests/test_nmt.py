@@ -401,6 +401,36 @@ def test_one_call_for_several_files_gives_each_file_what_its_own_call_gives(trai
 
 
 @pytest.mark.slow
+def test_chunked_translation_resumes_after_a_kill_and_gives_the_same_file(trained, corpus, tmp_path, monkeypatch):
+    """The corpus-translation API: chunks saved as they finish; a run killed after two chunks
+    resumes at the third and ends with the bytes of an uninterrupted chunked run."""
+    import marginmine.evaluate as ev
+
+    whole = tmp_path / "whole.de"
+    translate_files(trained, [(corpus / "test.en", whole)], beam=5, batch_size=8, threads=THREADS, chunk_lines=10)
+    out = tmp_path / "chunked" / "test.de"
+    calls = []
+    real = ev._Decoder.decode
+
+    def dying(self, pieces, logfile, stats):  # noqa: ANN001, ANN202
+        if len(calls) == 2:
+            raise KeyboardInterrupt("killed")
+        calls.append(len(pieces))
+        return real(self, pieces, logfile, stats)
+
+    monkeypatch.setattr(ev._Decoder, "decode", dying)
+    with pytest.raises(KeyboardInterrupt):
+        translate_files(trained, [(corpus / "test.en", out)], beam=5, batch_size=8, threads=THREADS, chunk_lines=10)
+    assert not out.exists() and len(list((out.parent / ".test.de.chunks").glob("0*.txt"))) == 2
+    monkeypatch.setattr(ev._Decoder, "decode", real)
+    st = translate_files(trained, [(corpus / "test.en", out)], beam=5, batch_size=8, threads=THREADS, chunk_lines=10)[0]
+    assert (st["chunks"], st["chunks_resumed"]) == (4, 2)  # 37 lines: 10 + 10 + 10 + 7
+    assert out.read_bytes() == whole.read_bytes() and not (out.parent / ".test.de.chunks").exists()
+    with pytest.raises(NmtError, match="at least 1"):
+        translate_files(trained, [(corpus / "test.en", out)], chunk_lines=0)
+
+
+@pytest.mark.slow
 def test_rerun_does_not_retrain(trained, corpus, caplog):
     model = trained / "checkpoint_avg.pt"
     before = (model.stat().st_mtime_ns, (trained / "checkpoints" / "checkpoint_last.pt").stat().st_mtime_ns)

@@ -22,12 +22,14 @@ import sys
 import tempfile
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .errors import InputError
 from .fairseq_process import run_fairseq
 from .nmt import NmtError, fairseq_env, load_manifest, one_line, resolve_device, spm_pieces
+from .safeio import sha256_file, write_text
 from .textio import open_text_out, read_lines
 from .tokens import moses
 
@@ -69,80 +71,116 @@ def translate(workdir: str | Path, src_file: str | Path, out_file: str | Path, *
                            max_len_a=max_len_a, max_len_b=max_len_b)[0]
 
 
+@dataclass(frozen=True)
+class _Decoder:
+    """A verified model and its decoding settings: pieces in, detokenised hypotheses out."""
+
+    work: Path
+    manifest: dict[str, Any]
+    sp: Any
+    device: str
+    max_src: int
+    beam: int
+    batch_size: int
+    max_tokens: int | None
+    threads: int
+    lenpen: float
+    max_len_a: float
+    max_len_b: int
+
+    def settings(self) -> dict[str, Any]:
+        return {"model_sha256": self.manifest["sha256"], "beam": self.beam, "lenpen": self.lenpen,
+                "max_len_a": self.max_len_a, "max_len_b": self.max_len_b, "max_src": self.max_src}
+
+    def decode(self, pieces: list[list[str]], logfile: Path, stats: list[dict[str, Any]]) -> list[str]:
+        """One fairseq-generate call over ``pieces`` (no empty ones); hypotheses in input order."""
+        if not pieces:
+            return []
+        src, tgt = self.manifest["src_lang"], self.manifest["tgt_lang"]
+        with tempfile.TemporaryDirectory(prefix=".translate.", dir=logfile.parent) as tmp_name:
+            tmp = Path(tmp_name)
+            # --dataset-impl raw: fairseq reads the pieces as text (no fairseq-preprocess start-up);
+            # the translation task wants dict.<src>.txt and dict.<tgt>.txt beside the data
+            (tmp / f"test.{src}-{tgt}.{src}").write_text(
+                "".join(" ".join(x[:self.max_src]) + "\n" for x in pieces), encoding="utf-8")
+            for key, lang in (("src_dict", src), ("tgt_dict", tgt)):
+                shutil.copyfile(self.work / self.manifest["files"][key], tmp / f"dict.{lang}.txt")
+            cmd = [sys.executable, "-m", "fairseq_cli.generate", str(tmp), "--dataset-impl", "raw",
+                   "--path", str(self.work / self.manifest["files"]["model"]), "--task", "translation",
+                   "--source-lang", src, "--target-lang", tgt, "--gen-subset", "test",
+                   "--beam", str(self.beam), "--nbest", "1", "--lenpen", str(self.lenpen),
+                   "--max-len-a", str(self.max_len_a), "--max-len-b", str(self.max_len_b),
+                   "--batch-size", str(self.batch_size), "--required-batch-size-multiple", "1",
+                   "--max-source-positions", str(self.max_src + 1), "--max-target-positions", str(self.max_src + 1),
+                   "--num-workers", "0", "--seed", "1", "--log-format", "simple", "--log-interval", "10"]
+            if self.max_tokens:
+                cmd += ["--max-tokens", str(self.max_tokens)]
+            if self.device == "cpu":
+                cmd += ["--cpu"]
+            output, _ = run_fairseq(cmd, fairseq_env(self.threads), logfile, "fairseq-generate", error=NmtError)
+        hyps = [self.sp.decode_pieces(h.split()) if h.strip() else "" for h in parse_hypotheses(output, len(pieces))]
+        speed = next((m for line in output if (m := _SPEED_RE.search(line))), None)
+        if speed:
+            for st in stats:
+                st["fairseq_sentences_per_s"] = float(speed.group(2))
+                st["fairseq_tokens_per_s"] = float(speed.group(3))
+        return hyps
+
+
 def translate_files(workdir: str | Path, jobs: list[tuple[str | Path, str | Path]], *, beam: int = 5,
                     batch_size: int = 64, max_tokens: int | None = None, threads: int = 0, device: str = "auto",
-                    lenpen: float = 1.0, max_len_a: float = 1.5, max_len_b: int = 10) -> list[dict[str, Any]]:
-    """Translate every ``(src_file, out_file)`` of ``jobs`` with ONE fairseq-generate start-up (model
-    load and data set-up are paid once, not per test set); one stats dict per job, in order.
+                    lenpen: float = 1.0, max_len_a: float = 1.5, max_len_b: int = 10,
+                    chunk_lines: int | None = None) -> list[dict[str, Any]]:
+    """Translate every ``(src_file, out_file)`` of ``jobs``; one stats dict per job, in order.
 
-    Each output has exactly one line per source line (checked), written atomically; a hypothesis
-    never depends on which other files share the call (beam search is per sentence, batches are
-    sorted by length inside fairseq either way).
+    Without ``chunk_lines`` all files go through ONE fairseq-generate start-up (model load and data
+    set-up paid once, not per test set). With ``chunk_lines`` (corpora) each file is translated in
+    chunks of that many lines, each chunk saved when done (``.<out>.chunks/``, with the model's
+    SHA-256, the source's and the settings): a killed run resumes at the first missing chunk, a
+    changed model, source or setting starts the chunks again (logged). Either way each output has
+    exactly one line per source line (checked) and is written atomically at the end.
     """
     import sentencepiece as spm
 
     t0 = time.monotonic()
     work = Path(workdir)
     manifest = load_manifest(work, verify=True)  # before fairseq unpickles anything
-    src, tgt = manifest["src_lang"], manifest["tgt_lang"]
-    dev = resolve_device(device)
-    max_src = int(manifest["params"]["max_positions"]) - 1  # room for </s>
-    sp = spm.SentencePieceProcessor(model_file=str(work / manifest["files"]["spm"]))
+    if chunk_lines is not None and int(chunk_lines) < 1:
+        raise NmtError(f"translate: chunk_lines must be at least 1 (got {chunk_lines})")
+    dec = _Decoder(work, manifest, spm.SentencePieceProcessor(model_file=str(work / manifest["files"]["spm"])),
+                   resolve_device(device), int(manifest["params"]["max_positions"]) - 1, int(beam), int(batch_size),
+                   int(max_tokens) if max_tokens else None, int(threads), float(lenpen), float(max_len_a),
+                   int(max_len_b))
     outs = [Path(o) for _, o in jobs]
     if len({o.resolve() for o in outs}) != len(outs):
         raise NmtError(f"translate: two jobs write the same file ({', '.join(map(str, outs))})")
     all_lines = [[one_line(x) for x in read_lines(s)] for s, _ in jobs]
     keep = [[i for i, x in enumerate(lines) if x] for lines in all_lines]
-    pieces = [spm_pieces(sp, [lines[i] for i in k]) for lines, k in zip(all_lines, keep)]
+    pieces = [spm_pieces(dec.sp, [lines[i] for i in k]) for lines, k in zip(all_lines, keep)]
     stats_list: list[dict[str, Any]] = []
     for (src_file, out), lines, k, p in zip(jobs, all_lines, keep, pieces):
-        truncated = sum(1 for x in p if len(x) > max_src)
+        truncated = sum(1 for x in p if len(x) > dec.max_src)
         if truncated:
             log.warning("translate: %d source sentences of %s are longer than %d pieces; truncated",
-                        truncated, src_file, max_src)
+                        truncated, src_file, dec.max_src)
         stats_list.append({"src": str(src_file), "hyp": str(out), "lines": len(lines),
                            "empty_sources": len(lines) - len(k), "truncated_sources": truncated,
-                           "beam": int(beam), "batch_size": int(batch_size), "max_tokens": max_tokens,
-                           "lenpen": float(lenpen), "max_len_a": float(max_len_a), "max_len_b": int(max_len_b),
-                           "files_in_call": len(jobs)})
-    flat = [x for p in pieces for x in p]
+                           "beam": dec.beam, "batch_size": dec.batch_size, "max_tokens": dec.max_tokens,
+                           "lenpen": dec.lenpen, "max_len_a": dec.max_len_a, "max_len_b": dec.max_len_b,
+                           "files_in_call": len(jobs) if chunk_lines is None else 1})
+    for o in outs:
+        o.parent.mkdir(parents=True, exist_ok=True)
     hyps = [[""] * len(lines) for lines in all_lines]
-    first = outs[0]
-    first.parent.mkdir(parents=True, exist_ok=True)
-    if flat:
-        logfile = first.with_name(first.name + ".log")
-        with tempfile.TemporaryDirectory(prefix=".translate.", dir=first.parent) as tmp_name:
-            tmp = Path(tmp_name)
-            # --dataset-impl raw: fairseq reads the pieces as text (no fairseq-preprocess start-up);
-            # the translation task wants dict.<src>.txt and dict.<tgt>.txt beside the data
-            (tmp / f"test.{src}-{tgt}.{src}").write_text(
-                "".join(" ".join(x[:max_src]) + "\n" for x in flat), encoding="utf-8")
-            for key, lang in (("src_dict", src), ("tgt_dict", tgt)):
-                shutil.copyfile(work / manifest["files"][key], tmp / f"dict.{lang}.txt")
-            env = fairseq_env(threads)
-            cmd = [sys.executable, "-m", "fairseq_cli.generate", str(tmp), "--dataset-impl", "raw",
-                   "--path", str(work / manifest["files"]["model"]), "--task", "translation",
-                   "--source-lang", src, "--target-lang", tgt, "--gen-subset", "test",
-                   "--beam", str(int(beam)), "--nbest", "1", "--lenpen", str(float(lenpen)),
-                   "--max-len-a", str(float(max_len_a)), "--max-len-b", str(int(max_len_b)),
-                   "--batch-size", str(int(batch_size)), "--required-batch-size-multiple", "1",
-                   "--max-source-positions", str(max_src + 1), "--max-target-positions", str(max_src + 1),
-                   "--num-workers", "0", "--seed", "1", "--log-format", "simple", "--log-interval", "10"]
-            if max_tokens:
-                cmd += ["--max-tokens", str(int(max_tokens))]
-            if dev == "cpu":
-                cmd += ["--cpu"]
-            output, _ = run_fairseq(cmd, env, logfile, "fairseq-generate", error=NmtError)
-            decoded = iter(parse_hypotheses(output, len(flat)))
-            for job_hyps, k in zip(hyps, keep):
-                for i in k:
-                    h = next(decoded)
-                    job_hyps[i] = sp.decode_pieces(h.split()) if h.strip() else ""
-            speed = next((m for line in output if (m := _SPEED_RE.search(line))), None)
-            if speed:
-                for st in stats_list:
-                    st["fairseq_sentences_per_s"] = float(speed.group(2))
-                    st["fairseq_tokens_per_s"] = float(speed.group(3))
+    n_decoded = sum(len(k) for k in keep)
+    if chunk_lines is None:
+        decoded = iter(dec.decode([x for p in pieces for x in p], outs[0].with_name(outs[0].name + ".log"), stats_list))
+        for job_hyps, k in zip(hyps, keep):
+            for i in k:
+                job_hyps[i] = next(decoded)
+    else:
+        for (src_file, out), lines, job_hyps, k, p, st in zip(jobs, all_lines, hyps, keep, pieces, stats_list):
+            st["chunks_resumed"], st["chunks"] = _translate_chunks(dec, Path(src_file), out, len(lines), job_hyps, k, p,
+                                                                   int(chunk_lines), st)
     seconds = round(time.monotonic() - t0, 2)
     for out, job_hyps, lines, st in zip(outs, hyps, all_lines, stats_list):
         if len(job_hyps) != len(lines):  # cannot happen by construction; the contract is checked anyway
@@ -150,10 +188,51 @@ def translate_files(workdir: str | Path, jobs: list[tuple[str | Path, str | Path
         with open_text_out(out) as fo:  # atomic: a temporary name, renamed when complete
             fo.writelines(one_line(h) + "\n" for h in job_hyps)
         st["call_seconds"] = seconds
-        st["call_sentences_per_s"] = round(len(flat) / max(seconds, 1e-9), 2)
+        st["call_sentences_per_s"] = round(n_decoded / max(seconds, 1e-9), 2)
+        if chunk_lines is not None:
+            shutil.rmtree(_chunk_dir(out), ignore_errors=True)
     log.info("translate: %d file(s), %d lines (%d decoded) in %.1f s (%.1f sentences/s including start-up)",
-             len(jobs), sum(len(x) for x in all_lines), len(flat), seconds, len(flat) / max(seconds, 1e-9))
+             len(jobs), sum(len(x) for x in all_lines), n_decoded, seconds, n_decoded / max(seconds, 1e-9))
     return stats_list
+
+
+def _chunk_dir(out: Path) -> Path:
+    return out.with_name(f".{out.name}.chunks")
+
+
+def _translate_chunks(dec: _Decoder, src_file: Path, out: Path, n_lines: int, hyps: list[str], keep: list[int],
+                      pieces: list[list[str]], chunk_lines: int, st: dict[str, Any]) -> tuple[int, int]:
+    """Fill ``hyps`` chunk by chunk, reusing the chunks a killed run finished; (resumed, total)."""
+    cdir = _chunk_dir(out)
+    settings = {**dec.settings(), "source_sha256": sha256_file(src_file), "chunk_lines": chunk_lines,
+                "lines": n_lines}
+    meta = cdir / "settings.json"
+    if cdir.exists() and (not meta.exists() or json.loads(meta.read_text(encoding="utf-8")) != settings):
+        log.warning("translate: %s holds chunks of another model, source or settings; translating again", cdir)
+        shutil.rmtree(cdir)
+    cdir.mkdir(parents=True, exist_ok=True)
+    write_text(meta, json.dumps(settings, sort_keys=True) + "\n")
+    by_line = dict(zip(keep, pieces))
+    n_chunks = max(1, -(-n_lines // chunk_lines))
+    resumed = 0
+    for c in range(n_chunks):
+        lo, hi = c * chunk_lines, min(n_lines, (c + 1) * chunk_lines)
+        path = cdir / f"{c:06d}.txt"
+        idx = [i for i in range(lo, hi) if i in by_line]
+        if path.exists():
+            got = path.read_text(encoding="utf-8").split("\n")[:-1]
+            if len(got) == hi - lo:
+                hyps[lo:hi] = got
+                resumed += 1
+                continue
+            log.warning("translate: %s has %d lines, not %d (torn); translating that chunk again", path, len(got),
+                        hi - lo)
+        decoded = dict(zip(idx, dec.decode([by_line[i] for i in idx], out.with_name(out.name + ".log"), [st])))
+        chunk = [one_line(decoded.get(i, "")) for i in range(lo, hi)]
+        write_text(path, "".join(h + "\n" for h in chunk))
+        hyps[lo:hi] = chunk
+        log.info("translate: %s chunk %d/%d (lines %d-%d) done", out, c + 1, n_chunks, lo + 1, hi)
+    return resumed, n_chunks
 
 
 def score_bleu(hyp_file: str | Path, ref_file: str | Path, *, lang: str = "en") -> dict[str, Any]:

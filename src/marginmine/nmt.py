@@ -63,7 +63,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import InputError, MarginmineError
 from .fairseq_process import parse_train_log, run_fairseq
-from .safeio import write_text
+from .safeio import sha256_file, write_text
 from .textio import read_aligned, read_tsv
 
 if TYPE_CHECKING:
@@ -163,16 +163,7 @@ def one_line(text: str) -> str:
     return " ".join(text.split())
 
 
-def _raw_sha256(path: Path) -> str:
-    """SHA-256 of the bytes on disk (``open_binary`` would decompress a .gz)."""
-    h = hashlib.sha256()
-    try:
-        with open(path, "rb") as fh:
-            for block in iter(lambda: fh.read(1 << 20), b""):
-                h.update(block)
-    except FileNotFoundError as exc:
-        raise InputError(str(path), "file not found", hint="check the path") from exc
-    return h.hexdigest()
+_raw_sha256 = sha256_file  # the bytes on disk (a .gz is not decompressed)
 
 
 def _fingerprint(obj: Any) -> str:

@@ -210,3 +210,17 @@ def check_paths(inputs: Iterable[Role], outputs: Iterable[Role], *, where: str =
             if _same(a, b):
                 raise InputError(str(a.path), f"{where}outputs {_name(a)} and {_name(b)} are the same file",
                                  hint="give each output its own path")
+
+
+def sha256_file(path: str | Path) -> str:
+    """SHA-256 of the bytes on disk (a .gz is hashed as stored, not decompressed)."""
+    import hashlib
+
+    h = hashlib.sha256()
+    try:
+        with open(path, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                h.update(block)
+    except FileNotFoundError as exc:
+        raise InputError(str(path), "file not found", hint="check the path") from exc
+    return h.hexdigest()
