@@ -55,6 +55,7 @@ rule select_top:
         seed=config.get("seed", 1234),
     wildcard_constraints:
         method="|".join(METHODS),
+    priority: 10  # the critical path: a selection waits for no NMT training
     threads: 1
     resources:
         mem_mb=8000,
