@@ -29,7 +29,7 @@ from marginmine.evaluate import score_bleu  # noqa: E402
 from marginmine.nmt import load_manifest  # noqa: E402
 from marginmine.textio import read_lines  # noqa: E402
 
-SETS = ("corpus/heldout.test", "corpus/heldout.dev", "eval/tatoeba", "eval/multi30k-flickr2016")
+SETS = ("corpus/heldout.test", "corpus/heldout.dev", "eval/tatoeba", "eval/newstest2014")
 
 CT2_SCRIPT = r'''
 import json, math, sys, time
@@ -77,13 +77,22 @@ def main() -> int:
     args = ap.parse_args()
     system, work, out = Path(args.system), Path(args.work), Path(args.out)
     manifest = load_manifest(system, verify=True)  # our own checkpoint, hash-checked, before anything loads it
+    data = Path(os.environ.get("MARGINMINE_DATA_DIR", REPO.parent / "shared" / "data"))
     sets = [(name, work / f"{name}.en", work / f"{name}.de") for name in SETS]
+    sets.append(("multi30k-flickr2016", data / "multi30k/test_2016_flickr.en.gz", data / "multi30k/test_2016_flickr.de.gz"))
     missing = [str(p) for _, s, r in sets for p in (s, r) if not p.is_file()]
     if missing:
         print(f"bench_decoding: missing {missing} (run `make demo` first)", file=sys.stderr)
         return 2
     n = sum(len(read_lines(s)) for _, s, _ in sets)
     tmp = Path(tempfile.mkdtemp(prefix="bench_decoding.", dir=out))
+    plain = []  # both paths read the same plain-text sources
+    for name, src, ref in sets:
+        p = tmp / "src" / f"{Path(name).name}.en"
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text("".join(x + "\n" for x in read_lines(src)), encoding="utf-8")
+        plain.append((name, p, ref))
+    sets = plain
     ours_jobs = [(str(s), str(tmp / "ours" / f"{Path(name).name}.de")) for name, s, _ in sets]
     ours_s = run_ours(system, ours_jobs, args.threads, args.beam)
 
@@ -91,13 +100,13 @@ def main() -> int:
     from ctranslate2.converters import FairseqConverter
 
     t0 = time.monotonic()
-    data = tmp / "dicts"
-    data.mkdir()
+    dicts = tmp / "dicts"
+    dicts.mkdir()
     src, tgt = manifest["src_lang"], manifest["tgt_lang"]
     for key, lang in (("src_dict", src), ("tgt_dict", tgt)):
-        (data / f"dict.{lang}.txt").write_bytes((system / manifest["files"][key]).read_bytes())
+        (dicts / f"dict.{lang}.txt").write_bytes((system / manifest["files"][key]).read_bytes())
     os.environ["TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD"] = "1"  # our own checkpoint, SHA-256 checked above
-    FairseqConverter(str(system / manifest["files"]["model"]), str(data), source_lang=src,
+    FairseqConverter(str(system / manifest["files"]["model"]), str(dicts), source_lang=src,
                      target_lang=tgt).convert(str(tmp / "ct2"), force=True)
     del os.environ["TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD"]
     convert_s = time.monotonic() - t0

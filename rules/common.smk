@@ -22,8 +22,11 @@ LOGS = f"{WORK}/logs"
 BENCH = f"{WORK}/benchmarks"
 SRC = config["src_lang"]
 TGT = config["tgt_lang"]
+# absolute and normalised: `make demo` (MARGINMINE_DATA_DIR=/abs/path) and a plain `snakemake`
+# (data_dir ../shared/data) name the same directory, so they must give the same params (two
+# spellings re-ran every rule that reads data_dir)
 DATA_DIR = Path(
-    config.get("data_dir") or os.environ.get("MARGINMINE_DATA_DIR") or "../shared/data"
+    os.path.abspath(config.get("data_dir") or os.environ.get("MARGINMINE_DATA_DIR") or "../shared/data")
 )
 JOB_THREADS = config.get("job_threads", 2)
 

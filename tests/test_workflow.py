@@ -174,3 +174,14 @@ def test_url_source_is_downloaded_and_preprocessed(real_data: Path, tmp_path: Pa
     assert (tmp_path / "data/downloads/corpus/pc.tsv.gz").read_bytes() == (served / "pc.tsv.gz").read_bytes()
     ledger = json.loads((tmp_path / "results/urltest/preprocess/ledger.json").read_text())
     assert ledger["pairs_in"] == 2000 and 1000 < ledger["kept"] < 2000
+
+
+def test_two_spellings_of_the_data_dir_give_the_same_params(real_data: Path) -> None:
+    """`make demo` passes an absolute data_dir, a plain snakemake call the relative default: the
+    params must not differ, or every rule that reads data_dir re-runs (it did, after a demo)."""
+    rel = os.path.relpath(real_data, REPO)
+    r = snakemake("-n", "-p", "preprocess", "--configfile", "config/test.yaml", "--config", f"data_dir={rel}",
+                  "--forceall")
+    assert r.returncode == 0, r.stderr[-2000:]
+    cmd = re.search(r"marginmine demo-corpus [^\n]*", r.stdout).group(0)
+    assert f"--data-dir {real_data.resolve()} " in cmd, cmd
