@@ -72,6 +72,11 @@ def main() -> int:
                      "dev_bleu": round(bleu["bleu"], 2), "train_seconds_total": info["train_seconds_total"],
                      "step_wall_seconds": round(train_s, 1), "decode_seconds": round(decode_s, 1)})
         print(json.dumps(rows[-1]), flush=True)
+        write(out, args, cfg, params, rows)  # after every point: a stopped run keeps what it measured
+    return 0
+
+
+def write(out: Path, args: argparse.Namespace, cfg: dict, params: dict, rows: list[dict]) -> None:
     meta = {"cpu": cpu_model(), "threads": args.threads, "seed": args.seed, "selection": args.selection,
             "dev": args.dev_src, "params": params}
     (out / "nmt_curve.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1) + "\n")
@@ -83,8 +88,6 @@ def main() -> int:
         md.append(f"| {r['updates']:,} | {r['epoch']} | {r['dev_loss']:.2f} | {r['dev_bleu']:.2f} | "
                   f"{r['train_seconds_total']:.0f} |")
     (out / "nmt_curve.md").write_text("\n".join(md) + "\n")
-    print("\n".join(md))
-    return 0
 
 
 if __name__ == "__main__":

@@ -22,10 +22,12 @@ SCORING = yaml.safe_load((REPO / "config" / "test.yaml").read_text())["scoring"]
 K = SCORING["k"]
 
 
-def smoke_command(real_data: Path, *config: str) -> list[str]:
-    """The smoke experiment's snakemake arguments; ``config`` adds ``key=value`` overrides."""
-    return [*TARGETS, "--configfile", "config/test.yaml", "--cores", "2", "--config", f"data_dir={real_data}",
-            *config]
+def smoke_command(real_data: Path, *config: str, overlay: str | None = None) -> list[str]:
+    """The smoke experiment's snakemake arguments; ``config`` adds ``key=value`` overrides, ``overlay``
+    a second config file merged over config/test.yaml (nested values keep their YAML types there;
+    ``--config nmt={seeds: [1]}`` would give the string '1')."""
+    files = ["config/test.yaml", *([overlay] if overlay else [])]
+    return [*TARGETS, "--configfile", *files, "--cores", "2", "--config", f"data_dir={real_data}", *config]
 
 
 def run_smoke(d: Path, real_data: Path, timeout: float = 1500) -> subprocess.CompletedProcess[str]:
@@ -103,7 +105,8 @@ DOWNSTREAM_OF_THE_ENCODER = ("results/test/encoder", "work/test/encoders", "resu
 
 #: the killed run trains one NMT system (the ratio selection's) to keep the suite within its time;
 #: everything it writes is compared with the uninterrupted two-system run
-ONE_SYSTEM = ("selection={sizes: [2k], methods: [ratio]}", "nmt={seeds: [1]}")
+ONE_SYSTEM = "one_system.yaml"
+ONE_SYSTEM_YAML = "selection: {sizes: [2k], methods: [ratio]}\nnmt: {seeds: [1]}\n"
 
 
 def run_until(d: Path, real_data: Path, log: Path, moment: Callable[[list[str]], bool] | None,
@@ -112,9 +115,10 @@ def run_until(d: Path, real_data: Path, log: Path, moment: Callable[[list[str]],
     ``moment``, SIGKILL its whole process group when ``moment(commands of the group)`` holds.
     Returns 'killed' or 'finished'."""
     subprocess.run(["bash", str(REPO / "scripts/unlock_stale.sh"), str(d)], check=True)
+    (d / ONE_SYSTEM).write_text(ONE_SYSTEM_YAML)
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
     with open(log, "a") as fh:
-        proc = subprocess.Popen([SNAKEMAKE, *smoke_command(real_data, *ONE_SYSTEM)], cwd=d, env=env, stdout=fh,
+        proc = subprocess.Popen([SNAKEMAKE, *smoke_command(real_data, overlay=ONE_SYSTEM)], cwd=d, env=env, stdout=fh,
                                 stderr=subprocess.STDOUT, start_new_session=True)
         t0 = time.monotonic()
         try:
