@@ -32,7 +32,7 @@ rule train_nmt:
     shell:
         "marginmine train-nmt --train {input.data:q} --dev-src {input.dev[0]:q} --dev-ref {input.dev[1]:q} "
         "--workdir {params.workdir:q} {params.langs} --params {params.nmt_params:q} {params.budget} "
-        "--seed {wildcards.seed:q} --threads {threads} > {log:q} 2>&1"
+        "--seed {wildcards.seed} --threads {threads} > {log:q} 2>&1"
 
 
 rule evaluate_nmt:
