@@ -197,7 +197,7 @@ def test_smoke_run_killed_three_times_ends_byte_identical(smoke: Path, real_data
             f"killed during {what}, Snakemake left no lock: this test would not show that it is cleared"
     assert run_until(d, real_data, log, None) == "finished"
     ref, got = final_outputs(smoke, (("ratio", 1),)), final_outputs(d, (("ratio", 1),))
-    assert set(got) == set(ref) and len(ref) == 22, sorted(ref)
+    assert set(got) == set(ref) and len(ref) == 23, sorted(ref)
     different = sorted(k for k in ref if ref[k] != got[k])
     assert not different, different
     r = snakemake("-n", *smoke_command(real_data, overlay=ONE_SYSTEM), cwd=d)
