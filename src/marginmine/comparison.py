@@ -28,7 +28,8 @@ from pathlib import Path
 from .errors import InputError, MarginmineError
 from .safeio import atomic_path, write_text
 from .selection import parse_count
-from .significance import SeedRun, SeedTableRow, SignificanceSettings, seed_comparison, seed_table_tsv
+from .significance import (SeedRun, SeedTableRow, SignificanceSettings, seed_comparison, seed_table_tsv,
+                           summarize_seeds)
 
 _SEED_DIR = re.compile(r"^seed(\d+)$")
 
@@ -195,7 +196,6 @@ def write_comparison(rows: Sequence[SeedTableRow], runs: Sequence[Run], headline
 def plot(runs: Sequence[Run], png: str | Path, title: str = "") -> None:
     """Mean dev BLEU (test where no dev) against N, one line per method, sd over seeds as error bars."""
     import matplotlib
-    import numpy as np
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -208,9 +208,9 @@ def plot(runs: Sequence[Run], png: str | Path, title: str = "") -> None:
                 by_n.setdefault(r.n, []).append(r)
         pts = []
         for n, rs in by_n.items():
-            vals = [(r.sets["dev"] if "dev" in r.sets else r.sets["test"]).bleu for r in rs]
+            s = summarize_seeds({r.seed: (r.sets["dev"] if "dev" in r.sets else r.sets["test"]).bleu for r in rs})
             x = rs[0].pairs if method == "unfiltered" and rs[0].pairs else parse_count(n)
-            pts.append((x, float(np.mean(vals)), float(np.std(vals, ddof=1)) if len(vals) > 1 else 0.0))
+            pts.append((x, s.mean, s.sd or 0.0))
         pts.sort()
         ax.errorbar([p[0] for p in pts], [p[1] for p in pts], yerr=[p[2] for p in pts], marker="o", capsize=3,
                     label=method)
@@ -243,13 +243,11 @@ def headline_text(runs: Sequence[Run]) -> str:
     if len(systems) != 1:
         raise MarginmineError(f"the headline is one method at one N, got {sorted(systems)}")
     check_runs(runs, runs[0].method)
-    vals = [r.sets["test"].bleu for r in sorted(runs, key=lambda r: r.seed)]
-    mean = sum(vals) / len(vals)
-    sd = (sum((v - mean) ** 2 for v in vals) / (len(vals) - 1)) ** 0.5 if len(vals) > 1 else None
+    summary = summarize_seeds({r.seed: r.sets["test"].bleu for r in runs})
     method, n = next(iter(systems))
-    lines = [f"{mean:.2f}", "",
-             f"{method}.{n}: test sacreBLEU, mean over {len(vals)} training seed(s)"
-             + (f", sd {sd:.2f}" if sd is not None else "") + " (see comparison.md for the tests)",
+    lines = [f"{summary.mean:.2f}", "",
+             f"{method}.{n}: test sacreBLEU, mean over {summary.n_seeds} training seed(s)"
+             + (f", sd {summary.sd:.2f}" if summary.sd is not None else "") + " (see comparison.md for the tests)",
              f"  sacreBLEU signature: {runs[0].sets['test'].signature}"]
     for r in sorted(runs, key=lambda r: r.seed):
         lines.append(f"  seed {r.seed}: {r.sets['test'].bleu:.2f}  ({r.path})")
