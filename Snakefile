@@ -56,13 +56,13 @@ rule encoders:
 
 
 rule embeddings:
-    """Both sides of every preprocessed shard embedded with the default encoder."""
+    """Both sides of every preprocessed shard embedded with every encoder a scorer uses."""
     input:
-        expand(rules.embed_shard.output, shard=SHARDS),
+        expand(rules.embed_shard.output, encoder=SCORED_ENCODERS, shard=SHARDS),
 
 
 rule scoring:
-    """Every selection (method x N) and the scorer's evaluations (mining benchmark, filter AUC)."""
+    """Every selection (scorer or method x N) and the scorers' evaluations (mining benchmark, filter AUC)."""
     input:
         scoring_targets(),
 

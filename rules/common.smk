@@ -343,34 +343,83 @@ def bleu_targets():
     return [f"{RESULTS}/bleu_{n}.txt" for n in SIZES]
 
 
-# --- scoring, selection and the scorer's evaluations ---------------------------------------
+# --- scorers, selection and the scorers' evaluations ---------------------------------------
+# A scorer (config `scorers:`) is a name, an encoder and a score kind registered in the package
+# (marginmine.scorers; `plugins:` modules register more). Each encoder a scorer uses is embedded;
+# its scorers share one self-describing score file per shard (a header names the columns).
 
-SCORING = config.get("scoring", {})
-MARGIN = SCORING.get("margin", "ratio")
+SCORING = config["scoring"]
 MINING_EVAL = config.get("mining_eval")
 LABELLED_CORPUS = config["corpus"]["source"]["kind"] == "demo"  # its sidecar names every pair's origin
 FILTER_EVAL = config.get("filter_eval")
-SCORE_COLUMNS = {MARGIN: 0, "cosine": 1}
-_unknown = [m for m in METHODS if m not in SCORE_COLUMNS and m not in ("random", "unfiltered")]
-if _unknown:
-    raise ValueError(
-        f"selection.methods {_unknown}: a margin method must be scoring.margin ({MARGIN}); "
-        "the others are cosine, random, unfiltered"
-    )
+PLUGINS = list(config.get("plugins", []))
+SCORERS = {name: {**s, "encoder": s.get("encoder", DEFAULT_ENCODER)} for name, s in config["scorers"].items()}
+
+
+def _check_scorers():
+    """Plan-time errors naming the config key: an unknown encoder, kind or param, a method that
+    names no scorer."""
+    from marginmine.scorers import BUILTIN_METHODS, load_plugins, make_kind
+
+    load_plugins(PLUGINS)
+    for name, s in SCORERS.items():
+        if name in BUILTIN_METHODS:
+            raise ValueError(f"scorers.{name}: {' and '.join(BUILTIN_METHODS)} are selection methods, not scorer names")
+        if s["encoder"] not in ENCODER_DIRS:
+            twin = " (random-init twins exist unless quick: true or encoder.eval_random_init: false)"
+            raise ValueError(f"scorers.{name}.encoder: {s['encoder']!r} is not an encoder "
+                             f"(known: {', '.join(ENCODER_DIRS)}){twin if s['encoder'].endswith('-random') else ''}")
+        make_kind(s["kind"], s.get("params", {}), f"scorers.{name}")
+    unknown = [m for m in METHODS if m not in SCORERS and m not in BUILTIN_METHODS]
+    if unknown:
+        raise ValueError(f"selection.methods {unknown}: not scorers (scorers: {', '.join(SCORERS)}; "
+                         f"or {', '.join(BUILTIN_METHODS)})")
+
+
+_check_scorers()
+# every scorer gets a selection per N; NMT trains selection.methods only
+SELECTED = METHODS + [name for name in SCORERS if name not in METHODS]
+SCORED_ENCODERS = list(dict.fromkeys(s["encoder"] for s in SCORERS.values()))
+
+
+def scorers_json(encoder=None):
+    """{name: {kind, encoder, params...}} of every scorer (of one encoder), as the CLI takes it."""
+    return json.dumps({name: {"kind": s["kind"], "encoder": s["encoder"], **s.get("params", {})}
+                       for name, s in SCORERS.items() if encoder in (None, s["encoder"])})
+
+
+def encoder_json(name):
+    return f"{ENCODER_DIRS[name]}/encoder.json"
+
+
+def scored_encoder_args(wildcards=None):
+    return [f"{name}={ENCODER_DIRS[name]}" for name in SCORED_ENCODERS]
+
+
+def score_files(encoder):
+    return expand(rules.score_shard.output, encoder=encoder, shard=SHARDS)
 
 
 def select_scores(wildcards):
-    if wildcards.method in SCORE_COLUMNS:
-        return expand(rules.score_shard.output, shard=SHARDS)
-    return []
+    return score_files(SCORERS[wildcards.method]["encoder"]) if wildcards.method in SCORERS else []
 
 
 def select_args(wildcards):
     if wildcards.method == "unfiltered":
         return "--method unfiltered"
-    if wildcards.method == "random":
-        return f"--method random -n {wildcards.N}"
-    return f"--method {wildcards.method} --column {SCORE_COLUMNS[wildcards.method]} -n {wildcards.N}"
+    return f"--method {shlex.quote(wildcards.method)} -n {wildcards.N}"
+
+
+def density_scorers():
+    """(margin scorer, its kind, cosine scorer) over one encoder for composition's density section:
+    the first margin scorer among the methods (then the scorers) with a cosine scorer beside it."""
+    for name in [*METHODS, *SCORERS]:
+        s = SCORERS.get(name)
+        if s and s["kind"] in ("ratio", "distance"):
+            for other, t in SCORERS.items():
+                if t["encoder"] == s["encoder"] and t["kind"] in ("cosine", "absolute"):
+                    return name, s["kind"], other
+    return None
 
 
 def _pair_arg(items):
@@ -385,13 +434,13 @@ def mining_eval_files(wildcards=None):
 
 
 def filter_eval_inputs(wildcards=None):
-    out = {"encoder": f"{DEFAULT_ENCODER_DIR}/encoder.json"}
+    out = {"encoders": [encoder_json(e) for e in SCORED_ENCODERS]}
     if FILTER_EVAL and FILTER_EVAL.get("paracrawl"):
         out["paracrawl"] = data_path(FILTER_EVAL["paracrawl"])
     if LABELLED_CORPUS:
         out["labels"] = f"{WORK}/corpus/demo.labels.tsv"
         out["pairs"] = expand(rules.preprocess_shard.output.kept, shard=SHARDS)
-        out["scores"] = expand(rules.score_shard.output, shard=SHARDS)
+        out["scores"] = [f for e in SCORED_ENCODERS for f in score_files(e)]
     return out
 
 
@@ -405,14 +454,36 @@ def filter_eval_args(wildcards, input):
     if "paracrawl" in input.keys():
         args.append(f"--paracrawl {shlex.quote(input.paracrawl)}")
     if "labels" in input.keys():
-        args.append(f"--demo-labels {shlex.quote(input.labels)} --pairs {_quoted(input.pairs)} "
-                    f"--scores {_quoted(input.scores)}")
+        args.append(f"--demo-labels {shlex.quote(input.labels)} --pairs {_quoted(input.pairs)}")
+        args += [f"--scores {_quoted(score_files(e))}" for e in SCORED_ENCODERS]
     return " ".join(args)
 
 
+def composition_inputs(wildcards=None):
+    out = {"labels": f"{WORK}/corpus/demo.labels.tsv",
+           "selections": expand(rules.select_top.output.pairs, method=SELECTED, N=SIZES)}
+    if density_scorers():
+        out["pairs"] = expand(rules.preprocess_shard.output.kept, shard=SHARDS)
+        out["scores"] = score_files(SCORERS[density_scorers()[0]]["encoder"])
+    return out
+
+
+def composition_density_args(wildcards, input, output):
+    if not density_scorers():
+        return ""
+    margin, kind, cosine = density_scorers()
+    return (f"--pairs {_quoted(input.pairs)} --scores {_quoted(input.scores)} --margin {kind} "
+            f"--margin-column {shlex.quote(margin)} --cosine-column {shlex.quote(cosine)} "
+            f"--density-tsv {shlex.quote(output.density)}")
+
+
+def plugin_args(wildcards=None):
+    return " ".join(f"--plugin {shlex.quote(m)}" for m in PLUGINS)
+
+
 def scoring_targets():
-    """Selections for every method and size, and the scorer's evaluations where configured."""
-    out = expand(rules.select_top.output.report, method=METHODS, N=SIZES)
+    """Selections for every scorer, method and size, and the scorers' evaluations where configured."""
+    out = expand(rules.select_top.output.report, method=SELECTED, N=SIZES)
     if MINING_EVAL:
         out += rules.eval_mining.output
     if FILTER_EVAL or LABELLED_CORPUS:
@@ -435,10 +506,9 @@ def _method_seeds():
 
     default = validate_seeds(NMT.get("seeds", [1]), "nmt.seeds")
     overrides = NMT.get("method_seeds", {})
-    known = ("ratio", "distance", "absolute", "cosine", "random", "unfiltered")  # the schema's methods
-    unknown = sorted(set(overrides) - set(known))
+    unknown = sorted(set(overrides) - set(METHODS))
     if unknown:
-        raise ValueError(f"nmt.method_seeds: {unknown} are not selection methods ({', '.join(known)})")
+        raise ValueError(f"nmt.method_seeds: {unknown} are not selection methods ({', '.join(METHODS)})")
     return {m: validate_seeds(overrides[m], f"nmt.method_seeds.{m}") if m in overrides else default
             for m in METHODS}
 

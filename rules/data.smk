@@ -117,7 +117,7 @@ rule demo_corpus:
         f"{BENCH}/demo_corpus.tsv"
     params:
         data_dir=str(DATA_DIR),
-        seed=config["corpus"]["source"].get("seed", 1234),
+        seed=config["corpus"]["source"].get("seed", config["seed"]),
         scale=config["corpus"]["source"].get("scale", 1.0),
         heldout=clean_mix_arg(),
     threads: 1

@@ -69,7 +69,7 @@ rule train_encoder:
     params:
         kind=lambda wc: encoder_model(wc.encdir)["kind"],
         json=lambda wc: encoder_params_json(wc.encdir),
-        seed=lambda wc: encoder_model(wc.encdir).get("seed", 1234),
+        seed=lambda wc: encoder_model(wc.encdir).get("seed", config["seed"]),
         budget=lambda wc: encoder_budget_arg(wc.encdir),
         workdir=lambda wc: f"{WORK}/encoders/{encoder_name(wc.encdir)}",
         outdir=lambda wildcards, output: os.path.dirname(output[0]),
@@ -139,18 +139,20 @@ rule encoder_report:
 
 
 rule embed_shard:
-    """Embed both sides of one preprocessed shard with the default encoder (float16, memory-mapped,
-    resumable in chunks)."""
+    """Embed both sides of one preprocessed shard with one encoder a scorer uses (float16,
+    memory-mapped, resumable in chunks)."""
     input:
-        encoder=f"{DEFAULT_ENCODER_DIR}/encoder.json",
+        encoder=lambda wc: encoder_json(wc.encoder),
         shard=rules.preprocess_shard.output.kept,
     output:
-        src=f"{WORK}/embed/shard{{shard}}.{SRC}.npy",
-        tgt=f"{WORK}/embed/shard{{shard}}.{TGT}.npy",
+        src=f"{WORK}/embed/{{encoder}}/shard{{shard}}.{SRC}.npy",
+        tgt=f"{WORK}/embed/{{encoder}}/shard{{shard}}.{TGT}.npy",
     log:
-        f"{LOGS}/embed/shard{{shard}}.log",
+        f"{LOGS}/embed/{{encoder}}/shard{{shard}}.log",
     benchmark:
-        f"{BENCH}/embed/shard{{shard}}.tsv"
+        f"{BENCH}/embed/{{encoder}}/shard{{shard}}.tsv"
+    wildcard_constraints:
+        encoder="|".join(map(re.escape, SCORED_ENCODERS)),
     params:
         encdir=lambda wildcards, input: os.path.dirname(input.encoder),
         device=ENC.get("device", "cpu"),

@@ -10,7 +10,7 @@ rule report_figures:
     wall time / throughput table (benchmark files are globbed, so run it last: `make report`)."""
     input:
         ledger=rules.preprocess_ledger.output.json,
-        select=expand(rules.select_top.output.report, method=METHODS, N=SIZES),
+        select=expand(rules.select_top.output.report, method=SELECTED, N=SIZES),
         encoders=rules.encoder_report.output.tsv,
         evals=lambda w: [f for f in scoring_targets() if f.endswith(".tsv")],
     output:
@@ -51,7 +51,7 @@ rule report_figures:
     params:
         work=WORK,
         benchmarks=BENCH,
-        methods=METHODS,
+        methods=SELECTED,
         title=EXP,
         outdir=lambda w, output: os.path.dirname(output.ledger_png),
     threads: 1

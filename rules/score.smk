@@ -1,45 +1,49 @@
-# kNN + margin scoring per shard (= one or more kNN batches), top-N selection per method, and the
-# scorer's evaluations: the BUCC-style mining benchmark and filtering quality on labelled pairs.
-# Settings and input functions live in common.smk.
+# Scoring per shard and encoder (every scorer over that encoder: kNN within batches, one named
+# column each), top-N selection per scorer or method, and the scorers' evaluations: the BUCC-style
+# mining benchmark and filtering quality on labelled pairs. Input functions live in common.smk.
 
 
 rule score_shard:
-    """kNN within batches of the shard (both directions, distinct sentences), margin score and
-    cosine for every pair; resumes from the last finished batch."""
+    """kNN within batches of the shard (both directions, distinct sentences) and every scorer over
+    this encoder, one column each under a header naming them; resumes from the last finished batch."""
     input:
         src=rules.embed_shard.output.src,
         tgt=rules.embed_shard.output.tgt,
         shard=rules.preprocess_shard.output.kept,
     output:
-        f"{WORK}/score/shard{{shard}}.scores.tsv.gz",
+        f"{WORK}/score/{{encoder}}/shard{{shard}}.scores.tsv.gz",
     log:
-        f"{LOGS}/score/shard{{shard}}.log",
+        f"{LOGS}/score/{{encoder}}/shard{{shard}}.log",
     benchmark:
-        f"{BENCH}/score/shard{{shard}}.tsv"
+        f"{BENCH}/score/{{encoder}}/shard{{shard}}.tsv"
     params:
-        margin=MARGIN,
-        k=SCORING.get("k", 4),
-        batch_size=SCORING.get("batch_size", 5_000_000),
-        index=SCORING.get("index", "flat"),
-        nprobe=SCORING.get("nprobe", 16),
-        device=SCORING.get("device", "cpu"),
+        scorers=lambda wc: scorers_json(wc.encoder),
+        plugins=plugin_args,
+        k=SCORING["k"],
+        batch_size=SCORING["batch_size"],
+        index=SCORING["index"],
+        nprobe=SCORING["nprobe"],
+        device=SCORING["device"],
+    wildcard_constraints:
+        encoder="|".join(map(re.escape, SCORED_ENCODERS)),
     priority: 10  # the critical path (encoder -> scores -> selections -> NMT) goes first
     threads: job_threads(2)
     resources:
-        mem_mb=SCORING.get("mem_mb", 16000),
-        runtime=SCORING.get("runtime_min", 240),
-        gpus=int(SCORING.get("device", "cpu").startswith("cuda")),
+        mem_mb=SCORING["mem_mb"],
+        runtime=SCORING["runtime_min"],
+        gpus=int(SCORING["device"].startswith("cuda")),
     conda:
         "../envs/score.yaml"
     shell:
         "marginmine score --input {input.shard:q} --src-embeddings {input.src:q} --tgt-embeddings "
-        "{input.tgt:q} --margin {params.margin:q} -k {params.k:q} --batch-size {params.batch_size:q} "
-        "--index {params.index:q} --nprobe {params.nprobe:q} --device {params.device:q} --threads "
-        "{threads} --allow-empty --output {output:q} > {log:q} 2>&1"
+        "{input.tgt:q} --scorers {params.scorers:q} {params.plugins} -k {params.k:q} --batch-size "
+        "{params.batch_size:q} --index {params.index:q} --nprobe {params.nprobe:q} --device {params.device:q} "
+        "--threads {threads} --allow-empty --output {output:q} > {log:q} 2>&1"
 
 
 rule select_top:
-    """The N best pairs over all shards for one selection method (two streaming passes)."""
+    """The N best pairs over all shards by one scorer's column (or random, unfiltered), in two
+    streaming passes."""
     input:
         pairs=expand(rules.preprocess_shard.output.kept, shard=SHARDS),
         scores=select_scores,
@@ -52,9 +56,9 @@ rule select_top:
         f"{BENCH}/select/{{method}}.{{N}}.tsv"
     params:
         args=select_args,
-        seed=config.get("seed", 1234),
+        seed=config["seed"],
     wildcard_constraints:
-        method="|".join(METHODS),
+        method="|".join(map(re.escape, SELECTED)),
     priority: 10  # the critical path: a selection waits for no NMT training
     threads: 1
     resources:
@@ -70,12 +74,10 @@ rule select_top:
 rule selection_composition:
     """What each selection is made of, by the labelled corpus' origins and noise kinds (the demo's
     sidecar): how much noise a method let through and which clean domain it preferred; and why, per
-    group: its mean cosine and mean kNN similarity over the scored corpus (density.tsv)."""
+    group: its mean cosine and mean kNN similarity over the scored corpus (density.tsv, from a margin
+    scorer and a cosine scorer over one encoder)."""
     input:
-        labels=f"{WORK}/corpus/demo.labels.tsv",
-        selections=expand(rules.select_top.output.pairs, method=METHODS, N=SIZES),
-        pairs=expand(rules.preprocess_shard.output.kept, shard=SHARDS),
-        scores=expand(rules.score_shard.output, shard=SHARDS),
+        unpack(composition_inputs),
     output:
         tsv=report(f"{RESULTS}/select/composition.tsv", category="Selection"),
         md=f"{RESULTS}/select/composition.md",
@@ -86,7 +88,7 @@ rule selection_composition:
         f"{BENCH}/select/composition.tsv"
     params:
         title=EXP,
-        margin=MARGIN,
+        density=composition_density_args,
     threads: 1
     resources:
         mem_mb=2000,
@@ -94,9 +96,8 @@ rule selection_composition:
     conda:
         "../envs/score.yaml"
     shell:
-        "marginmine composition --labels {input.labels:q} --selections {input.selections:q} "
-        "--pairs {input.pairs:q} --scores {input.scores:q} --margin {params.margin:q} --density-tsv "
-        "{output.density:q} --tsv {output.tsv:q} --md {output.md:q} --title {params.title:q} > {log:q} 2>&1"
+        "marginmine composition --labels {input.labels:q} --selections {input.selections:q} {params.density} "
+        "--tsv {output.tsv:q} --md {output.md:q} --title {params.title:q} > {log:q} 2>&1"
 
 
 rule mining_benchmark_data:
@@ -117,7 +118,7 @@ rule mining_benchmark_data:
         mono_tgt=lambda w: [data_path(p) for p in MINING_EVAL["mono_tgt"]],
         share=(MINING_EVAL or {}).get("share", 0.025),
         distractors=(MINING_EVAL or {}).get("distractors", 2000),
-        seed=config.get("seed", 1234),
+        seed=config["seed"],
         outdir=lambda w, output: os.path.dirname(output.summary),
     threads: 1
     resources:
@@ -133,9 +134,9 @@ rule mining_benchmark_data:
 
 
 rule eval_mining:
-    """P/R/F1 of every margin x retrieval combination (the paper's Table 2), default encoder."""
+    """P/R/F1 of every scorer x retrieval (the paper's Table 2, one row group per scorer that can mine)."""
     input:
-        encoder=f"{DEFAULT_ENCODER_DIR}/encoder.json",
+        encoders=[encoder_json(e) for e in SCORED_ENCODERS],
         data=rules.mining_benchmark_data.output.summary,
     output:
         tsv=report(f"{RESULTS}/mining/bucc.tsv", category="Mining"),
@@ -145,10 +146,11 @@ rule eval_mining:
     benchmark:
         f"{BENCH}/mining_eval/eval.tsv"
     params:
-        encdir=lambda w, input: os.path.dirname(input.encoder),
+        encoders=scored_encoder_args,
+        scorers=scorers_json(),
+        plugins=plugin_args,
         data=lambda w, input: os.path.dirname(input.data),
-        name=DEFAULT_ENCODER,
-        k=SCORING.get("k", 4),
+        k=SCORING["k"],
         langs=f"--src-lang {SRC} --tgt-lang {TGT}",
     threads: job_threads(2)
     resources:
@@ -157,14 +159,14 @@ rule eval_mining:
     conda:
         "../envs/score.yaml"
     shell:
-        "marginmine eval-mining --encoder {params.encdir:q} --name {params.name:q} --data {params.data:q} "
-        "{params.langs} -k {params.k:q} --threads {threads} --tsv {output.tsv:q} --md {output.md:q} > "
-        "{log:q} 2>&1"
+        "marginmine eval-mining --encoder {params.encoders:q} --scorers {params.scorers:q} {params.plugins} "
+        "-k {params.k:q} --data {params.data:q} {params.langs} --threads {threads} --tsv {output.tsv:q} "
+        "--md {output.md:q} > {log:q} 2>&1"
 
 
 rule eval_filter:
-    """ROC-AUC and precision at top-N of the margin scores beside BiCleaner/Zipporah (ParaCrawl
-    human labels) and on the demo corpus' own labels."""
+    """ROC-AUC and precision at top-N of every scorer beside BiCleaner/Zipporah (ParaCrawl human
+    labels) and on the demo corpus' own labels."""
     input:
         unpack(filter_eval_inputs),
     output:
@@ -175,10 +177,11 @@ rule eval_filter:
     benchmark:
         f"{BENCH}/filter_eval.tsv"
     params:
-        encdir=lambda w, input: os.path.dirname(input.encoder),
         args=filter_eval_args,
-        name=DEFAULT_ENCODER,
-        k=SCORING.get("k", 4),
+        encoders=scored_encoder_args,
+        scorers=scorers_json(),
+        plugins=plugin_args,
+        k=SCORING["k"],
         top_n=(FILTER_EVAL or {}).get("top_n", [500, 1000]),
         langs=f"--src-lang {SRC} --tgt-lang {TGT}",
     threads: job_threads(2)
@@ -188,6 +191,6 @@ rule eval_filter:
     conda:
         "../envs/score.yaml"
     shell:
-        "marginmine eval-filter --encoder {params.encdir:q} --name {params.name:q} {params.args} "
-        "{params.langs} -k {params.k:q} --top-n {params.top_n:q} --threads {threads} --tsv {output.tsv:q} "
-        "--md {output.md:q} > {log:q} 2>&1"
+        "marginmine eval-filter --encoder {params.encoders:q} --scorers {params.scorers:q} {params.plugins} "
+        "-k {params.k:q} {params.args} {params.langs} --top-n {params.top_n:q} --threads {threads} "
+        "--tsv {output.tsv:q} --md {output.md:q} > {log:q} 2>&1"

@@ -55,7 +55,7 @@ def final_outputs(d: Path, systems: tuple[tuple[str, int], ...] = SYSTEMS) -> di
     NMT ``systems`` (method, seed) run (the method-set tables only when both smoke methods ran)."""
     out = {}
     methods = sorted({m for m, _ in systems})
-    patterns = ["work/test/score/*.scores.tsv.gz", "work/test/embed/*.npy", "results/test/preprocess/ledger.json",
+    patterns = ["work/test/score/*/*.scores.tsv.gz", "work/test/embed/*/*.npy", "results/test/preprocess/ledger.json",
                 "results/test/preprocess/ledger.tsv", "work/test/preprocess/kept/*.tsv.gz",
                 "results/test/encoder/model.pt", "work/test/corpus/heldout.*"]
     patterns += [f"work/test/select/{m}.2k.tsv.gz" for m in methods]

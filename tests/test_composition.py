@@ -93,18 +93,22 @@ def test_density_recovers_the_neighbourhood_mean_from_the_score_columns(tmp_path
         fh.writelines(f"s{i}\tt{i}\t{pid}\n" for i, pid in enumerate(ids))
     for kind, margin in (("ratio", [c / n for c, n in zip(cos, nb)]), ("distance", [c - n for c, n in zip(cos, nb)])):
         scores = tmp_path / f"{kind}.scores.tsv"
-        scores.write_text("".join(f"{m:.9f}\t{c:.9f}\n" for m, c in zip(margin, cos)))
-        got = {d.group: d for d in group_density([tmp_path / "shard.tsv.gz"], [scores], groups, kind)}
+        scores.write_text(f"cosine\tm-{kind}\n" + "".join(f"{c:.9f}\t{m:.9f}\n" for m, c in zip(margin, cos)))
+        got = {d.group: d for d in group_density([tmp_path / "shard.tsv.gz"], [scores], groups, kind, f"m-{kind}",
+                                                 "cosine")}
         assert got["clean:multi30k"].mean_neighbourhood == pytest.approx(0.85, abs=1e-6)
         assert got["clean:tatoeba"].mean_neighbourhood == pytest.approx(0.45, abs=1e-6)
         assert got["clean:tatoeba"].pairs == 2 and got["clean:tatoeba"].mean_cosine == pytest.approx(0.7)
     short = tmp_path / "short.scores.tsv"
-    short.write_text("1.0\t0.5\n")
+    short.write_text("ratio\tcosine\n1.0\t0.5\n")
     with pytest.raises(InputError, match="has 1 lines but the shard"):
-        group_density([tmp_path / "shard.tsv.gz"], [short], groups, "ratio")
+        group_density([tmp_path / "shard.tsv.gz"], [short], groups, "ratio", "ratio", "cosine")
+    with pytest.raises(InputError, match="has no score column 'm-ratio'"):
+        group_density([tmp_path / "shard.tsv.gz"], [short], groups, "ratio", "m-ratio", "cosine")
     sel = write_selection(tmp_path / "ratio.2.tsv.gz", ["m30k-train:1", "tatoeba-deu-eng:5"])
     assert main(["composition", "--labels", str(tmp_path / "labels.tsv"), "--selections", str(sel), "--pairs",
-                 str(tmp_path / "shard.tsv.gz"), "--scores", str(tmp_path / "ratio.scores.tsv"), "--density-tsv",
+                 str(tmp_path / "shard.tsv.gz"), "--scores", str(tmp_path / "ratio.scores.tsv"),
+                 "--margin-column", "m-ratio", "--density-tsv",
                  str(tmp_path / "d.tsv"), "--tsv", str(tmp_path / "c.tsv"), "--md", str(tmp_path / "c.md")]) == 0
     assert "| clean:multi30k | 25.0 | 0.900 | 0.850 | 50.0 |" in (tmp_path / "c.md").read_text()
     assert (tmp_path / "d.tsv").read_text().splitlines()[0] == "group\tpairs\tcorpus_share\tmean_cosine\tmean_knn_similarity"

@@ -17,7 +17,8 @@ from marginmine.cli import main
 from marginmine.embed import embed_file
 from marginmine.errors import InputError, MarginmineError
 from marginmine.knn import first_nonfinite_row, knn
-from marginmine.scoring import EncoderEmbeddings, ScoreSettings, read_score_column, score_file
+from marginmine.scorers import make_kind
+from marginmine.scoring import EncoderEmbeddings, ScoreSettings, read_scores, score_file
 
 
 def lines_of(path: Path) -> list[str]:
@@ -124,17 +125,17 @@ def test_empty_shards_are_valid_through_preprocess_embed_score_select(
     assert score(4) == 2 and "is empty: nothing to score" in error_line(capsys.readouterr().err, "score")
     for i in range(5):
         assert score(i, "--allow-empty") == 0
-        assert len(lines_of(work / f"score{i}.tsv.gz")) == n_kept[i]
+        assert len(lines_of(work / f"score{i}.tsv.gz")) == n_kept[i] + 1  # the header names the columns
 
     # select over all shards, and over the empty ones alone; the overlap check reads them too
     scores = [str(work / f"score{i}.tsv.gz") for i in range(5)]
     assert main(["select", "--pairs", *map(str, kept), "--scores", *scores, "--method", "ratio",
-                 "--column", "0", "-n", "50", "--output", str(work / "sel.tsv.gz"),
+                 "-n", "50", "--output", str(work / "sel.tsv.gz"),
                  "--report", str(work / "sel.json")]) == 0
     rep = json.loads((work / "sel.json").read_text())
     assert rep["selected"] == 50 == len(lines_of(work / "sel.tsv.gz")) and rep["total"] == sum(n_kept)
     assert main(["select", "--pairs", str(kept[3]), str(kept[4]), "--scores", *scores[3:],
-                 "--method", "ratio", "--column", "0", "-n", "50", "--output", str(work / "none.tsv.gz"),
+                 "--method", "ratio", "-n", "50", "--output", str(work / "none.tsv.gz"),
                  "--report", str(work / "none.json")]) == 0
     assert json.loads((work / "none.json").read_text())["selected"] == 0
     assert lines_of(work / "none.tsv.gz") == []
@@ -166,7 +167,7 @@ def test_score_refuses_embeddings_with_more_or_fewer_rows_than_lines(pairs_250: 
         assert not out.exists()
     assert main(["score", "--input", str(shard), "--src-embeddings", str(ok[0]), "--tgt-embeddings", str(ok[1]),
                  "--output", str(tmp_path / "ok.scores.tsv")]) == 0
-    assert len(lines_of(tmp_path / "ok.scores.tsv")) == 200
+    assert len(lines_of(tmp_path / "ok.scores.tsv")) == 201  # the header, then one line per pair
 
 
 # --- 3. NaN / inf in embeddings and scores ------------------------------------------------------
@@ -202,7 +203,7 @@ def test_nan_from_an_encoder_is_refused_by_the_knn_search(pairs_250: Path, tmp_p
 
     with pytest.raises(MarginmineError, match=r"kNN search: (query|database) row \d+ \(0-based\) holds NaN or inf"):
         score_file([str(pairs_250)], tmp_path / "s.tsv", EncoderEmbeddings(BrokenEncoder(), "en", "de"),
-                   ScoreSettings())
+                   ScoreSettings((("ratio", make_kind("ratio")),)))
     x = TrigramEncoder().encode([f"sentence {i}" for i in range(50)], "en")
     x[17, 3] = np.inf
     with pytest.raises(MarginmineError, match="database row 17 "):
@@ -232,16 +233,16 @@ def test_nan_or_inf_scores_are_refused_by_select_and_eval_filter(pairs_250: Path
     assert main(["score", "--input", str(pairs_250), "--src-embeddings", str(src), "--tgt-embeddings", str(tgt),
                  "--output", str(scores)]) == 0
     rows = scores.read_text().splitlines()
-    assert read_score_column(scores, 0).shape == (250,)
-    for bad_value, column in (("nan", 0), ("inf", 1), ("-inf", 0)):
+    assert rows[0] == "ratio\tcosine" and read_scores(scores, "ratio").shape == (250,)
+    for bad_value, column in (("nan", "ratio"), ("inf", "cosine"), ("-inf", "ratio")):
         broken = rows.copy()
-        broken[41] = "\t".join([bad_value, "0.5"] if column == 0 else ["1.0", bad_value])
+        broken[41] = "\t".join([bad_value, "0.5"] if column == "ratio" else ["1.0", bad_value])  # data line 41
         broken[200] = "nan\tnan"
         bad = tmp_path / f"bad-{bad_value}.tsv"
         bad.write_text("\n".join(broken) + "\n")
         capsys.readouterr()
-        assert main(["select", "--pairs", str(pairs_250), "--scores", str(bad), "--method", "ratio",
-                     "--column", str(column), "-n", "10", "--output", str(tmp_path / "sel.tsv")]) == 2
+        assert main(["select", "--pairs", str(pairs_250), "--scores", str(bad), "--method", column,
+                     "-n", "10", "--output", str(tmp_path / "sel.tsv")]) == 2
         err = error_line(capsys.readouterr().err, "select")
         assert f"{bad}:42: column {column} holds {float(bad_value)}, not a finite score" in err, err
         assert not (tmp_path / "sel.tsv").exists()
@@ -249,7 +250,7 @@ def test_nan_or_inf_scores_are_refused_by_select_and_eval_filter(pairs_250: Path
     labels.write_text("id\torigin\tkind\tclean\n" + "".join(f"pc{i}\tparacrawl\tclean\t{i % 2}\n" for i in range(250)))
     assert main(["eval-filter", "--demo-labels", str(labels), "--pairs", str(pairs_250), "--scores",
                  str(tmp_path / "bad-nan.tsv"), "--tsv", str(tmp_path / "q.tsv"), "--md", str(tmp_path / "q.md")]) == 2
-    assert f"{tmp_path / 'bad-nan.tsv'}:42: column 0 holds nan" in error_line(capsys.readouterr().err, "eval-filter")
+    assert f"{tmp_path / 'bad-nan.tsv'}:42: column ratio holds nan" in error_line(capsys.readouterr().err, "eval-filter")
     assert main(["eval-filter", "--demo-labels", str(labels), "--pairs", str(pairs_250), "--scores",
                  str(scores), "--tsv", str(tmp_path / "q.tsv"), "--md", str(tmp_path / "q.md"),
                  "--json", str(tmp_path / "q.json")]) == 0

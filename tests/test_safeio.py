@@ -70,7 +70,7 @@ CLASHES: dict[str, list[str]] = {
     "composition": ["--labels", "l.tsv", "--selections", "in.tsv", "--tsv", "l.tsv", "--md", "o.md"],
     "bucc-data": ["--gold-train", "train.src,in2.txt", "--gold-test", "a,b", "--mono-src", "m", "--mono-tgt",
                   "n", "--output-dir", "."],
-    "eval-mining": ["--encoder", "data", "--data", "bucc", "--src-lang", "en", "--tgt-lang", "de",
+    "eval-mining": ["--encoder", "x=data", "--data", "bucc", "--src-lang", "en", "--tgt-lang", "de",
                     "--tsv", "o.md", "--md", "o.md"],
     "eval-filter": ["--paracrawl", "in.tsv", "--tsv", "o.tsv", "--md", "in.tsv"],
     "train-nmt": ["--train", "in.tsv", "--dev-src", "in.txt", "--dev-ref", "in2.txt", "--workdir", "in.txt",

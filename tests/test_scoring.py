@@ -17,8 +17,13 @@ from marginmine.errors import InputError, MarginmineError
 from marginmine.filtereval import precision_at, read_paracrawl_eval, roc_auc
 from marginmine.mining import Sentences, check_pairs, embed_unique, mine_arrays
 from marginmine.preprocess import PreprocessSettings
-from marginmine.scoring import EncoderEmbeddings, ScoreSettings, iter_pairs, read_score_column, score_file
+from marginmine.scorers import make_kind
+from marginmine.scoring import EncoderEmbeddings, ScoreSettings, iter_pairs, read_score_names, read_scores, score_file
 from marginmine.selection import Source, optimal_threshold, parse_count, prf_at, select
+
+
+def settings_of(kinds: tuple[str, ...] = ("ratio", "cosine"), k: int = 4, batch: int = 5_000_000) -> ScoreSettings:
+    return ScoreSettings(tuple((n, make_kind(n, {"k": k} if n in ("ratio", "distance") else {})) for n in kinds), batch)
 
 
 def sha(path: Path) -> str:
@@ -35,7 +40,7 @@ def real_pairs(paracrawl_tsv: Path, tmp_path_factory: pytest.TempPathFactory) ->
 
 
 def test_batches_scored_in_one_job_or_as_separate_jobs_are_byte_identical(real_pairs: Path, tmp_path: Path) -> None:
-    settings = ScoreSettings(("ratio", "distance"), 4, 700)
+    settings = settings_of(("ratio", "distance", "cosine"), 4, 700)
     emb = EncoderEmbeddings(TrigramEncoder(), "en", "de")
     whole = tmp_path / "whole.tsv.gz"
     assert score_file([str(real_pairs)], whole, emb, settings) == 2000
@@ -46,22 +51,31 @@ def test_batches_scored_in_one_job_or_as_separate_jobs_are_byte_identical(real_p
         piece.write_text("".join(lines[start:start + 700]), encoding="utf-8")
         parts.append(tmp_path / f"piece{n}.scores.tsv.gz")
         score_file([str(piece)], parts[-1], emb, settings)
-    joined = b"".join(gzip.open(p).read() for p in parts)
+    head = b"ratio\tdistance\tcosine\n"
+    bodies = [gzip.open(p).read() for p in parts]
+    assert all(b.startswith(head) for b in bodies)  # every file names its columns
+    joined = head + b"".join(b[len(head):] for b in bodies)
     assert hashlib.sha256(joined).hexdigest() == sha(whole)
-    assert b"".join(p.read_bytes() for p in parts) == whole.read_bytes()  # even the gzip members
+    # even the gzip members (the header is a member of its own)
+    members = [p.read_bytes() for p in parts]
+    header_member = gzip.compress(head, compresslevel=3, mtime=0)
+    assert header_member + b"".join(m[len(header_member):] for m in members) == whole.read_bytes()
     again = tmp_path / "again.tsv.gz"
     score_file([str(real_pairs)], again, EncoderEmbeddings(TrigramEncoder(), "en", "de"), settings)
     assert sha(again) == sha(whole)
     rows = [ln.split("\t") for ln in gzip.open(whole, "rt").read().splitlines()]
-    assert len(rows) == 2000 and all(len(r) == 3 for r in rows)
+    assert len(rows) == 2001 and all(len(r) == 3 for r in rows)
+    assert read_score_names(whole) == ["ratio", "distance", "cosine"]
+    ratio, cosine = read_scores(whole, "ratio"), read_scores(whole, "cosine")
+    assert ratio.shape == (2000,) and not np.array_equal(ratio, cosine)
     # the batch size is part of the result: other batches, other neighbourhoods
     other = tmp_path / "other.tsv"
-    score_file([str(real_pairs)], other, emb, ScoreSettings(("ratio", "distance"), 4, 2000))
+    score_file([str(real_pairs)], other, emb, settings_of(("ratio", "distance", "cosine"), 4, 2000))
     assert sha(other) != sha(whole)
 
 
 def test_score_resumes_after_a_kill_from_the_last_batch(real_pairs: Path, tmp_path: Path) -> None:
-    settings = ScoreSettings(("ratio",), 4, 500)
+    settings = settings_of(("ratio",), 4, 500)
     ref = tmp_path / "ref.tsv"
     score_file([str(real_pairs)], ref, EncoderEmbeddings(TrigramEncoder(), "en", "de"), settings)
     out = tmp_path / "out.tsv"
@@ -88,7 +102,7 @@ def test_score_input_errors_name_file_and_line(tmp_path: Path) -> None:
     empty = tmp_path / "empty.tsv"
     empty.write_text("")
     with pytest.raises(InputError, match="empty"):
-        score_file([str(empty)], tmp_path / "o.tsv", EncoderEmbeddings(TrigramEncoder(), "en", "de"), ScoreSettings())
+        score_file([str(empty)], tmp_path / "o.tsv", EncoderEmbeddings(TrigramEncoder(), "en", "de"), settings_of())
     assert main(["score", "--input", str(bad), "--output", str(tmp_path / "o.tsv"), "--encoder", str(tmp_path)]) == 2
 
 
@@ -97,7 +111,7 @@ def _shards(tmp_path: Path, scores: list[list[float]]) -> list[Source]:
     for n, sc in enumerate(scores):
         pairs, score = tmp_path / f"p{n}.tsv", tmp_path / f"s{n}.tsv"
         pairs.write_text("".join(f"src {n}-{i}\ttgt {n}-{i}\tid{n}-{i}\n" for i in range(len(sc))))
-        score.write_text("".join(f"{v:.6f}\t0.5\n" for v in sc))
+        score.write_text("ratio\tcosine\n" + "".join(f"{v:.6f}\t0.5\n" for v in sc))
         sources.append(Source(pairs, score))
     return sources
 
@@ -120,18 +134,18 @@ def test_top_n_over_shards_breaks_ties_by_corpus_order(tmp_path: Path) -> None:
 def test_random_and_unfiltered_methods(tmp_path: Path) -> None:
     sources = [Source(s.pairs, None) for s in _shards(tmp_path, [[0.0] * 50, [0.0] * 30])]
     a, b = tmp_path / "a.tsv", tmp_path / "b.tsv"
-    select(sources, a, "random", n=20, column=None, seed=7)
-    select(sources, b, "random", n=20, column=None, seed=7)
+    select(sources, a, "random", n=20, seed=7)
+    select(sources, b, "random", n=20, seed=7)
     assert a.read_bytes() == b.read_bytes() and len(a.read_text().splitlines()) == 20
-    select(sources, b, "random", n=20, column=None, seed=8)
+    select(sources, b, "random", n=20, seed=8)
     assert a.read_bytes() != b.read_bytes()
-    rep = select(sources, b, "unfiltered", column=None)
+    rep = select(sources, b, "unfiltered")
     assert rep.selected == 80 and len(b.read_text().splitlines()) == 80
 
 
 def test_select_refuses_score_files_of_another_length(tmp_path: Path) -> None:
     sources = _shards(tmp_path, [[0.1, 0.2, 0.3]])
-    sources[0].scores.write_text("0.1\t0.5\n0.2\t0.5\n")  # type: ignore[union-attr]
+    sources[0].scores.write_text("ratio\tcosine\n0.1\t0.5\n0.2\t0.5\n")  # type: ignore[union-attr]
     with pytest.raises(InputError, match="has 2 scores"):
         select(sources, tmp_path / "o.tsv", "ratio", n=1)
     assert not (tmp_path / "o.tsv").exists()
@@ -224,7 +238,7 @@ def test_bucc_evaluation_with_a_perfect_encoder_scores_one(bucc_dir: Path) -> No
         x /= np.linalg.norm(x, axis=1, keepdims=True)
         y /= np.linalg.norm(y, axis=1, keepdims=True)
         data.append((x.astype(np.float32), y.astype(np.float32), sp))
-    rows = evaluate_split_pair(data[0], data[1], k=4, margins=["ratio"], retrievals=["max", "intersect"])
+    rows = evaluate_split_pair(data[0], data[1], 4, [("ratio", "ratio")], "perfect", retrievals=["max", "intersect"])
     assert all(r.train_f1 == pytest.approx(1.0) and r.precision == 1.0 and r.f1 > 0.98 for r in rows), rows
 
 
@@ -232,10 +246,26 @@ def test_cli_select_writes_report(tmp_path: Path, capsys) -> None:
     sources = _shards(tmp_path, [[0.3, 0.7], [0.9]])
     out, rep = tmp_path / "sel.tsv.gz", tmp_path / "sel.json"
     rc = main(["select", "--pairs", *(str(s.pairs) for s in sources), "--scores", *(str(s.scores) for s in sources),
-               "--method", "cosine", "--column", "1", "-n", "2", "--output", str(out), "--report", str(rep)])
-    assert rc == 0 and len(gzip.open(out, "rt").read().splitlines()) == 2
-    assert read_score_column(sources[0].scores, 0).tolist() == [0.3, 0.7]  # type: ignore[arg-type]
-    rc = main(["select", "--pairs", str(sources[0].pairs), "--scores", str(sources[0].scores),
-               "--method", "cosine", "-n", "2", "--output", str(tmp_path / "guess.tsv.gz")])
-    assert rc == 2 and "needs --column" in capsys.readouterr().err      # never a silent column 0
-    assert not (tmp_path / "guess.tsv.gz").exists()
+               "--method", "ratio", "-n", "2", "--output", str(out), "--report", str(rep)])
+    assert rc == 0 and [ln.split("\t")[2] for ln in gzip.open(out, "rt").read().splitlines()] == ["0.700000", "0.900000"]
+    assert read_scores(sources[0].scores, "ratio").tolist() == [0.3, 0.7]  # type: ignore[arg-type]
+    rc = main(["select", "--pairs", *(str(s.pairs) for s in sources), "--scores", *(str(s.scores) for s in sources),
+               "--method", "cosine", "-n", "2", "--output", str(out)])
+    assert rc == 0 and [ln.split("\t")[2] for ln in gzip.open(out, "rt").read().splitlines()] == ["0.500000"] * 2
+
+
+def test_score_files_are_found_by_column_name_and_headerless_ones_refused(tmp_path: Path, capsys) -> None:
+    sources = _shards(tmp_path, [[0.3, 0.7]])
+    pairs, scores = str(sources[0].pairs), sources[0].scores
+    assert scores is not None
+    rc = main(["select", "--pairs", pairs, "--scores", str(scores), "--method", "distance", "-n", "1",
+               "--output", str(tmp_path / "d.tsv.gz")])
+    err = capsys.readouterr().err
+    assert rc == 2 and f"{scores}: has no score column 'distance' (its columns: ratio, cosine)" in err, err
+    old = tmp_path / "old.tsv"
+    old.write_text("0.3\t0.5\n0.7\t0.5\n")  # written before score files had a header
+    rc = main(["select", "--pairs", pairs, "--scores", str(old), "--method", "ratio", "-n", "1",
+               "--output", str(tmp_path / "o.tsv.gz")])
+    err = capsys.readouterr().err
+    assert rc == 2 and f"{old}:1: has no header line naming its score columns" in err and "re-run" in err, err
+    assert not (tmp_path / "o.tsv.gz").exists() and not (tmp_path / "d.tsv.gz").exists()

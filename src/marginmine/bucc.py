@@ -5,7 +5,8 @@ of unrelated monolingual text plus *unpaired* news sentences (one side of other 
 same domain, hard distractors), so that about ``share`` (BUCC: 2-3%) of each pool is parallel.
 A ``train`` split (its own gold files and half of the monolingual text) is used to choose each
 method's threshold, which is then applied to a disjoint ``test`` split: precision, recall and F1
-for every margin x retrieval combination.
+for every scorer x retrieval combination (each scorer's kind supplies the margin function; kinds
+that are no margin function, e.g. a text-only score, cannot mine and are listed as such).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import numpy as np
 
 from .encoder import SentenceEncoder
 from .errors import InputError
-from .margin import MARGINS, RETRIEVALS, neighbourhoods, retrieve
+from .margin import RETRIEVALS, neighbourhoods, retrieve
 from .mining import embed_unique
 from .normalize import sentence_key
 from .selection import optimal_threshold, prf_at
@@ -131,6 +132,8 @@ def read_split(directory: str | Path, split: str) -> Split:
 
 @dataclass(frozen=True)
 class MiningResult:
+    scorer: str
+    encoder: str
     margin: str
     retrieval: str
     threshold: float
@@ -142,13 +145,14 @@ class MiningResult:
 
 
 def evaluate_split_pair(train: tuple[np.ndarray, np.ndarray, Split], test: tuple[np.ndarray, np.ndarray, Split],
-                        k: int = 4, margins: Sequence[str] = MARGINS,
+                        k: int, margins: Sequence[tuple[str, str]], encoder: str = "",
                         retrievals: Sequence[str] = RETRIEVALS) -> list[MiningResult]:
-    """Every margin x retrieval: threshold with the best F1 on train, P/R/F1 at it on test."""
+    """Every ``(scorer, margin function)`` x retrieval with one neighbourhood size ``k``: the
+    threshold with the best F1 on train, P/R/F1 at it on test."""
     nbs = {name: (neighbourhoods(x, y, k), set(sp.gold), len(sp.gold))
            for name, (x, y, sp) in (("train", train), ("test", test))}
     rows = []
-    for margin in margins:
+    for scorer, margin in margins:
         for retrieval in retrievals:
             found = {}
             for name, (nb, gold, n_gold) in nbs.items():
@@ -158,29 +162,48 @@ def evaluate_split_pair(train: tuple[np.ndarray, np.ndarray, Split], test: tuple
                 found[name] = (mined.score, correct, n_gold)
             best = optimal_threshold(*found["train"])
             res = prf_at(*found["test"], best.threshold)
-            rows.append(MiningResult(margin, retrieval, best.threshold, best.f1, res.precision, res.recall,
-                                     res.f1, len(found["test"][0])))
+            rows.append(MiningResult(scorer, encoder, margin, retrieval, best.threshold, best.f1, res.precision,
+                                     res.recall, res.f1, len(found["test"][0])))
     return rows
 
 
-def evaluate(encoder: SentenceEncoder, directory: str | Path, src_lang: str, tgt_lang: str,
-             k: int = 4) -> list[MiningResult]:
-    data = {}
-    for split in SPLITS:
-        sp = read_split(directory, split)
-        data[split] = (embed_unique(encoder, sp.src, src_lang), embed_unique(encoder, sp.tgt, tgt_lang), sp)
-    return evaluate_split_pair(data["train"], data["test"], k)
+def evaluate(encoders: dict[str, SentenceEncoder], scorers: dict[str, tuple[str, object]], directory: str | Path,
+             src_lang: str, tgt_lang: str, default_k: int) -> tuple[list[MiningResult], list[str]]:
+    """Rows for every scorer that can mine (``scorers``: name -> (encoder name, kind instance)),
+    each encoder's pools embedded once; and the names of the scorers that cannot mine."""
+    rows: list[MiningResult] = []
+    cannot = [n for n, (_, kind) in scorers.items() if getattr(kind, "mines", None) is None]
+    for enc_name, encoder in encoders.items():
+        mine = [(n, kind) for n, (e, kind) in scorers.items() if e == enc_name and n not in cannot]
+        if not mine:
+            continue
+        data = {}
+        for split in SPLITS:
+            sp = read_split(directory, split)
+            data[split] = (embed_unique(encoder, sp.src, src_lang), embed_unique(encoder, sp.tgt, tgt_lang), sp)
+        by_k: dict[int, list[tuple[str, str]]] = {}
+        for n, kind in mine:
+            by_k.setdefault(int(getattr(kind, "k", default_k)), []).append((n, kind.mines))  # type: ignore[attr-defined]
+        for k, margins in by_k.items():
+            rows += evaluate_split_pair(data["train"], data["test"], k, margins, enc_name)
+    order = list(scorers)
+    rows.sort(key=lambda r: order.index(r.scorer))  # stable: retrievals keep their order
+    return rows, cannot
 
 
-def write_table(rows: Sequence[MiningResult], tsv: str | Path, md: str | Path, title: str) -> None:
+def write_table(rows: Sequence[MiningResult], tsv: str | Path, md: str | Path, title: str,
+                cannot_mine: Sequence[str] = ()) -> None:
     fields = list(asdict(rows[0])) if rows else []
     with open_text_out(tsv) as fh:
         fh.write("\t".join(fields) + "\n")
         for r in rows:
             fh.write("\t".join(f"{v:.4f}" if isinstance(v, float) else str(v) for v in asdict(r).values()) + "\n")
-    lines = [f"# {title}", "", "| margin | retrieval | P | R | F1 | threshold (from train) | train F1 |",
-             "|---|---|---|---|---|---|---|"]
+    lines = [f"# {title}", "",
+             "| scorer | encoder | margin | retrieval | P | R | F1 | threshold (from train) | train F1 |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        lines.append(f"| {r.margin} | {r.retrieval} | {100 * r.precision:.1f} | {100 * r.recall:.1f} | "
-                     f"{100 * r.f1:.1f} | {r.threshold:.4f} | {100 * r.train_f1:.1f} |")
+        lines.append(f"| {r.scorer} | {r.encoder} | {r.margin} | {r.retrieval} | {100 * r.precision:.1f} | "
+                     f"{100 * r.recall:.1f} | {100 * r.f1:.1f} | {r.threshold:.4f} | {100 * r.train_f1:.1f} |")
+    if cannot_mine:
+        lines += ["", f"Not mining scores (no margin function to retrieve with): {', '.join(cannot_mine)}."]
     write_text(md, "\n".join(lines) + "\n")

@@ -10,8 +10,9 @@ noise each let through, and which clean domain it preferred (a test set rewards 
 mean cosine of its pairs and the mean similarity of their k nearest neighbours (how dense the
 neighbourhood is). The ratio margin divides the cosine by that neighbourhood mean, so a domain of
 near-identical sentences (image captions) has a high neighbourhood similarity and a low margin. The
-neighbourhood mean is recovered exactly from the score file's two columns: for the ratio margin
-``cos / margin`` (margin = cos / neighbourhood), for the distance margin ``cos - margin``.
+neighbourhood mean is recovered exactly from two columns of the score file, a margin scorer's and a
+cosine scorer's over the same encoder: for the ratio margin ``cos / margin`` (margin = cos /
+neighbourhood), for the distance margin ``cos - margin``.
 """
 
 from __future__ import annotations
@@ -107,12 +108,13 @@ def neighbourhood(margin_kind: str, margin: np.ndarray, cosine: np.ndarray) -> n
 
 
 def group_density(pairs: Sequence[str | Path], scores: Sequence[str | Path], groups: Mapping[str, str],
-                  margin_kind: str, id_column: int = 2) -> list[Density]:
+                  margin_kind: str, margin_column: str, cosine_column: str, id_column: int = 2) -> list[Density]:
     """Per group, over every scored corpus pair: count, mean cosine, mean neighbourhood similarity
-    (pairs whose neighbourhood is undefined - a zero margin - are left out of that mean only)."""
+    (pairs whose neighbourhood is undefined - a zero margin - are left out of that mean only).
+    ``margin_column`` (of kind ``margin_kind``) and ``cosine_column`` name the score-file columns."""
     import numpy as np
 
-    from .scoring import read_score_column
+    from .scoring import read_scores
 
     if len(pairs) != len(scores):
         raise InputError(str(scores[0]) if scores else "--scores", f"{len(scores)} score files for {len(pairs)} shards",
@@ -120,7 +122,7 @@ def group_density(pairs: Sequence[str | Path], scores: Sequence[str | Path], gro
     sums: dict[str, list[float]] = {}
     for pf, sf in zip(pairs, scores):
         ids = selection_ids(pf, id_column)
-        m, c = read_score_column(sf, 0), read_score_column(sf, 1)
+        m, c = read_scores(sf, margin_column), read_scores(sf, cosine_column)
         if len(ids) != len(m):
             raise InputError(str(sf), f"has {len(m)} lines but the shard {pf} has {len(ids)}",
                              hint="rescore the shard: the score file does not belong to it")

@@ -1,14 +1,16 @@
-"""Filtering mode: margin scores for a given list of pairs (the paper's ParaCrawl experiment).
+"""Filtering mode: scores for a given list of pairs (the paper's ParaCrawl experiment).
 
 The pairs are cut into batches of ``batch_size`` consecutive lines (paper: 5M); within a batch
 the distinct source sentences are searched against the distinct target sentences and back, and
-every pair gets its margin score(s) and cosine. The output has one line per input line, same
-order: one column per requested margin, then the cosine, six decimals.
+every pair gets one score per configured scorer (a named score kind, :mod:`marginmine.scorers`),
+six decimals. The output is self-describing: a header line names the columns (the scorer names),
+then one line per input line, same order. Readers find a column by name
+(:func:`read_scores`) and refuse files without the header.
 
 Batches depend only on their own lines, so a file scored in one job and the same file cut into
-batch-sized pieces scored as separate jobs give byte-identical output (tested). Long runs log
-pairs/s, write each finished batch (a gzip member of its own for ``.gz``) and resume after a
-kill from the last complete batch.
+batch-sized pieces scored as separate jobs give byte-identical lines after the header (tested).
+Long runs log pairs/s, write each finished batch (a gzip member of its own for ``.gz``) and resume
+after a kill from the last complete batch.
 """
 
 from __future__ import annotations
@@ -29,7 +31,8 @@ from .embed import MAX_LINE_BYTES
 from .encoder import SentenceEncoder
 from .errors import InputError
 from .knn import IndexSpec, first_nonfinite_row
-from .margin import MARGINS, filter_scores_unique, unique_groups
+from .margin import unique_groups
+from .scorers import NAME, Batch, ScoreKind, describe
 from .safeio import write_text
 from .textio import iter_raw_lines, open_binary
 
@@ -38,17 +41,32 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class ScoreSettings:
-    margins: tuple[str, ...] = ("ratio",)
-    k: int = 4
+    """What a score file holds: ``scorers`` as ``(name, kind)`` in column order, scored in batches
+    of ``batch_size`` pairs with kNN ``index``. The defaults here are the CLI's; the workflow's
+    come from config/schema.yaml (a test checks they agree)."""
+
+    scorers: tuple[tuple[str, ScoreKind], ...]
     batch_size: int = 5_000_000
     index: IndexSpec = IndexSpec(kind="flat")
 
     def __post_init__(self) -> None:
-        bad = [m for m in self.margins if m not in MARGINS]
-        if bad or not self.margins:
-            raise ValueError(f"unknown margin(s) {bad} (choose from {', '.join(MARGINS)})")
-        if self.k < 1 or self.batch_size < 1:
-            raise ValueError("k and batch_size must be positive")
+        names = [n for n, _ in self.scorers]
+        if not names:
+            raise ValueError("no scorer given")
+        bad = [n for n in names if not NAME.fullmatch(n)]
+        if bad or len(set(names)) != len(names):
+            raise ValueError(f"scorer names must be distinct and match {NAME.pattern}: {names}")
+        if self.batch_size < 1:
+            raise ValueError("batch_size must be positive")
+
+    @property
+    def names(self) -> list[str]:
+        return [n for n, _ in self.scorers]
+
+    def describe(self) -> dict[str, object]:
+        """JSON-able: the scorers with their kinds and params, batch size and index."""
+        return {"scorers": {n: describe(n, k) for n, k in self.scorers}, "batch_size": self.batch_size,
+                "index": asdict(self.index)}
 
 
 def _decode(raw: bytes, path: str, n: int) -> str:
@@ -171,16 +189,29 @@ class ArrayEmbeddings:
 
 def score_batch(src: Sequence[str], tgt: Sequence[str], start: int, emb: Embeddings,
                 settings: ScoreSettings) -> dict[str, np.ndarray]:
-    """Scores of one batch of pairs (lines ``start ..`` of the input)."""
+    """Every scorer's scores of one batch of pairs (lines ``start ..`` of the input)."""
     fx, gx = unique_groups(src)
     fy, gy = unique_groups(tgt)
     xu = emb.unique_rows(start, src, fx, "src")
     yu = emb.unique_rows(start, tgt, fy, "tgt")
-    return filter_scores_unique(xu, yu, gx, gy, settings.k, settings.margins, settings.index)
+    batch = Batch(src, tgt, xu, yu, gx, gy, settings.index)
+    out = {}
+    for name, kind in settings.scorers:
+        values = np.asarray(kind.score(batch))
+        if values.shape != (len(src),):
+            raise ValueError(f"scorer {name} ({type(kind).__name__}) returned shape {values.shape} for a batch of "
+                             f"{len(src)} pairs: a score kind must return one score per pair")
+        out[name] = values
+    return out
 
 
-def format_scores(scores: dict[str, np.ndarray], margins: Sequence[str]) -> bytes:
-    cols = [scores[m] for m in margins] + [scores["cosine"]]
+def header_line(names: Sequence[str]) -> bytes:
+    """The first line of a score file: its column names."""
+    return ("\t".join(names) + "\n").encode()
+
+
+def format_scores(scores: dict[str, np.ndarray], names: Sequence[str]) -> bytes:
+    cols = [scores[m] for m in names]
     lines = ["\t".join(f"{v:.6f}" for v in row) for row in zip(*(c.tolist() for c in cols))]
     return ("\n".join(lines) + "\n").encode() if lines else b""
 
@@ -221,7 +252,7 @@ def score_file(inputs: Sequence[str], output: str | Path, emb: Embeddings, setti
     part = out.with_name(out.name + ".part")
     state_path = out.with_name(out.name + ".state.json")
     fp = {"inputs": [[str(p), os.stat(p).st_size, os.stat(p).st_mtime_ns] for p in inputs],
-          "columns": list(columns), "settings": asdict(settings), **(fingerprint or {})}
+          "columns": list(columns), "settings": settings.describe(), **(fingerprint or {})}
     fp = json.loads(json.dumps(fp))
     state = json.loads(state_path.read_text()) if state_path.exists() and part.exists() else {}
     if state and state.get("fingerprint") != fp:
@@ -237,8 +268,9 @@ def score_file(inputs: Sequence[str], output: str | Path, emb: Embeddings, setti
         log.info("resuming %s after %d scored pairs", out, done_lines)
     else:
         out.parent.mkdir(parents=True, exist_ok=True)
-        part.write_bytes(b"")
-        done_lines, done_bytes = 0, 0
+        head = header_line(settings.names)
+        part.write_bytes(gzip.compress(head, compresslevel=3, mtime=0) if out.suffix == ".gz" else head)
+        done_lines, done_bytes = 0, part.stat().st_size
     gz = out.suffix == ".gz"
     t0 = time.monotonic()
     line = 0
@@ -249,7 +281,7 @@ def score_file(inputs: Sequence[str], output: str | Path, emb: Embeddings, setti
                 continue
             scores = score_batch(src, tgt, start, emb, settings)
             _check_finite_scores(scores, start, str(inputs[0]))
-            data = format_scores(scores, settings.margins)
+            data = format_scores(scores, settings.names)
             fh.write(gzip.compress(data, compresslevel=3, mtime=0) if gz else data)
             fh.flush()
             os.fsync(fh.fileno())
@@ -268,21 +300,51 @@ def score_file(inputs: Sequence[str], output: str | Path, emb: Embeddings, setti
     return line
 
 
-def read_score_column(path: str | Path, column: int = 0) -> np.ndarray:
-    """One column of a score file as float64 (errors name the file and line)."""
-    values = []
+_HEADLESS_HINT = ("it was written before score files named their columns: delete it and re-run `marginmine score` "
+                  "(in the workflow: remove work/<exp>/score/ and run snakemake again)")
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def read_score_names(path: str | Path) -> list[str]:
+    """The column names of a score file (its header line); a file without one is refused."""
     p = str(path)
     with open_binary(p) as fh:
+        first = fh.readline()
+    names = first.decode("utf-8", errors="replace").rstrip("\r\n").split("\t")
+    if not first or all(_is_number(n) for n in names) or not all(NAME.fullmatch(n) for n in names):
+        raise InputError(p, "has no header line naming its score columns", line=1, hint=_HEADLESS_HINT)
+    return names
+
+
+def read_scores(path: str | Path, name: str) -> np.ndarray:
+    """The column named ``name`` of a score file as float64 (errors name the file and line)."""
+    p = str(path)
+    names = read_score_names(p)
+    if name not in names:
+        raise InputError(p, f"has no score column {name!r} (its columns: {', '.join(names)})",
+                         hint="score with that scorer (config scorers:, or marginmine score --scorers)")
+    column = names.index(name)
+    values = []
+    with open_binary(p) as fh:
         for n, (raw, _) in enumerate(iter_raw_lines(fh, MAX_LINE_BYTES, p), 1):
+            if n == 1:
+                continue
             cols = raw.split(b"\t")
             try:
                 values.append(float(cols[column]))
             except (IndexError, ValueError) as exc:
-                raise InputError(p, f"no number in column {column}", line=n,
+                raise InputError(p, f"no number in column {column + 1} ({name})", line=n,
                                  hint="give a score file written by marginmine score") from exc
     out = np.asarray(values, dtype=np.float64)
     bad = first_nonfinite_row(out)
     if bad is not None:
-        raise InputError(p, f"column {column} holds {out[bad]}, not a finite score", line=bad + 1,
+        raise InputError(p, f"column {name} holds {out[bad]}, not a finite score", line=bad + 2,
                          hint="re-run marginmine score for this file (it refuses NaN/inf embeddings)")
     return out

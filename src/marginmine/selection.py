@@ -21,12 +21,13 @@ import numpy as np
 
 from .errors import InputError, MarginmineError
 from .progress import Progress
-from .scoring import read_score_column
+from .scoring import read_scores
 from .textio import format_tsv_line, open_text_out
 from .safeio import write_text
 
 log = logging.getLogger(__name__)
 
+DEFAULT_SEED = 1234
 _SUFFIX = {"k": 1_000, "m": 1_000_000, "b": 1_000_000_000}
 
 
@@ -54,9 +55,9 @@ class Source:
     scores: Path | None
 
 
-def _scores(i: int, src: Source, column: int | None, seed: int) -> np.ndarray:
-    if column is not None and src.scores is not None:
-        return read_score_column(src.scores, column)
+def _scores(i: int, src: Source, method: str, seed: int) -> np.ndarray:
+    if src.scores is not None:
+        return read_scores(src.scores, method)
     return random_scores(sum(1 for _ in _pair_lines(src.pairs)), seed, i)
 
 
@@ -101,20 +102,21 @@ class SelectionReport:
 
 
 def select(sources: Sequence[Source], output: str | Path, method: str, n: int | None = None,
-           threshold: float | None = None, column: int | None = 0, seed: int = 1234,
+           threshold: float | None = None, seed: int = DEFAULT_SEED,
            bins: int = 50) -> SelectionReport:
     """Write the selected pairs of all ``sources`` to ``output`` (TSV: src, tgt, score, the shard's
     further columns), in corpus order.
 
     ``method`` ``unfiltered`` keeps everything; otherwise ``n`` (top-N) or ``threshold`` (score >=
-    threshold) chooses. ``column`` is the score file's column (None: seeded random scores)."""
+    threshold) chooses. Sources with a score file rank by its column named ``method``; sources without
+    one get seeded random scores."""
     if method != "unfiltered" and (n is None) == (threshold is None):
         raise MarginmineError("give exactly one of a count N or a threshold")
     top = TopN(n or 1)
     lo, hi = np.inf, -np.inf
     prog = Progress(f"select {method}: pass 1 of 2 (scores)", total=len(sources), unit="shards")
     for i, src in enumerate(sources):  # pass 1: the N-th best score and the score range
-        sc = _scores(i, src, column, seed)
+        sc = _scores(i, src, method, seed)
         prog.tick()
         top.add(sc)
         if len(sc):
@@ -135,7 +137,7 @@ def select(sources: Sequence[Source], output: str | Path, method: str, n: int | 
     prog = Progress(f"select {method}: pass 2 of 2 (pairs)", total=len(sources), unit="shards")
     with open_text_out(part) as out:
         for i, src in enumerate(sources):  # pass 2: write the selection
-            sc = _scores(i, src, column, seed)
+            sc = _scores(i, src, method, seed)
             prog.tick()
             counts += np.histogram(sc, bins=edges)[0]
             for line, value in zip_longest(_pair_lines(src.pairs), sc.tolist()):

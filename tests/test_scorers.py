@@ -1,0 +1,169 @@
+"""Named scorers: the kind registry, self-describing score files, plan-time errors naming the
+config key, the demo's scorers (one over the DAN's random-init twin), the top-level seed, and the
+defaults the CLI and the schema share."""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar
+
+import numpy as np
+import pytest
+import yaml
+from doubles import TrigramEncoder
+from test_workflow import REPO, copy_workflow, job_counts, snakemake
+
+from marginmine.errors import MarginmineError
+from marginmine.filtereval import read_paracrawl_eval
+from marginmine.margin import filter_scores
+from marginmine.scorers import KINDS, Batch, kind_params, load_plugins, make_kind, parse_scorers, register
+from marginmine.scoring import EncoderEmbeddings, ScoreSettings, score_batch
+
+SCHEMA = yaml.safe_load((REPO / "config" / "schema.yaml").read_text())["properties"]
+
+
+def test_the_cli_and_dataclass_defaults_are_the_schemas() -> None:
+    """Each default has one home for the workflow (the schema); the CLI's come from the settings
+    dataclasses; the two must agree."""
+    from marginmine.selection import DEFAULT_SEED
+
+    assert kind_params("ratio") == {"k": SCHEMA["scoring"]["properties"]["k"]["default"]}
+    assert kind_params("distance") == kind_params("ratio") and kind_params("cosine") == {}
+    assert ScoreSettings.__dataclass_fields__["batch_size"].default == \
+        SCHEMA["scoring"]["properties"]["batch_size"]["default"]
+    assert DEFAULT_SEED == SCHEMA["seed"]["default"]
+
+
+def test_registry_refuses_unknown_kinds_params_and_names() -> None:
+    with pytest.raises(MarginmineError, match=r"scorers.x: score kind 'ratoi' is not registered \(known: absolute, "):
+        make_kind("ratoi", {}, "scorers.x")
+    with pytest.raises(MarginmineError, match=r"kind ratio takes no param\(s\) \['kk'\] \(its params: k\)"):
+        make_kind("ratio", {"kk": 3})
+    with pytest.raises(MarginmineError, match="k must be a positive integer"):
+        make_kind("ratio", {"k": 0})
+    with pytest.raises(MarginmineError, match="must match .* and not be random or unfiltered"):
+        parse_scorers({"random": {"kind": "ratio"}})
+    with pytest.raises(MarginmineError, match="scorer 'a' names no kind"):
+        parse_scorers({"a": {"k": 4}})
+    with pytest.raises(MarginmineError, match=r"plugins: cannot import 'no_such_module_xyz'"):
+        load_plugins(["no_such_module_xyz"])
+
+
+def test_a_kind_registered_in_a_test_scores_beside_the_built_in_ones(paracrawl_tsv: Path) -> None:
+    """A new kind is one registered class: it gets its column from the same batch machinery; the
+    built-in kinds give exactly the margins of marginmine.margin on the real ParaCrawl pairs. (That
+    the ratio scorer separates human-labelled good pairs from bad is tested on the trained smoke
+    DAN: test_smoke.py.)"""
+
+    @register("test-length-ratio")
+    @dataclass(frozen=True)
+    class LengthRatio:
+        mines: ClassVar[str | None] = None
+
+        def score(self, batch: Batch) -> np.ndarray:
+            a = np.array([len(s) for s in batch.src], float)
+            b = np.array([len(t) for t in batch.tgt], float)
+            return (np.minimum(a, b) / np.maximum(np.maximum(a, b), 1)).astype(np.float32)
+
+    try:
+        data = read_paracrawl_eval(paracrawl_tsv)
+        kinds = parse_scorers({"ratio": {"kind": "ratio"}, "len": {"kind": "test-length-ratio"},
+                               "cos": {"kind": "cosine"}})
+        scores = score_batch(data.src, data.tgt, 0, EncoderEmbeddings(TrigramEncoder(), "en", "de"),
+                             ScoreSettings(tuple(kinds.items())))
+        assert list(scores) == ["ratio", "len", "cos"] and all(len(v) == len(data.src) for v in scores.values())
+        lengths = [min(len(s), len(t)) / max(len(s), len(t), 1) for s, t in zip(data.src, data.tgt)]
+        assert np.allclose(scores["len"], lengths, atol=1e-6)
+        enc = TrigramEncoder()
+        ref = filter_scores(enc.encode(data.src, "en").astype(np.float16), enc.encode(data.tgt, "de").astype(np.float16),
+                            data.src, data.tgt, 4, ["ratio"])
+        assert np.array_equal(scores["ratio"], ref["ratio"]) and np.array_equal(scores["cos"], ref["cosine"])
+    finally:
+        del KINDS["test-length-ratio"]
+
+
+def test_a_kind_must_return_one_score_per_pair() -> None:
+    @register("test-broken")
+    @dataclass(frozen=True)
+    class Broken:
+        mines: ClassVar[str | None] = None
+
+        def score(self, batch: Batch) -> np.ndarray:
+            return np.zeros(len(batch) + 1)
+
+    try:
+        with pytest.raises(ValueError, match=r"scorer b \(Broken\) returned shape \(4,\) for a batch of 3 pairs"):
+            score_batch(["a", "b", "c"], ["x", "y", "z"], 0, EncoderEmbeddings(TrigramEncoder(), "en", "de"),
+                        ScoreSettings((("b", make_kind("test-broken")),)))
+    finally:
+        del KINDS["test-broken"]
+
+
+def plan(tmp_path: Path, config: str, change=None, *targets: str):
+    cfg = yaml.safe_load((REPO / config).read_text())
+    if change:
+        change(cfg)
+    path = tmp_path / "cfg.yaml"
+    path.write_text(yaml.safe_dump(cfg, sort_keys=False))  # the scorers keep their order
+    return snakemake("-n", "-p", *targets, "--configfile", str(path))
+
+
+def test_the_demo_scores_selects_and_evaluates_the_random_twin_without_training_nmt_on_it(
+        real_data: Path, tmp_path: Path) -> None:
+    copy_workflow(tmp_path)
+    r = snakemake("-n", "-p", "demo", "--configfile", "config/demo.yaml", "--config", f"data_dir={real_data}",
+                  cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-2000:]
+    counts = job_counts(r.stdout)
+    assert counts["embed_shard"] == 8 == counts["score_shard"]  # 4 shards x (dan, dan-random)
+    assert counts["select_top"] == 5 and counts["train_nmt"] == 5  # NMT: ratio x2, cosine x2, random
+    score = re.findall(r"marginmine score [^\n]*", r.stdout)
+    twin = [c for c in score if "work/demo/score/dan-random/" in c]
+    assert len(twin) == 4 and all("--src-embeddings work/demo/embed/dan-random/" in c for c in twin)
+    assert '"dan-random-ratio": {"kind": "ratio", "encoder": "dan-random"}' in twin[0]
+    own = [c for c in score if "work/demo/score/dan/" in c][0]
+    assert '"ratio": {"kind": "ratio", "encoder": "dan"}' in own and '"cosine"' in own and "dan-random" not in own
+    select = re.search(r"marginmine select [^\n]*--method dan-random-ratio [^\n]*", r.stdout).group(0)
+    assert "work/demo/score/dan-random/shard0000.scores.tsv.gz" in select and "--column " not in select
+    assert "dan-random-ratio.20k.tsv.gz" in re.search(r"marginmine composition [^\n]*", r.stdout).group(0)
+    for cmd in ("eval-filter", "eval-mining"):
+        line = re.search(rf"marginmine {cmd} [^\n]*", r.stdout).group(0)
+        assert "--encoder dan=results/demo/encoder dan-random=work/demo/encoders-random/dan" in line, line
+    assert "nmt/dan-random-ratio" not in r.stdout
+
+
+@pytest.mark.parametrize("change,message", [
+    (lambda c: c["selection"].update(methods=["ratio", "cosine", "ratoi"]),
+     "selection.methods ['ratoi']: not scorers (scorers: ratio, cosine, distance, dan-random-ratio; or random, unfiltered)"),
+    (lambda c: c["scorers"].update(x={"kind": "ratio", "encoder": "laser"}),
+     "scorers.x.encoder: 'laser' is not an encoder (known: dan, dan-random)"),
+    (lambda c: c["scorers"].update(x={"kind": "margin-of-error"}),
+     "scorers.x: score kind 'margin-of-error' is not registered"),
+    (lambda c: c["scorers"].update(x={"kind": "ratio", "params": {"kk": 4}}),
+     "scorers.x: kind ratio takes no param(s) ['kk']"),
+    (lambda c: c.update(quick=True),
+     "scorers.dan-random-ratio.encoder: 'dan-random' is not an encoder (known: dan) (random-init twins exist unless"),
+    (lambda c: c.update(plugins=["no_such_module_xyz"]), "plugins: cannot import 'no_such_module_xyz'"),
+])
+def test_scorer_config_errors_name_the_key_at_plan_time(tmp_path: Path, change, message: str) -> None:
+    r = plan(tmp_path, "config/demo.yaml", change)
+    assert r.returncode != 0 and message in r.stdout + r.stderr, (r.stdout + r.stderr)[-2000:]
+
+
+def test_the_top_level_seed_reaches_every_seeded_step(tmp_path: Path) -> None:
+    """Seed 1234 (the schema's default) and 7 give different random selections, mining pools and
+    encoder initialisations; nothing else reads a seed of its own."""
+    commands = {}
+    for seed in (None, 7):
+        copy = tmp_path / f"s{seed}"
+        copy.mkdir()
+        r = plan(copy, "config/test.yaml", (lambda c, s=seed: c.update(seed=s)) if seed else None, "scoring", "nmt")
+        assert r.returncode == 0, r.stderr[-2000:]
+        commands[seed] = r.stdout
+    for seed, out in ((1234, commands[None]), (7, commands[7])):
+        assert re.search(rf"marginmine select [^\n]*--method random [^\n]*--seed {seed} ", out)
+        assert re.search(rf"marginmine bucc-data [^\n]*--seed {seed} ", out)
+        assert re.search(rf"marginmine train-encoder [^\n]*--seed {seed} ", out)
