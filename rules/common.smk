@@ -495,7 +495,7 @@ def scoring_targets():
 
 # --- NMT ----------------------------------------------------------------------------------
 
-NMT = config.get("nmt", {"arch": "transformer"})
+NMT = config["nmt"]
 DEFAULT_METHOD = METHODS[0]
 EXTRA_EVAL = list(config["eval"].get("extra", {}))
 

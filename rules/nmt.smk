@@ -55,6 +55,7 @@ rule evaluate_nmt:
         extra=extra_eval_args,
         beam=NMT.get("beam", 5),
         device=NMT.get("device", "auto"),
+        decoder=NMT["decoder"],
     wildcard_constraints:
         seed=r"\d+",
     threads: job_threads(2)
@@ -67,7 +68,8 @@ rule evaluate_nmt:
     shell:
         "marginmine evaluate --workdir {params.workdir:q} --test-src {input.test[0]:q} --test-ref "
         "{input.test[1]:q} --dev-src {input.dev[0]:q} --dev-ref {input.dev[1]:q} {params.extra} --beam "
-        "{params.beam:q} --device {params.device:q} --threads {threads} --output {output.report:q} > "
+        "{params.beam:q} --device {params.device:q} --decoder {params.decoder:q} --threads {threads} --output "
+        "{output.report:q} > "
         "{log:q} 2>&1"
 
 

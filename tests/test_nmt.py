@@ -508,3 +508,38 @@ def test_tampered_model_is_refused_before_fairseq_loads_it(trained, corpus, tmp_
     monkeypatch.setattr("marginmine.evaluate.run_fairseq", no_fairseq)
     with pytest.raises(NmtError, match="SHA-256"):
         translate(work, corpus / "test.en", tmp_path / "h.de")
+
+
+def test_length_batches_group_equal_lengths_in_input_order():
+    from marginmine.ctdecode import length_batches
+
+    pieces = [["a"] * n for n in (3, 1, 3, 2, 3, 1)]
+    assert length_batches(pieces, 2) == [[1, 5], [3], [0, 2], [4]]
+
+
+@pytest.mark.slow
+def test_ctranslate2_and_fairseq_decode_the_same_model_alike(trained, corpus, tmp_path):
+    """The default decoder (CTranslate2, the checkpoint converted once) against fairseq-generate
+    with the same beam, length penalty and per-sentence length limit: one line per source, the
+    same empty line, deterministic, and mostly the same hypotheses."""
+    ct2 = tmp_path / "ct2.de"
+    fs = tmp_path / "fairseq.de"
+    st = translate(trained, corpus / "test.en", ct2, beam=5, batch_size=8, threads=THREADS)
+    assert st["decoder"] == "ctranslate2" and (trained / "ct2" / "model.bin").is_file()
+    converted = (trained / "ct2" / "model.bin").stat().st_mtime_ns
+    again = tmp_path / "again.de"
+    translate(trained, corpus / "test.en", again, beam=5, batch_size=8, threads=THREADS)
+    assert again.read_bytes() == ct2.read_bytes()  # deterministic
+    assert (trained / "ct2" / "model.bin").stat().st_mtime_ns == converted  # converted once
+    translate(trained, corpus / "test.en", fs, beam=5, batch_size=8, threads=THREADS, decoder="fairseq")
+    a, b = ct2.read_text().split("\n"), fs.read_text().split("\n")
+    assert len(a) == len(b) == N_TEST + 1 and a[5] == b[5] == ""
+    same = sum(x == y for x, y in zip(a, b))
+    print(f"\nCTranslate2 vs fairseq-generate: {same - 1} of {N_TEST} hypotheses identical")
+    assert same - 1 >= 0.8 * N_TEST, (same, a[:5], b[:5])
+    (trained / "ct2" / "model_sha256.txt").write_text("another model\n")  # a retrained checkpoint
+    translate(trained, corpus / "test.en", again, beam=5, batch_size=8, threads=THREADS)
+    assert (trained / "ct2" / "model.bin").stat().st_mtime_ns != converted
+    assert again.read_bytes() == ct2.read_bytes()
+    with pytest.raises(NmtError, match="unknown decoder 'marian'"):
+        translate(trained, corpus / "test.en", again, decoder="marian")

@@ -76,7 +76,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     stats = translate_files(args.workdir, [(src, hyp) for (_, src, _), hyp in zip(sets, hyps)], beam=args.beam,
                             batch_size=args.batch_size, max_tokens=args.max_tokens, threads=args.threads or 0,
                             device=args.device, lenpen=args.lenpen, max_len_a=args.max_len_a,
-                            max_len_b=args.max_len_b)
+                            max_len_b=args.max_len_b, decoder=args.decoder)
     for (name, _, ref), hyp, st in zip(sets, hyps, stats):
         results[name] = {**st, **score_bleu(hyp, ref, lang=tgt)}
         log.info("evaluate: %s sacreBLEU %.2f, tokenised BLEU %.2f", name, results[name]["bleu"],
@@ -92,8 +92,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             "averaged": info.get("averaged"), "dev_loss": info.get("dev_loss"),
             "stopped_by_time": info.get("stopped_by_time"), "early_stop": info.get("early_stop"),
             "train_seconds_total": info.get("train_seconds_total"), "seed": info.get("seed"),
-            "decoding": {"beam": args.beam, "lenpen": args.lenpen, "max_len_a": args.max_len_a,
-                         "max_len_b": args.max_len_b}}
+            "decoding": {"decoder": args.decoder, "beam": args.beam, "lenpen": args.lenpen,
+                         "max_len_a": args.max_len_a, "max_len_b": args.max_len_b}}
     write_bleu_report(out, results["test"], results.get("dev"),
                       {name: results[name] for name, _, _ in sets if name not in ("test", "dev")}, meta)
     log.info("evaluate: test sacreBLEU %.2f -> %s", results["test"]["bleu"], out)
@@ -131,6 +131,14 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> N
     p.add_argument("--lenpen", type=float, default=1.0)
     p.add_argument("--max-len-a", type=float, default=1.5, help="hypothesis <= a * source pieces + b")
     p.add_argument("--max-len-b", type=int, default=10)
-    p.add_argument("--threads", type=int, default=None, help="CPU threads of fairseq-generate")
+    p.add_argument("--threads", type=int, default=None, help="CPU threads of the decoder")
     p.add_argument("--device", default="auto", help="auto, cpu or cuda (fails if no GPU is visible)")
+    p.add_argument("--decoder", default=_default_decoder(), choices=("ctranslate2", "fairseq"),
+                   help="beam search by CTranslate2 (default; the checkpoint converted once) or fairseq-generate")
     handlers["evaluate"] = cmd_evaluate
+
+
+def _default_decoder() -> str:
+    from .evaluate import DEFAULT_DECODER
+
+    return DEFAULT_DECODER
