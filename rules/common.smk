@@ -28,7 +28,7 @@ TGT = config["tgt_lang"]
 DATA_DIR = Path(
     os.path.abspath(config.get("data_dir") or os.environ.get("MARGINMINE_DATA_DIR") or "../shared/data")
 )
-JOB_THREADS = config.get("job_threads", 2)
+JOB_THREADS = config["job_threads"]
 
 
 def job_threads(wanted):
@@ -36,8 +36,8 @@ def job_threads(wanted):
     return max(1, min(int(wanted), JOB_THREADS))
 
 
-PRE = config.get("preprocess", {})
-SHARD_SIZE = PRE.get("shard_size", 5_000_000)
+PRE = config["preprocess"]
+SHARD_SIZE = PRE["shard_size"]
 N_SHARDS = max(1, math.ceil(config["corpus"]["expected_pairs"] / SHARD_SIZE))
 SHARDS = shard_ids(N_SHARDS)
 EVAL_SETS = {
@@ -46,7 +46,7 @@ EVAL_SETS = {
     **config["eval"].get("extra", {}),
 }
 SIZES = config["selection"]["sizes"]
-METHODS = config["selection"].get("methods", ["ratio"])
+METHODS = config["selection"]["methods"]
 
 
 wildcard_constraints:
@@ -157,7 +157,7 @@ SACREBLEU_SETS = {
 
 
 def source_columns(src):
-    return ",".join(str(c) for c in src.get("columns", [0, 1]))
+    return ",".join(str(c) for c in src["columns"])
 
 
 def corpus_files(wildcards=None):
@@ -249,13 +249,13 @@ def archive_of(wildcards):
 # --- encoders ---------------------------------------------------------------------------
 
 ENC = config["encoder"]
-QUICK = config.get("quick", False)
+QUICK = config["quick"]
 DEFAULT_ENCODER = ENC["default"]
 DEFAULT_ENCODER_DIR = f"{RESULTS}/encoder"
-_EXTRA = [] if QUICK else list(ENC.get("extra", []))
+_EXTRA = [] if QUICK else list(ENC["extra"])
 ENCODER_DIRS = {DEFAULT_ENCODER: DEFAULT_ENCODER_DIR}
 ENCODER_DIRS.update({n: f"{RESULTS}/encoders/{n}" for n in _EXTRA})
-if ENC.get("eval_random_init", True) and not QUICK:
+if ENC["eval_random_init"] and not QUICK:
     ENCODER_DIRS.update({f"{n}-random": f"{WORK}/encoders-random/{n}" for n in [DEFAULT_ENCODER, *_EXTRA]})
 EVALUATED_ENCODERS = list(ENCODER_DIRS)
 _NAME_OF_DIR = {d: n for n, d in ENCODER_DIRS.items()}
@@ -294,7 +294,7 @@ def encoder_runtime(encdir):
 
 def encoder_train_files(wildcards=None):
     files = []
-    for item in ENC.get("train", []):
+    for item in ENC["train"]:
         files += source_files(f"encoder-{item['name']}", item["source"])
     return files
 
@@ -306,10 +306,10 @@ def encoder_sources_json():
             "src_lang": item["src_lang"],
             "tgt_lang": item["tgt_lang"],
             "files": source_files(f"encoder-{item['name']}", item["source"]),
-            "columns": item["source"].get("columns", [0, 1]),
+            "columns": item["source"]["columns"],
             "detokenize": item.get("detokenize"),
         }
-        for item in ENC.get("train", [])
+        for item in ENC["train"]
     ]
     return json.dumps(items)
 
@@ -336,7 +336,7 @@ def encoder_protect_files(wildcards=None):
 
 
 def encoder_excluded_corpus(wildcards=None):
-    return corpus_files() if ENC.get("exclude_corpus", False) else []
+    return corpus_files() if ENC["exclude_corpus"] else []
 
 
 def bleu_targets():
@@ -504,7 +504,7 @@ def _method_seeds():
     """Training seeds per selection method (nmt.seeds, nmt.method_seeds overriding), validated."""
     from marginmine.significance import validate_seeds
 
-    default = validate_seeds(NMT.get("seeds", [1]), "nmt.seeds")
+    default = validate_seeds(NMT["seeds"], "nmt.seeds")
     overrides = NMT.get("method_seeds", {})
     unknown = sorted(set(overrides) - set(METHODS))
     if unknown:
@@ -522,7 +522,7 @@ def nmt_systems(methods=None):
 
 
 def nmt_params_json(wildcards=None):
-    return json.dumps({"arch": NMT.get("arch", "transformer"), **NMT.get("params", {})}, sort_keys=True)
+    return json.dumps({"arch": NMT["arch"], **NMT.get("params", {})}, sort_keys=True)
 
 
 def nmt_budget_arg(wildcards=None):

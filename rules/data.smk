@@ -118,7 +118,7 @@ rule demo_corpus:
     params:
         data_dir=str(DATA_DIR),
         seed=config["corpus"]["source"].get("seed", config["seed"]),
-        scale=config["corpus"]["source"].get("scale", 1.0),
+        scale=config["corpus"]["source"]["scale"],
         heldout=clean_mix_arg(),
     threads: 1
     resources:

@@ -78,7 +78,7 @@ rule train_encoder:
     priority: 10  # the critical path (encoder -> scores -> selections -> NMT) goes first
     threads: job_threads(2)
     resources:
-        mem_mb=lambda wc: encoder_model(wc.encdir).get("mem_mb", 8000),
+        mem_mb=lambda wc: encoder_model(wc.encdir)["mem_mb"],
         runtime=lambda wc: encoder_runtime(wc.encdir),
     conda:
         "../envs/encoder.yaml"
@@ -103,7 +103,7 @@ rule eval_encoder:
     params:
         sets=intrinsic_set_args,
         encdir=lambda wildcards, input: os.path.dirname(input.encoder),
-        device=ENC.get("device", "cpu"),
+        device=ENC["device"],
     wildcard_constraints:
         name="|".join(map(re.escape, ENCODER_DIRS)),
     threads: job_threads(2)
@@ -155,8 +155,8 @@ rule embed_shard:
         encoder="|".join(map(re.escape, SCORED_ENCODERS)),
     params:
         encdir=lambda wildcards, input: os.path.dirname(input.encoder),
-        device=ENC.get("device", "cpu"),
-        dtype=ENC.get("embed_dtype", "float16"),
+        device=ENC["device"],
+        dtype=ENC["embed_dtype"],
         src=SRC,
         tgt=TGT,
     priority: 10  # the critical path (encoder -> scores -> selections -> NMT) goes first

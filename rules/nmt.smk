@@ -24,9 +24,9 @@ rule train_nmt:
         seed=r"\d+",
     threads: job_threads(2)
     resources:
-        mem_mb=NMT.get("mem_mb", 16000),
+        mem_mb=NMT["mem_mb"],
         runtime=nmt_runtime,
-        gpus=NMT.get("gpus", 0),
+        gpus=NMT["gpus"],
     conda:
         "../envs/nmt.yaml"
     shell:
@@ -53,16 +53,16 @@ rule evaluate_nmt:
     params:
         workdir=lambda w, input: os.path.dirname(input.model[0]),
         extra=extra_eval_args,
-        beam=NMT.get("beam", 5),
-        device=NMT.get("device", "auto"),
+        beam=NMT["beam"],
+        device=NMT["device"],
         decoder=NMT["decoder"],
     wildcard_constraints:
         seed=r"\d+",
     threads: job_threads(2)
     resources:
         mem_mb=8000,
-        runtime=NMT.get("eval_runtime_min", 120),
-        gpus=NMT.get("gpus", 0),
+        runtime=NMT["eval_runtime_min"],
+        gpus=NMT["gpus"],
     conda:
         "../envs/nmt.yaml"
     shell:

@@ -20,15 +20,15 @@ rule split_corpus:
     params:
         columns=source_columns(config["corpus"]["source"]),
         shards=N_SHARDS,
-        block=PRE.get("block", 100_000),
+        block=PRE["block"],
         outdir=lambda wildcards, output: os.path.dirname(output.rejects),
-        max_chars=PRE.get("max_chars", 10_000),
-        dedup_mem_mb=PRE.get("dedup_mem_mb", 4096),
+        max_chars=PRE["max_chars"],
+        dedup_mem_mb=PRE["dedup_mem_mb"],
         tmpdir=f"{WORK}/tmp",
     threads: 1
     resources:
-        mem_mb=PRE.get("dedup_mem_mb", 4096) + 1000,
-        runtime=PRE.get("runtime_min", 240),
+        mem_mb=PRE["dedup_mem_mb"] + 1000,
+        runtime=PRE["runtime_min"],
     conda:
         "../envs/preprocess.yaml"
     shell:
@@ -55,16 +55,16 @@ rule preprocess_shard:
         f"{BENCH}/preprocess/shard{{shard}}.tsv"
     params:
         langs=f"--src-lang {SRC} --tgt-lang {TGT}",
-        min_tokens=PRE.get("min_tokens", 3),
-        max_tokens=PRE.get("max_tokens", 80),
-        max_overlap=PRE.get("max_overlap", 0.5),
-        max_ratio=PRE.get("max_ratio", 2.0),
-        langid="" if PRE.get("langid", True) else "--no-langid",
-        langid_min_prob=PRE.get("langid_min_prob", 0.1),
-    threads: job_threads(PRE.get("workers", 2))
+        min_tokens=PRE["min_tokens"],
+        max_tokens=PRE["max_tokens"],
+        max_overlap=PRE["max_overlap"],
+        max_ratio=PRE["max_ratio"],
+        langid="" if PRE["langid"] else "--no-langid",
+        langid_min_prob=PRE["langid_min_prob"],
+    threads: job_threads(PRE["workers"])
     resources:
-        mem_mb=PRE.get("mem_mb", 4000),
-        runtime=PRE.get("runtime_min", 240),
+        mem_mb=PRE["mem_mb"],
+        runtime=PRE["runtime_min"],
     conda:
         "../envs/preprocess.yaml"
     shell:
@@ -120,7 +120,7 @@ rule check_overlap:
     threads: 1
     resources:
         mem_mb=2000,
-        runtime=PRE.get("runtime_min", 240),
+        runtime=PRE["runtime_min"],
     conda:
         "../envs/preprocess.yaml"
     shell:

@@ -116,8 +116,8 @@ rule mining_benchmark_data:
         gold_test=lambda w: _pair_arg(MINING_EVAL["gold_test"]),
         mono_src=lambda w: [data_path(p) for p in MINING_EVAL["mono_src"]],
         mono_tgt=lambda w: [data_path(p) for p in MINING_EVAL["mono_tgt"]],
-        share=(MINING_EVAL or {}).get("share", 0.025),
-        distractors=(MINING_EVAL or {}).get("distractors", 2000),
+        share=lambda w: MINING_EVAL["share"],
+        distractors=lambda w: MINING_EVAL["distractors"],
         seed=config["seed"],
         outdir=lambda w, output: os.path.dirname(output.summary),
     threads: 1
@@ -182,7 +182,7 @@ rule eval_filter:
         scorers=scorers_json(),
         plugins=plugin_args,
         k=SCORING["k"],
-        top_n=(FILTER_EVAL or {}).get("top_n", [500, 1000]),
+        top_n=lambda w: f"--top-n {' '.join(map(str, FILTER_EVAL['top_n']))}" if FILTER_EVAL else "",
         langs=f"--src-lang {SRC} --tgt-lang {TGT}",
     threads: job_threads(2)
     resources:
@@ -192,5 +192,5 @@ rule eval_filter:
         "../envs/score.yaml"
     shell:
         "marginmine eval-filter --encoder {params.encoders:q} --scorers {params.scorers:q} {params.plugins} "
-        "-k {params.k:q} {params.args} {params.langs} --top-n {params.top_n:q} --threads {threads} "
+        "-k {params.k:q} {params.args} {params.langs} {params.top_n} --threads {threads} "
         "--tsv {output.tsv:q} --md {output.md:q} > {log:q} 2>&1"

@@ -26,7 +26,7 @@ def test_each_filter_verdict() -> None:
         cand("This is a copied sentence here.", "This is a copied sentence here."),  # copy
         cand("A short one here.", "Ein sehr viel längerer deutscher Satz mit vielen , vielen Wörtern ."),
     ]
-    verdicts = apply_filters([LengthFilter(), TokenOverlapFilter(), LengthRatioFilter()], batch)
+    verdicts = apply_filters([LengthFilter(3, 80), TokenOverlapFilter(0.5), LengthRatioFilter(2.0)], batch)
     assert verdicts == [None, ("length", "too_short"), ("overlap", "copy"), ("ratio", "length_ratio")]
     assert LengthFilter(3, 5).reason((3, 6)) == "too_many_tokens"
 

@@ -28,13 +28,18 @@ SCHEMA = yaml.safe_load((REPO / "config" / "schema.yaml").read_text())["properti
 def test_the_cli_and_dataclass_defaults_are_the_schemas() -> None:
     """Each default has one home for the workflow (the schema); the CLI's come from the settings
     dataclasses; the two must agree."""
-    from marginmine.selection import DEFAULT_SEED
+    from marginmine import defaults
+    from marginmine.preprocess import PreprocessSettings
 
-    assert kind_params("ratio") == {"k": SCHEMA["scoring"]["properties"]["k"]["default"]}
+    assert SCHEMA["scoring"]["properties"]["k"]["default"] == defaults.K
+    assert kind_params("ratio") == {"k": defaults.K}
     assert kind_params("distance") == kind_params("ratio") and kind_params("cosine") == {}
-    assert ScoreSettings.__dataclass_fields__["batch_size"].default == \
+    assert ScoreSettings.__dataclass_fields__["batch_size"].default == defaults.BATCH_SIZE == \
         SCHEMA["scoring"]["properties"]["batch_size"]["default"]
-    assert DEFAULT_SEED == SCHEMA["seed"]["default"]
+    assert defaults.SEED == SCHEMA["seed"]["default"]
+    pre = SCHEMA["preprocess"]["properties"]
+    for name in ("min_tokens", "max_tokens", "max_overlap", "max_ratio", "langid_min_prob"):
+        assert PreprocessSettings.__dataclass_fields__[name].default == pre[name]["default"], name
 
 
 def test_registry_refuses_unknown_kinds_params_and_names() -> None:

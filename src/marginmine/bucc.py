@@ -19,6 +19,7 @@ from typing import Sequence
 
 import numpy as np
 
+from .defaults import SEED
 from .encoder import SentenceEncoder
 from .errors import InputError
 from .margin import RETRIEVALS, neighbourhoods, retrieve
@@ -95,7 +96,7 @@ def benchmark_files(out: str | Path) -> list[Path]:
 
 
 def build_benchmark(gold: dict[str, list[tuple[str, str]]], mono_src: Sequence[str], mono_tgt: Sequence[str],
-                    out_dir: str | Path, share: float = 0.025, distractors: int = 2000, seed: int = 1234) -> dict:
+                    out_dir: str | Path, share: float = 0.025, distractors: int = 2000, seed: int = SEED) -> dict:
     """Write ``{split}.src``, ``{split}.tgt``, ``{split}.gold`` (1-based src/tgt line numbers) and
     ``summary.json`` for the train and test splits. ``gold`` maps split -> [(src_file, tgt_file)]."""
     rng = np.random.default_rng(seed)

@@ -13,7 +13,8 @@ import sys
 from pathlib import Path
 from typing import Callable, Sequence
 
-from .cli_score import ALLOW_EMPTY_HELP
+from .defaults import SEED
+from .cli_score import ALLOW_EMPTY_HELP, add_filter_settings
 from .errors import MarginmineError, NotImplementedYet
 
 log = logging.getLogger("marginmine")
@@ -46,22 +47,6 @@ def _spec(args: argparse.Namespace):  # noqa: ANN202 - InputSpec, imported lazil
     if len(args.input) > 2:
         raise MarginmineError("--input takes one TSV file or two aligned files")
     return InputSpec(tuple(args.input), tuple(args.columns))
-
-
-def _add_filter_settings(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--src-lang", required=True)
-    p.add_argument("--tgt-lang", required=True)
-    p.add_argument("--min-tokens", type=int, default=3)
-    p.add_argument("--max-tokens", type=int, default=80)
-    p.add_argument("--max-overlap", type=float, default=0.5,
-                   help="drop pairs whose content tokens overlap this much or more (default 0.5)")
-    p.add_argument("--max-ratio", type=float, default=2.0, help="drop pairs with a token length ratio above")
-    p.add_argument("--langid-min-prob", type=float, default=0.1,
-                   help="fastText probability each side's expected language needs (default 0.1)")
-    p.add_argument("--no-langid", action="store_true", help="skip language identification")
-    p.add_argument("--langid-model", default=None, help="fastText LID model (default: bundled lid.176.ftz)")
-    p.add_argument("--protect", nargs="*", default=[], metavar="FILE",
-                   help="dev/test files: pairs with a side found in them are removed (test_set_overlap)")
 
 
 def cmd_preprocess(args: argparse.Namespace) -> int:
@@ -278,7 +263,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("preprocess", help="the paper's preprocessing: dedup, langid, length, overlap, ratio")
     _add_input(p)
-    _add_filter_settings(p)
+    add_filter_settings(p)
     p.add_argument("--output", required=True, help="kept pairs (TSV; .gz allowed)")
     p.add_argument("--rejects", required=True, help="removed pairs: line, step, reason, source, target, ...")
     p.add_argument("--ledger", required=True, help="ledger JSON (a .tsv is written beside it)")
@@ -334,7 +319,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--data-dir", required=True)
     p.add_argument("--output", required=True, help="corpus TSV: en, de, id")
     p.add_argument("--labels", required=True, help="sidecar TSV: id, origin, kind, clean")
-    p.add_argument("--seed", type=int, default=1234)
+    p.add_argument("--seed", type=int, default=SEED)
     p.add_argument("--scale", type=float, default=1.0, help="multiply every component's size")
     p.add_argument("--heldout", type=_split_sizes, default=None, metavar="SPLIT=PAIRS,...",
                    help="clean-mix held-out sets, e.g. dev=1000,test=2000: pairs of every clean origin in the "
@@ -381,7 +366,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workdir", default=None,
                    help="where training runs and checkpoints live (resumable); default: --output")
     p.add_argument("--params", default=None, help="JSON dict of hyper-parameters")
-    p.add_argument("--seed", type=int, default=1234)
+    p.add_argument("--seed", type=int, default=SEED)
     p.add_argument("--max-minutes", type=float, default=None, help="wall-clock budget")
     p.add_argument("--threads", type=int, default=None, help="CPU threads for training")
     _HANDLERS["train-encoder"] = cmd_train_encoder
@@ -405,7 +390,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--set", action="append", required=True, metavar="NAME,KIND,SRC_LANG,TGT_LANG,SRC,TGT",
                    help="a gold set; KIND is tatoeba or alignment; repeatable")
     p.add_argument("-k", type=int, default=4)
-    p.add_argument("--seed", type=int, default=1234)
+    p.add_argument("--seed", type=int, default=SEED)
     p.add_argument("--device", default="cpu")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     p.add_argument("--output", required=True, help="JSON")

@@ -10,11 +10,36 @@ import sys
 from pathlib import Path
 from typing import Callable
 
+from .defaults import BATCH_SIZE, K, SEED
 from .errors import MarginmineError
 
 log = logging.getLogger("marginmine")
 ALLOW_EMPTY_HELP = "an empty input (an empty shard of split) gives empty outputs instead of an error"
 Handler = Callable[[argparse.Namespace], int]
+
+
+def add_filter_settings(p: argparse.ArgumentParser, protect: bool = True) -> None:
+    """The pair filters' flags, shared by ``preprocess`` and ``mine``; defaults are
+    :class:`marginmine.preprocess.PreprocessSettings`'s (the schema's ``preprocess`` agrees, tested)."""
+    from .preprocess import PreprocessSettings
+
+    d = {f: PreprocessSettings.__dataclass_fields__[f].default
+         for f in ("min_tokens", "max_tokens", "max_overlap", "max_ratio", "langid_min_prob")}
+    p.add_argument("--src-lang", required=True)
+    p.add_argument("--tgt-lang", required=True)
+    p.add_argument("--min-tokens", type=int, default=d["min_tokens"], help="default %(default)s")
+    p.add_argument("--max-tokens", type=int, default=d["max_tokens"], help="default %(default)s")
+    p.add_argument("--max-overlap", type=float, default=d["max_overlap"],
+                   help="drop pairs whose content tokens overlap this much or more (default %(default)s)")
+    p.add_argument("--max-ratio", type=float, default=d["max_ratio"],
+                   help="drop pairs with a token length ratio above (default %(default)s)")
+    p.add_argument("--langid-min-prob", type=float, default=d["langid_min_prob"],
+                   help="fastText probability each side's expected language needs (default %(default)s)")
+    p.add_argument("--no-langid", action="store_true", help="skip language identification")
+    p.add_argument("--langid-model", default=None, help="fastText LID model (default: bundled lid.176.ftz)")
+    if protect:
+        p.add_argument("--protect", nargs="*", default=[], metavar="FILE",
+                       help="dev/test files: pairs with a side found in them are removed (test_set_overlap)")
 
 
 def _torch_threads(n: int | None) -> None:
@@ -36,19 +61,13 @@ def _index_spec(args: argparse.Namespace):
 
 def _add_knn(p: argparse.ArgumentParser, k: bool = True) -> None:
     if k:
-        p.add_argument("-k", "--neighbourhood", dest="k", type=int, default=_default_k(),
-                       help=f"neighbours per sentence (default {_default_k()})")
+        p.add_argument("-k", "--neighbourhood", dest="k", type=int, default=K,
+                       help=f"neighbours per sentence (default {K})")
     p.add_argument("--index", default="flat", choices=["auto", "flat", "ivf", "ivfpq"],
                    help="FAISS index: exact flat (default), IVF, IVF-PQ, or auto by size")
     p.add_argument("--nprobe", type=int, default=16, help="IVF cells visited per query")
     p.add_argument("--device", default="cpu", help="cpu or cuda[:N] (fails if no GPU is visible)")
     p.add_argument("--threads", type=int, default=None, help="CPU threads for the encoder and FAISS")
-
-
-def _default_k() -> int:
-    from .scorers.margins import Ratio
-
-    return Ratio().k
 
 
 def _add_scorers(p: argparse.ArgumentParser, default: str | None = "ratio,cosine") -> None:
@@ -58,7 +77,7 @@ def _add_scorers(p: argparse.ArgumentParser, default: str | None = "ratio,cosine
                         "cosine, absolute and those of --plugin modules")
     p.add_argument("-k", "--neighbourhood", dest="k", type=int, default=None,
                    help=f"k of every scorer whose kind has one and whose JSON does not set it "
-                        f"(default {_default_k()})")
+                        f"(default {K})")
     p.add_argument("--plugin", action="append", default=[], metavar="MODULE",
                    help="import this module first (it registers score kinds of your own); repeatable")
 
@@ -97,18 +116,6 @@ def _score_settings(args: argparse.Namespace, batch_size: int | None = None):
     kinds = parse_scorers(_scorer_spec(args))
     extra = {} if batch_size is None else {"batch_size": batch_size}
     return ScoreSettings(tuple(kinds.items()), index=_index_spec(args), **extra)
-
-
-def _default_seed() -> int:
-    from .selection import DEFAULT_SEED
-
-    return DEFAULT_SEED
-
-
-def _default_batch() -> int:
-    from .scoring import ScoreSettings
-
-    return ScoreSettings.__dataclass_fields__["batch_size"].default
 
 
 def _encoder(args: argparse.Namespace):
@@ -154,7 +161,7 @@ def cmd_mine(args: argparse.Namespace) -> int:
     mined = mine_arrays(x, y, args.k, args.margin, args.retrieval, spec)
     settings = None if args.no_checks else PreprocessSettings(
         args.src_lang, args.tgt_lang, args.min_tokens, args.max_tokens, args.max_overlap, args.max_ratio,
-        not args.no_langid, args.langid_min_prob)
+        not args.no_langid, args.langid_min_prob, args.langid_model)
     keep, ledger = check_pairs(mined, src, tgt, settings, args.threshold)
     n = write_mined(args.output, mined, keep, src, tgt)
     if args.ledger:
@@ -264,7 +271,7 @@ def cmd_eval_mining(args: argparse.Namespace) -> int:
     dirs = _encoder_dirs(args)
     scorers = _named_scorers(args, dirs)
     encoders = _load_encoders(dirs, args, {e for e, _ in scorers.values()})
-    rows, cannot = evaluate(encoders, scorers, args.data, args.src_lang, args.tgt_lang, _default_k())
+    rows, cannot = evaluate(encoders, scorers, args.data, args.src_lang, args.tgt_lang, K)
     title = f"BUCC-style mining, {args.src_lang}-{args.tgt_lang} (test split; thresholds from train)"
     write_table(rows, args.tsv, args.md, title, cannot)
     for r in rows:
@@ -346,7 +353,7 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler], colu
     p.add_argument("--src-lang", default="en")
     p.add_argument("--tgt-lang", default="de")
     _add_scorers(p)
-    p.add_argument("--batch-size", type=int, default=_default_batch(),
+    p.add_argument("--batch-size", type=int, default=BATCH_SIZE,
                    help="pairs per kNN batch (paper 5M, the default); scores depend on it, nothing else")
     p.add_argument("--allow-empty", action="store_true", help=ALLOW_EMPTY_HELP)
     _add_knn(p, k=False)
@@ -355,8 +362,7 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler], colu
     p = sub.add_parser("mine", help="mine parallel sentences from two monolingual files")
     p.add_argument("--src", required=True)
     p.add_argument("--tgt", required=True)
-    p.add_argument("--src-lang", required=True)
-    p.add_argument("--tgt-lang", required=True)
+    add_filter_settings(p, protect=False)
     p.add_argument("--encoder", required=True)
     p.add_argument("--margin", default="ratio", choices=["absolute", "distance", "ratio"])
     p.add_argument("--retrieval", default="max", choices=["fwd", "bwd", "intersect", "max"])
@@ -364,12 +370,6 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler], colu
     p.add_argument("--output", required=True, help="TSV sorted by score: src, tgt, score, src_line, tgt_line")
     p.add_argument("--ledger", default=None, help="JSON ledger of removed candidates (a .tsv beside it)")
     p.add_argument("--no-checks", action="store_true", help="skip the language-id / length / copy / ratio checks")
-    p.add_argument("--no-langid", action="store_true")
-    p.add_argument("--langid-min-prob", type=float, default=0.1)
-    p.add_argument("--min-tokens", type=int, default=3)
-    p.add_argument("--max-tokens", type=int, default=80)
-    p.add_argument("--max-overlap", type=float, default=0.5)
-    p.add_argument("--max-ratio", type=float, default=2.0)
     _add_knn(p)
     handlers["mine"] = cmd_mine
 
@@ -380,7 +380,7 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler], colu
                    help="a scorer: the name of a score-file column (e.g. ratio, cosine); or random, unfiltered")
     p.add_argument("-n", default=None, help="how many pairs: 500, 20k, 10M")
     p.add_argument("--threshold", type=float, default=None, help="instead of -n: keep scores >= this")
-    p.add_argument("--seed", type=int, default=_default_seed(), help="seed of the random method (default %(default)s)")
+    p.add_argument("--seed", type=int, default=SEED, help="seed of the random method (default %(default)s)")
     p.add_argument("--output", required=True, help="TSV: src, tgt, score, further shard columns")
     p.add_argument("--report", default=None, help="JSON: counts, threshold, score histogram")
     handlers["select"] = cmd_select
@@ -407,7 +407,7 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler], colu
     p.add_argument("--mono-tgt", nargs="+", required=True)
     p.add_argument("--share", type=float, default=0.025, help="gold share of each pool (BUCC: 2-3%%)")
     p.add_argument("--distractors", type=int, default=2000, help="unpaired gold-domain lines per side")
-    p.add_argument("--seed", type=int, default=1234)
+    p.add_argument("--seed", type=int, default=SEED)
     p.add_argument("--output-dir", required=True)
     handlers["bucc-data"] = cmd_bucc_data
 

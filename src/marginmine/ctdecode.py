@@ -1,9 +1,10 @@
 """Beam search with CTranslate2, the default decoder of :func:`marginmine.evaluate.translate_files`.
 
-Why: on the demo's ratio system (``bench/bench_decoding.py``, 6,000 sentences of its five test
-sets, 2 threads, beam 5, AMD EPYC) fairseq-generate took 216.6 s and CTranslate2 71.6 s including
-the checkpoint conversion (3.0x), BLEU within 0.15 on every set (``bench/RESULTS.md``). The
-fairseq path stays available (``--decoder fairseq``, config ``nmt.decoder``).
+Why: on the demo's ratio system (``bench/bench_decoding.py``, both through ``translate_files``,
+6,000 sentences of its five test sets, 2 threads, beam 5, AMD EPYC) fairseq-generate took 189.3 s
+and CTranslate2 70.9 s including the checkpoint conversion (2.67x), BLEU within 0.14 on every set
+(``bench/RESULTS.md``). The fairseq path stays available (``--decoder fairseq``, config
+``nmt.decoder``).
 
 * The fairseq checkpoint is converted once per model into ``<workdir>/ct2/`` (written under a
   temporary name, renamed when complete; ``model_sha256.txt`` ties it to the checkpoint, so a
@@ -18,9 +19,13 @@ fairseq path stays available (``--decoder fairseq``, config ``nmt.decoder``).
 
 from __future__ import annotations
 
+import importlib.util
+import json
 import logging
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -28,6 +33,12 @@ from typing import Any
 log = logging.getLogger(__name__)
 
 EOS = "</s>"
+_CONVERT = """
+import json, sys
+from ctranslate2.converters import FairseqConverter
+model, dicts, src, tgt, out = json.loads(sys.argv[1])
+FairseqConverter(model, dicts, source_lang=src, target_lang=tgt, unsafe_deserialization=True).convert(out, force=True)
+"""
 
 
 def model_sha256(manifest: dict[str, Any]) -> str:
@@ -44,20 +55,23 @@ def converted_model(work: Path, manifest: dict[str, Any]) -> Path:
     want = model_sha256(manifest)
     if stamp.is_file() and stamp.read_text().strip() == want and (target / "model.bin").is_file():
         return target
-    try:
-        from ctranslate2.converters import FairseqConverter
-    except ImportError as exc:
+    if importlib.util.find_spec("ctranslate2") is None:
         raise NmtError("the ctranslate2 decoder needs the ctranslate2 package (pinned in requirements.txt; "
-                       "`make setup`), or choose --decoder fairseq") from exc
+                       "`make setup`), or choose --decoder fairseq")
     src, tgt = manifest["src_lang"], manifest["tgt_lang"]
     tmp = work / ".ct2.part"
     shutil.rmtree(tmp, ignore_errors=True)
     with tempfile.TemporaryDirectory(prefix=".ct2-dicts.", dir=work) as dicts:
         for key, lang in (("src_dict", src), ("tgt_dict", tgt)):
             shutil.copyfile(work / manifest["files"][key], Path(dicts) / f"dict.{lang}.txt")
-        # our own checkpoint, its SHA-256 verified by the caller: the converter may unpickle it
-        FairseqConverter(str(work / manifest["files"]["model"]), dicts, source_lang=src, target_lang=tgt,
-                         unsafe_deserialization=True).convert(str(tmp), force=True)
+        # In a child process: the converter imports fairseq and torch, whose OpenMP runtime in the
+        # decoding process slowed CTranslate2 threefold (measured: 212.8 s instead of 71.6 s).
+        # Our own checkpoint, its SHA-256 verified by the caller: the converter may unpickle it.
+        spec = json.dumps([str(work / manifest["files"]["model"]), dicts, src, tgt, str(tmp)])
+        r = subprocess.run([sys.executable, "-c", _CONVERT, spec], capture_output=True, text=True)
+        if r.returncode != 0 or not (tmp / "model.bin").is_file():
+            raise NmtError(f"CTranslate2 could not convert {work / manifest['files']['model']}: "
+                           f"{(r.stderr.strip().splitlines() or ['no output'])[-1]}")
     (tmp / "model_sha256.txt").write_text(want + "\n")
     shutil.rmtree(target, ignore_errors=True)
     os.replace(tmp, target)

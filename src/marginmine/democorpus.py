@@ -52,6 +52,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
+from .defaults import SEED
 from .cleanmix import hold_out
 from .errors import InputError, MarginmineError
 from .normalize import match_form, pair_key, sentence_key
@@ -626,7 +627,7 @@ def _summary(corpus: Sequence[DemoPair], dropped_input: Counter[str], dropped_fi
     }
 
 
-def build_demo_corpus(data_dir: Path, out_tsv: Path, labels_tsv: Path, *, seed: int = 1234,
+def build_demo_corpus(data_dir: Path, out_tsv: Path, labels_tsv: Path, *, seed: int = SEED,
                       scale: float = 1.0, heldout: Mapping[str, int] | None = None,
                       heldout_prefix: Path | None = None) -> dict:
     """Build the demo corpus and its labels; return (and write as JSON) the summary.

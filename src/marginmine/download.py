@@ -27,6 +27,7 @@ from urllib.parse import urlsplit
 
 from marginmine import __version__
 from marginmine.errors import DownloadError
+from marginmine.safeio import sha256_file
 
 log = logging.getLogger(__name__)
 
@@ -130,9 +131,7 @@ def download(
 
 def file_sha256(path: Path) -> str:
     """Hex SHA-256 of a local file."""
-    hasher = hashlib.sha256()
-    _hash_prefix(hasher, path, None)
-    return hasher.hexdigest()
+    return sha256_file(path)
 
 
 # --- orchestration -------------------------------------------------------------

@@ -18,7 +18,6 @@ loader with :func:`register` and need no change downstream.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +26,7 @@ from typing import Any, Callable, Protocol, Sequence, runtime_checkable
 import numpy as np
 
 from .errors import MarginmineError
+from .safeio import sha256_file
 
 FORMAT = "marginmine-encoder"
 MANIFEST = "encoder.json"
@@ -77,14 +77,6 @@ def register(kind: str) -> Callable[[Loader], Loader]:
         _LOADERS[kind] = fn
         return fn
     return deco
-
-
-def sha256_file(path: str | Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def write_manifest(directory: str | Path, kind: str, dim: int, langs: Sequence[str],

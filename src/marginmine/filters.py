@@ -51,8 +51,8 @@ class PairFilter(Protocol):
 class LengthFilter:
     """Both sides between ``min_tokens`` and ``max_tokens`` Moses tokens (paper: 3-80)."""
 
-    min_tokens: int = 3
-    max_tokens: int = 80
+    min_tokens: int
+    max_tokens: int
     name: str = "length"
 
     def score(self, batch: Sequence[Candidate]) -> list[tuple[int, int]]:
@@ -69,7 +69,7 @@ class LengthFilter:
 class TokenOverlapFilter:
     """Drop pairs whose content tokens overlap by ``max_overlap`` or more (paper: 50%)."""
 
-    max_overlap: float = 0.5
+    max_overlap: float
     name: str = "overlap"
 
     def score(self, batch: Sequence[Candidate]) -> list[float]:
@@ -86,7 +86,7 @@ class TokenOverlapFilter:
 class LengthRatioFilter:
     """Drop pairs whose longer side has more than ``max_ratio`` times the tokens (paper: 2)."""
 
-    max_ratio: float = 2.0
+    max_ratio: float
     name: str = "ratio"
 
     def score(self, batch: Sequence[Candidate]) -> list[float]:

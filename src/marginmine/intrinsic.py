@@ -18,13 +18,14 @@ from typing import Sequence
 
 import numpy as np
 
+from .defaults import K, SEED
 from .encoder import SentenceEncoder
 from .margin import best_candidates
 from .textio import open_text_out, read_lines
 from .safeio import write_text
 
 
-def retrieval_error(x: np.ndarray, y: np.ndarray, margin: str = "absolute", k: int = 4) -> float:
+def retrieval_error(x: np.ndarray, y: np.ndarray, margin: str = "absolute", k: int = K) -> float:
     """Share of rows ``i`` of ``x`` whose best candidate in ``y`` is not ``y[i]``."""
     best, _ = best_candidates(x, y, k, margin)
     return float(np.mean(best != np.arange(len(x))))
@@ -47,7 +48,7 @@ class GoldSet:
     kind: str = "tatoeba"  # or "alignment"
 
 
-def evaluate(encoder: SentenceEncoder, sets: Sequence[GoldSet], k: int = 4, seed: int = 1234) -> list[dict[str, object]]:
+def evaluate(encoder: SentenceEncoder, sets: Sequence[GoldSet], k: int = K, seed: int = SEED) -> list[dict[str, object]]:
     """One row per (set, margin): error rates x->y, y->x and their average (in %)."""
     rows: list[dict[str, object]] = []
     for g in sets:
@@ -87,4 +88,4 @@ def write_report(inputs: Sequence[Path], tsv: Path, md: Path) -> None:
             cells.append(f"{by.get('cosine', float('nan')):.1f} / {by.get('ratio', float('nan')):.1f}")
         lines.append(f"| {res['encoder']} | " + " | ".join(cells) + " |")
     write_text(md, "# Encoder intrinsic evaluation\n\nError rates averaged over both directions (lower is "
-                  "better); ratio margin with k = 4.\n\n" + "\n".join(lines) + "\n")
+                  f"better); ratio margin with k = {K}.\n\n" + "\n".join(lines) + "\n")

@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from .defaults import SEED
 from .errors import MarginmineError
 
 log = logging.getLogger(__name__)
@@ -41,7 +42,7 @@ class IndexSpec:
     nprobe: int = 16
     pq_m: int = 0  # PQ sub-quantizers; 0: dim / 8 (8 dimensions per 1-byte code)
     train_size: int = 262_144
-    seed: int = 1234
+    seed: int = SEED
     device: str = "cpu"
 
 

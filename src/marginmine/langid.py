@@ -56,7 +56,7 @@ class LangIdFilter:
     removes 93 valid pairs and 41 of the 45 wrong-language ones (see the README).
     """
 
-    min_prob: float = 0.1
+    min_prob: float
     model_path: str | None = None
     name: str = field(default="langid")
 

@@ -49,7 +49,6 @@ Parameters (``params``; a model-size key left out takes the value of ``arch`` in
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
@@ -63,7 +62,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import InputError, MarginmineError
 from .fairseq_process import parse_train_log, run_fairseq
-from .safeio import sha256_file, write_text
+from .safeio import json_fingerprint, sha256_file, write_text
 from .textio import read_aligned, read_tsv
 
 if TYPE_CHECKING:
@@ -161,13 +160,6 @@ def check_lang(lang: str) -> str:
 def one_line(text: str) -> str:
     """Whitespace (tabs, U+2028, ...) collapsed to single spaces: a sentence stays one line everywhere."""
     return " ".join(text.split())
-
-
-_raw_sha256 = sha256_file  # the bytes on disk (a .gz is not decompressed)
-
-
-def _fingerprint(obj: Any) -> str:
-    return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()
 
 
 def _dist_version(*names: str) -> str | None:
@@ -450,7 +442,7 @@ def load_manifest(workdir: str | Path, verify: bool = True) -> dict[str, Any]:
             f = work / name
             if not f.exists():
                 raise NmtError(f"{f}: missing ({key} of the model in {work}); rerun train-nmt")
-            if _raw_sha256(f) != manifest["sha256"][name]:
+            if sha256_file(f) != manifest["sha256"][name]:
                 raise NmtError(f"{f}: SHA-256 differs from {path} (changed after training); refusing to load it "
                                "- rerun train-nmt")
     return manifest
@@ -488,11 +480,11 @@ def train_nmt(train_tsv: str | Path, dev_src: str | Path, dev_ref: str | Path, w
     state_path = work / "state.json"
     state: dict[str, Any] = json.loads(state_path.read_text()) if state_path.exists() else {}
 
-    data_fp = {"train": _raw_sha256(train_tsv), "dev_src": _raw_sha256(dev_src), "dev_ref": _raw_sha256(dev_ref),
+    data_fp = {"train": sha256_file(train_tsv), "dev_src": sha256_file(dev_src), "dev_ref": sha256_file(dev_ref),
                "langs": [src, tgt]}
-    prep_fp = _fingerprint({"data": data_fp, "prep": {k: p[k] for k in _PREP_KEYS}, "version": 1})
-    model_fp = _fingerprint({"prep": prep_fp, "model": {k: p[k] for k in _MODEL_KEYS}})
-    train_fp = _fingerprint({"model": model_fp, "seed": int(seed),
+    prep_fp = json_fingerprint({"data": data_fp, "prep": {k: p[k] for k in _PREP_KEYS}, "version": 1})
+    model_fp = json_fingerprint({"prep": prep_fp, "model": {k: p[k] for k in _MODEL_KEYS}})
+    train_fp = json_fingerprint({"model": model_fp, "seed": int(seed),
                              "params": {k: v for k, v in p.items() if k not in _NOT_RESULT_KEYS}})
     out = work / MODEL_FILE
     if state.get("train_fingerprint") == train_fp and state.get("train_done") and out.exists():
@@ -583,7 +575,7 @@ def train_nmt(train_tsv: str | Path, dev_src: str | Path, dev_ref: str | Path, w
             "wall_seconds_this_call": round(time.monotonic() - t0, 1), "train_tsv": str(train_tsv),
             "fairseq": _dist_version("fairseq-fixed", "fairseq"), "torch": torch.__version__}
     manifest = {"format": 1, "src_lang": src, "tgt_lang": tgt, "arch": p["arch"], "params": p, "files": files,
-                "sha256": {name: _raw_sha256(work / name) for name in files.values()}, "info": info}
+                "sha256": {name: sha256_file(work / name) for name in files.values()}, "info": info}
     _write_json(work / MANIFEST, manifest)
     state["train_done"] = not run["stopped_by_time"]
     _write_json(state_path, state)

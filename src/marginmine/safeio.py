@@ -224,3 +224,11 @@ def sha256_file(path: str | Path) -> str:
     except FileNotFoundError as exc:
         raise InputError(str(path), "file not found", hint="check the path") from exc
     return h.hexdigest()
+
+
+def json_fingerprint(obj: object) -> str:
+    """SHA-256 of ``obj`` as sorted-key JSON: what resumable steps compare their settings by."""
+    import hashlib
+    import json
+
+    return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()

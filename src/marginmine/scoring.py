@@ -27,6 +27,7 @@ from typing import Iterator, Protocol, Sequence
 
 import numpy as np
 
+from .defaults import BATCH_SIZE
 from .embed import MAX_LINE_BYTES
 from .encoder import SentenceEncoder
 from .errors import InputError
@@ -46,7 +47,7 @@ class ScoreSettings:
     come from config/schema.yaml (a test checks they agree)."""
 
     scorers: tuple[tuple[str, ScoreKind], ...]
-    batch_size: int = 5_000_000
+    batch_size: int = BATCH_SIZE
     index: IndexSpec = IndexSpec(kind="flat")
 
     def __post_init__(self) -> None:

@@ -19,6 +19,7 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
+from .defaults import SEED as DEFAULT_SEED
 from .errors import InputError, MarginmineError
 from .progress import Progress
 from .scoring import read_scores
@@ -27,7 +28,6 @@ from .safeio import write_text
 
 log = logging.getLogger(__name__)
 
-DEFAULT_SEED = 1234
 _SUFFIX = {"k": 1_000, "m": 1_000_000, "b": 1_000_000_000}
 
 

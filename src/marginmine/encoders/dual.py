@@ -50,6 +50,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ..defaults import SEED
 from ..encoder import EncoderError, ParallelData, l2_normalize, register, write_manifest
 from ..safeio import write_bytes, write_text
 from ..textio import read_parallel
@@ -601,7 +602,7 @@ def _load_checkpoint(path: Path, cfg: dict[str, Any], seed: int) -> dict[str, An
     return ckpt
 
 
-def train(data: Sequence[ParallelData], out_dir: Path, params: dict[str, Any], *, seed: int = 1234,
+def train(data: Sequence[ParallelData], out_dir: Path, params: dict[str, Any], *, seed: int = SEED,
           max_minutes: float | None = None) -> Path:
     """Train (or resume training) a dual encoder on ``data``; returns the encoder directory.
 

@@ -36,7 +36,6 @@ Parameters (``params`` dict; defaults are the CPU demo sizes, the paper's in bra
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import json
 import logging
@@ -50,8 +49,10 @@ from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 import numpy as np
 
+from ..defaults import SEED
 from ..encoder import EncoderError, ParallelData, l2_normalize, register, write_manifest
 from ..fairseq_process import parse_train_log, run_fairseq
+from ..safeio import json_fingerprint, sha256_file
 
 if TYPE_CHECKING:
     import torch
@@ -124,18 +125,6 @@ def _iter_lines(path: Path) -> Iterator[str]:
 
 def _count_lines(path: Path) -> int:
     return sum(1 for _ in _iter_lines(path))
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
-def _fingerprint(obj: Any) -> str:
-    return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()
 
 
 def _piece_table(sp: Any) -> list[str]:
@@ -254,7 +243,7 @@ def parse_fairseq_log(lines: Sequence[str]) -> dict[str, Any]:
             "stopped_by_time": run["stopped_by_time"], "epoch_stats": run["train"], "wps": run["wps"]}
 
 
-def train(data: Sequence[ParallelData], out_dir: Path, params: dict, *, seed: int = 1234,
+def train(data: Sequence[ParallelData], out_dir: Path, params: dict, *, seed: int = SEED,
           max_minutes: float | None = None) -> Path:
     """Learn the joint BPE, binarize, train with fairseq's LASER task, export ``out_dir``.
 
@@ -283,10 +272,10 @@ def train(data: Sequence[ParallelData], out_dir: Path, params: dict, *, seed: in
     state = json.loads(state_path.read_text()) if state_path.exists() else {}
 
     # 0. what the existing work dir was made from
-    data_fp = {f"{a}-{b}": [[str(fa), _sha256(fa), str(fb), _sha256(fb)] for fa, fb in files]
+    data_fp = {f"{a}-{b}": [[str(fa), sha256_file(fa), str(fb), sha256_file(fb)] for fa, fb in files]
                for (a, b), files in sorted(pairs.items())}
-    prep_fp = _fingerprint({"data": data_fp, "prep": {k: p[k] for k in _PREP_KEYS}, "version": 1})
-    model_fp = _fingerprint({"prep": prep_fp, "model": {k: p[k] for k in _MODEL_KEYS}})
+    prep_fp = json_fingerprint({"data": data_fp, "prep": {k: p[k] for k in _PREP_KEYS}, "version": 1})
+    model_fp = json_fingerprint({"prep": prep_fp, "model": {k: p[k] for k in _MODEL_KEYS}})
     ckpt_last = work / "checkpoints" / "checkpoint_last.pt"
     if ckpt_last.exists() and state.get("model_fingerprint") != model_fp:
         raise EncoderError(f"{work}: holds checkpoints of a different run (other data, BPE or model sizes); "

@@ -9,13 +9,14 @@ from typing import ClassVar
 
 import numpy as np
 
+from ..defaults import K
 from ..margin import apply_margin
 from .base import Batch, register
 
 
 @dataclass(frozen=True)
 class _Neighbourhood:
-    k: int = 4
+    k: int = K
 
     mines: ClassVar[str | None] = None
 

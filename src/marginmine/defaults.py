@@ -1,0 +1,10 @@
+"""The package's defaults that the workflow's schema (config/schema.yaml) also states: the CLI and
+the settings dataclasses take them from here, the rules from the schema, and
+tests/test_scorers.py checks that the two agree. Nothing else writes these numbers."""
+
+#: seed of every seeded step without a seed of its own (schema: seed)
+SEED = 1234
+#: neighbours per sentence of the margin scores (schema: scoring.k)
+K = 4
+#: pairs per kNN batch in filtering mode, the paper's 5M (schema: scoring.batch_size)
+BATCH_SIZE = 5_000_000
