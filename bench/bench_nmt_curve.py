@@ -46,6 +46,8 @@ def main() -> int:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--out", default=str(REPO / "bench/out"))
+    ap.add_argument("--decoder", default="fairseq", choices=("fairseq", "ctranslate2"),
+                    help="fairseq (default: the decoder of the curve's first rows, kept for one curve)")
     args = ap.parse_args()
     for f in (args.selection, args.dev_src, args.dev_ref):
         if not Path(f).is_file():
@@ -65,12 +67,13 @@ def main() -> int:
         info = load_manifest(work)["info"]
         hyp = out / "nmt_curve" / f"dev.{point}.de"
         t1 = time.monotonic()
-        translate(work, args.dev_src, hyp, beam=int(cfg.get("beam", 5)), threads=args.threads)
+        translate(work, args.dev_src, hyp, beam=int(cfg.get("beam", 5)), threads=args.threads, decoder=args.decoder)
         decode_s = time.monotonic() - t1
         bleu = score_bleu(hyp, args.dev_ref, lang="de")
         rows.append({"updates": info["num_updates"], "epoch": info["epoch"], "dev_loss": info["dev_loss"],
                      "dev_bleu": round(bleu["bleu"], 2), "train_seconds_total": info["train_seconds_total"],
-                     "step_wall_seconds": round(train_s, 1), "decode_seconds": round(decode_s, 1)})
+                     "step_wall_seconds": round(train_s, 1), "decode_seconds": round(decode_s, 1),
+                     "decoder": args.decoder})
         print(json.dumps(rows[-1]), flush=True)
         write(out, args, cfg, params, rows)  # after every point: a stopped run keeps what it measured
     return 0

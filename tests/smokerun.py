@@ -14,12 +14,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 import yaml
+
+from marginmine.defaults import K as DEFAULT_K
 from test_workflow import REPO, SNAKEMAKE, copy_workflow, snakemake
 
 TARGETS = ("all", "preprocess", "encoders", "scoring", "report_figures", "results/test/comparison.tsv")
 SHARDS = ("0000", "0001")
 SCORING = yaml.safe_load((REPO / "config" / "test.yaml").read_text())["scoring"]
-K = SCORING["k"]
+K = SCORING.get("k", DEFAULT_K)  # config/test.yaml keeps the schema's default
 
 
 def smoke_command(real_data: Path, *config: str, overlay: str | None = None) -> list[str]:
