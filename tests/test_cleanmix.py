@@ -13,7 +13,8 @@ import pytest
 
 from marginmine.cleanmix import hold_out, origin_lines, quotas
 from marginmine.cli import main
-from marginmine.democorpus import build_demo_corpus, read_label_rows
+from marginmine.democorpus import build_demo_corpus
+from marginmine.textio import read_label_rows
 from marginmine.errors import MarginmineError
 from marginmine.leakage import overlap_report
 from marginmine.normalize import sentence_key

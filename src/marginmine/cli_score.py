@@ -303,7 +303,7 @@ def cmd_eval_filter(args: argparse.Namespace) -> int:
         scores.update({f"{k} (shipped)": v for k, v in data.shipped.items()})
         rows += quality_rows(Path(args.paracrawl).parent.name, scores, data.positive, args.top_n)
     if args.demo_labels:
-        from .embed import iter_sentences
+        from .textio import iter_sentences
 
         labels = read_demo_labels(args.demo_labels)
         groups = args.scores or []

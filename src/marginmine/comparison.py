@@ -229,7 +229,7 @@ def plot(runs: Sequence[Run], png: str | Path, title: str = "") -> None:
 def read_subsets(specs: Mapping[str, str | Path]) -> dict[str, dict[str, list[int]]]:
     """test set -> labels file (the held-out sidecar: id, origin, kind, clean) -> {origin: lines}."""
     from .cleanmix import origin_lines
-    from .democorpus import read_label_rows
+    from .textio import read_label_rows
 
     return {name: origin_lines([row["origin"] for row in read_label_rows(path)]) for name, path in specs.items()}
 

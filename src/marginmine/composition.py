@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .democorpus import read_label_rows
+from .textio import read_label_rows
 from .errors import InputError
 from .selection import parse_count
 from .textio import open_binary, open_text_out

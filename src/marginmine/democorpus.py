@@ -41,7 +41,6 @@ same data, seed and scale give byte-identical files.
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import json
 import random
@@ -57,7 +56,7 @@ from .cleanmix import hold_out
 from .errors import InputError, MarginmineError
 from .normalize import match_form, pair_key, sentence_key
 from .leakage import protected_index
-from .textio import open_text_out, read_aligned, read_lines
+from .textio import LABEL_COLUMNS, open_text_out, read_aligned, read_lines
 
 T = TypeVar("T")
 
@@ -722,9 +721,6 @@ def build_demo_corpus(data_dir: Path, out_tsv: Path, labels_tsv: Path, *, seed: 
     return summary
 
 
-LABEL_COLUMNS = ("id", "origin", "kind", "clean")
-
-
 def write_heldout(pairs: Sequence[DemoPair], stem: Path) -> None:
     """``<stem>.en``, ``<stem>.de`` (line-aligned) and ``<stem>.labels.tsv`` (the sidecar's columns)."""
     with open_text_out(f"{stem}.en") as fe, open_text_out(f"{stem}.de") as fd:
@@ -735,14 +731,3 @@ def write_heldout(pairs: Sequence[DemoPair], stem: Path) -> None:
         fh.write("\t".join(LABEL_COLUMNS) + "\n")
         for p in pairs:
             fh.write(f"{p.id}\t{p.origin}\t{p.kind}\t{int(p.clean)}\n")
-
-
-def read_label_rows(labels_tsv: str | Path) -> list[dict[str, str]]:
-    """The sidecar :func:`build_demo_corpus` writes: one ``id, origin, kind, clean`` dict per pair."""
-    with open(labels_tsv, encoding="utf-8", newline="") as fh:
-        reader = csv.DictReader(fh, delimiter="\t", quoting=csv.QUOTE_NONE)
-        missing = set(LABEL_COLUMNS) - set(reader.fieldnames or ())
-        if missing:
-            raise InputError(str(labels_tsv), f"lacks the columns {sorted(missing)}",
-                             hint="expected the demo corpus sidecar: id, origin, kind, clean")
-        return list(reader)

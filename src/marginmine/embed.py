@@ -15,46 +15,15 @@ import logging
 import os
 import time
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 
 from .encoder import SentenceEncoder
 from .errors import InputError
 from .safeio import write_text
-from .textio import iter_raw_lines, open_binary
+from .textio import count_lines, iter_sentences
 
 log = logging.getLogger(__name__)
-
-MAX_LINE_BYTES = 1 << 20
-
-
-def iter_sentences(path: str | Path, column: int | None = None, start: int = 0) -> Iterator[str]:
-    """Lines of ``path`` (or their ``column``-th TSV field), from 0-based line ``start`` on."""
-    with open_binary(path) as fh:
-        for n, (raw, too_long) in enumerate(iter_raw_lines(fh, MAX_LINE_BYTES, str(path)), 1):
-            if n <= start:
-                continue
-            if too_long:
-                raise InputError(str(path), f"line longer than {MAX_LINE_BYTES} bytes", line=n,
-                                 hint="preprocess the corpus first (it rejects over-long lines)")
-            try:
-                text = raw.decode("utf-8").rstrip("\r")
-            except UnicodeDecodeError as exc:
-                raise InputError(str(path), f"invalid UTF-8 ({exc.reason})", line=n,
-                                 hint="preprocess the corpus first (it rejects such lines)") from exc
-            if column is not None:
-                cols = text.split("\t")
-                if column >= len(cols):
-                    raise InputError(str(path), f"has no column {column} (0-based)", line=n)
-                text = cols[column]
-            yield text
-
-
-def count_lines(path: str | Path) -> int:
-    with open_binary(path) as fh:
-        return sum(1 for _ in iter_raw_lines(fh, MAX_LINE_BYTES, str(path)))
-
 
 def _fingerprint(path: Path, column: int | None, lang: str, encoder_id: str) -> dict[str, object]:
     st = path.stat()

@@ -14,7 +14,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .democorpus import read_label_rows
+from .textio import read_label_rows
 from .errors import InputError
 from .textio import open_binary, open_text_out
 from .safeio import write_text

@@ -17,7 +17,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .embed import iter_sentences
+from .textio import iter_sentences
 from .encoder import SentenceEncoder
 from .errors import InputError
 from .filters import Candidate, apply_filters

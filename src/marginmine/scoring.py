@@ -28,14 +28,13 @@ from typing import Iterator, Protocol, Sequence
 import numpy as np
 
 from .defaults import BATCH_SIZE
-from .embed import MAX_LINE_BYTES
 from .encoder import SentenceEncoder
 from .errors import InputError
 from .knn import IndexSpec, first_nonfinite_row
 from .margin import unique_groups
 from .scorers import NAME, Batch, ScoreKind, describe
 from .safeio import write_text
-from .textio import iter_raw_lines, open_binary
+from .textio import MAX_LINE_BYTES, count_lines, iter_raw_lines, iter_sentences, open_binary
 
 log = logging.getLogger(__name__)
 
@@ -70,29 +69,12 @@ class ScoreSettings:
                 "index": asdict(self.index)}
 
 
-def _decode(raw: bytes, path: str, n: int) -> str:
-    try:
-        return raw.decode("utf-8").rstrip("\r")
-    except UnicodeDecodeError as exc:
-        raise InputError(path, f"invalid UTF-8 ({exc.reason})", line=n,
-                         hint="preprocess the corpus first (it rejects such lines)") from exc
-
-
-def _lines(path: str) -> Iterator[str]:
-    with open_binary(path) as fh:
-        for n, (raw, too_long) in enumerate(iter_raw_lines(fh, MAX_LINE_BYTES, path), 1):
-            if too_long:
-                raise InputError(path, f"line longer than {MAX_LINE_BYTES} bytes", line=n,
-                                 hint="preprocess the corpus first (it rejects over-long lines)")
-            yield _decode(raw, path, n)
-
-
 def iter_pairs(paths: Sequence[str], columns: tuple[int, int] = (0, 1)) -> Iterator[tuple[str, str]]:
     """``(src, tgt)`` of every line: one TSV (``columns``) or two line-aligned files. Nothing is
     skipped; a line without the columns, or files of different length, is an error."""
     if len(paths) == 1:
         path = str(paths[0])
-        for n, text in enumerate(_lines(path), 1):
+        for n, text in enumerate(iter_sentences(path), 1):
             cols = text.split("\t")
             if max(columns) >= len(cols):
                 raise InputError(path, f"has {len(cols)} column(s), needs columns {columns[0]},{columns[1]}",
@@ -103,7 +85,7 @@ def iter_pairs(paths: Sequence[str], columns: tuple[int, int] = (0, 1)) -> Itera
         raise InputError(", ".join(map(str, paths)), "expected one TSV or two line-aligned files")
     a, b = (str(p) for p in paths)
     n = 0
-    for n, (s, t) in enumerate(zip_longest(_lines(a), _lines(b)), 1):
+    for n, (s, t) in enumerate(zip_longest(iter_sentences(a), iter_sentences(b)), 1):
         if s is None or t is None:
             longer, other = (b, a) if s is None else (a, b)
             raise InputError(longer, f"has more lines than {other} (which ends after line {n - 1})",
@@ -164,8 +146,6 @@ class ArrayEmbeddings:
 
     def check_input(self, input_path: str) -> None:
         """One row per input line, or refuse: a longer or shorter ``.npy`` belongs to another file."""
-        from .embed import count_lines
-
         n_lines = count_lines(input_path)
         rows = len(self.src)
         if rows != n_lines:

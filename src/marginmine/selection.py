@@ -62,7 +62,7 @@ def _scores(i: int, src: Source, method: str, seed: int) -> np.ndarray:
 
 
 def _pair_lines(path: Path) -> Iterator[str]:
-    from .embed import iter_sentences
+    from .textio import iter_sentences
 
     yield from iter_sentences(path)
 

@@ -232,3 +232,54 @@ def read_lines(path: str | Path) -> list[str]:
             except UnicodeDecodeError as exc:
                 raise InputError(str(path), f"invalid UTF-8 ({exc.reason})", line=n) from exc
     return out
+
+
+#: longest line a corpus reader accepts (preprocessing rejects longer ones)
+MAX_LINE_BYTES = 1 << 20
+
+
+def iter_sentences(path: str | Path, column: int | None = None, start: int = 0) -> Iterator[str]:
+    """The one strict line reader of corpus-sized files: lines of ``path`` (plain or gzip), or their
+    ``column``-th TSV field, from 0-based line ``start`` on. An over-long line, invalid UTF-8 or a
+    missing column is an error naming the file and line; nothing is skipped."""
+    with open_binary(path) as fh:
+        for n, (raw, too_long) in enumerate(iter_raw_lines(fh, MAX_LINE_BYTES, str(path)), 1):
+            if n <= start:
+                continue
+            if too_long:
+                raise InputError(str(path), f"line longer than {MAX_LINE_BYTES} bytes", line=n,
+                                 hint="preprocess the corpus first (it rejects over-long lines)")
+            try:
+                text = raw.decode("utf-8").rstrip("\r")
+            except UnicodeDecodeError as exc:
+                raise InputError(str(path), f"invalid UTF-8 ({exc.reason})", line=n,
+                                 hint="preprocess the corpus first (it rejects such lines)") from exc
+            if column is not None:
+                cols = text.split("\t")
+                if column >= len(cols):
+                    raise InputError(str(path), f"has no column {column} (0-based)", line=n)
+                text = cols[column]
+            yield text
+
+
+def count_lines(path: str | Path) -> int:
+    with open_binary(path) as fh:
+        return sum(1 for _ in iter_raw_lines(fh, MAX_LINE_BYTES, str(path)))
+
+
+#: the pair-label sidecar's columns (the demo corpus and its held-out sets write it)
+LABEL_COLUMNS = ("id", "origin", "kind", "clean")
+
+
+def read_label_rows(labels_tsv: str | Path) -> list[dict[str, str]]:
+    """A pair-label sidecar (``id, origin, kind, clean``, what the demo corpus build writes beside
+    the corpus and each held-out set): one dict per pair."""
+    import csv
+
+    with open(labels_tsv, encoding="utf-8", newline="") as fh:
+        reader = csv.DictReader(fh, delimiter="\t", quoting=csv.QUOTE_NONE)
+        missing = set(LABEL_COLUMNS) - set(reader.fieldnames or ())
+        if missing:
+            raise InputError(str(labels_tsv), f"lacks the columns {sorted(missing)}",
+                             hint="expected the demo corpus sidecar: id, origin, kind, clean")
+        return list(reader)
