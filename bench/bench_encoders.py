@@ -32,9 +32,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 sys.path.insert(0, str(REPO / "bench"))
 
-from marginmine.encoder import ParallelData, load_encoder, read_manifest  # noqa: E402
+from marginmine.encoders.base import ParallelData, load_encoder, read_manifest  # noqa: E402
 from marginmine.encoders import dual, laser  # noqa: E402
-from marginmine.textio import read_lines  # noqa: E402
+from marginmine.io.text import read_lines  # noqa: E402
 from measure import measure_tree  # noqa: E402
 
 
@@ -159,7 +159,7 @@ def main() -> int:
                 fh.write(pool[i % len(pool)] + "\n")
     npy = work / "big.de.npy"
     npy.unlink(missing_ok=True)
-    wall, peak, rc = measure_tree([sys.executable, "-m", "marginmine.cli", "-q", "embed", "--encoder",
+    wall, peak, rc = measure_tree([sys.executable, "-m", "marginmine.cli.main", "-q", "embed", "--encoder",
                                    str(res / "encoder"), "--lang", "de", "--input", str(big), "--output", str(npy),
                                    "--threads", str(args.threads)])
     rss = {"sentences": args.rss_sentences, "output_mib": npy.stat().st_size / 2**20 if npy.exists() else None,

@@ -9,7 +9,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from marginmine.shard import shard_ids
+from marginmine.preprocess.shard import shard_ids
 
 # `marginmine` comes from the environment snakemake runs in (make puts .venv/bin on PATH).
 if shutil.which("marginmine") is None:
@@ -345,7 +345,7 @@ def bleu_targets():
 
 # --- scorers, selection and the scorers' evaluations ---------------------------------------
 # A scorer (config `scorers:`) is a name, an encoder and a score kind registered in the package
-# (marginmine.scorers; `plugins:` modules register more). Each encoder a scorer uses is embedded;
+# (marginmine.scoring; `plugins:` modules register more). Each encoder a scorer uses is embedded;
 # its scorers share one self-describing score file per shard (a header names the columns).
 
 SCORING = config["scoring"]
@@ -359,7 +359,7 @@ SCORERS = {name: {**s, "encoder": s.get("encoder", DEFAULT_ENCODER)} for name, s
 def _check_scorers():
     """Plan-time errors naming the config key: an unknown encoder, kind or param, a method that
     names no scorer."""
-    from marginmine.scorers import BUILTIN_METHODS, load_plugins, make_kind
+    from marginmine.scoring import BUILTIN_METHODS, load_plugins, make_kind
 
     load_plugins(PLUGINS)
     for name, s in SCORERS.items():
@@ -502,7 +502,7 @@ EXTRA_EVAL = list(config["eval"].get("extra", {}))
 
 def _method_seeds():
     """Training seeds per selection method (nmt.seeds, nmt.method_seeds overriding), validated."""
-    from marginmine.significance import validate_seeds
+    from marginmine.nmt.significance import validate_seeds
 
     default = validate_seeds(NMT["seeds"], "nmt.seeds")
     overrides = NMT.get("method_seeds", {})

@@ -1,4 +1,4 @@
-"""Selection composition by the corpus' pair labels (marginmine.composition)."""
+"""Selection composition by the corpus' pair labels (marginmine.scoring.composition)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from marginmine.cli import main
-from marginmine.composition import (UNLABELLED, Composition, count_groups, read_groups, selection_ids,
+from marginmine.cli.main import main
+from marginmine.scoring.composition import (UNLABELLED, Composition, count_groups, read_groups, selection_ids,
                                     selection_name, write_composition)
 from marginmine.errors import InputError
 
@@ -82,7 +82,7 @@ def test_cli_on_real_selections_counts_every_pair(tmp_path: Path) -> None:
 
 def test_density_recovers_the_neighbourhood_mean_from_the_score_columns(tmp_path: Path) -> None:
     """ratio = cos / nb, so nb = cos / ratio; distance = cos - nb, so nb = cos - distance."""
-    from marginmine.composition import group_density
+    from marginmine.scoring.composition import group_density
 
     (tmp_path / "labels.tsv").write_text(LABELS, encoding="utf-8")
     groups = read_groups(tmp_path / "labels.tsv")

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from marginmine.encoder import EncoderError, ParallelData, SentenceEncoder, load_encoder
+from marginmine.encoders.base import EncoderError, ParallelData, SentenceEncoder, load_encoder
 from marginmine.encoders import dual
 
 TINY = {"vocab_size": 200, "spm_sample": 2000, "buckets": 4096, "emb_dim": 32, "hidden": 32, "dim": 16,

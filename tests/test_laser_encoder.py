@@ -18,7 +18,7 @@ import torch  # noqa: E402
 import fairseq  # noqa: E402,F401
 import sentencepiece  # noqa: E402,F401
 
-from marginmine.encoder import EncoderError, ParallelData, load_encoder  # noqa: E402
+from marginmine.encoders.base import EncoderError, ParallelData, load_encoder  # noqa: E402
 
 try:
     from marginmine.encoders import laser

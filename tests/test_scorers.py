@@ -17,10 +17,10 @@ from doubles import TrigramEncoder
 from test_workflow import REPO, copy_workflow, job_counts, snakemake
 
 from marginmine.errors import MarginmineError
-from marginmine.filtereval import read_paracrawl_eval
-from marginmine.margin import filter_scores
-from marginmine.scorers import KINDS, Batch, kind_params, load_plugins, make_kind, parse_scorers, register
-from marginmine.scoring import EncoderEmbeddings, ScoreSettings, score_batch
+from marginmine.scoring.filtereval import read_paracrawl_eval
+from marginmine.scoring.margin import filter_scores
+from marginmine.scoring import KINDS, Batch, kind_params, load_plugins, make_kind, parse_scorers, register
+from marginmine.scoring.files import EncoderEmbeddings, ScoreSettings, score_batch
 
 SCHEMA = yaml.safe_load((REPO / "config" / "schema.yaml").read_text())["properties"]
 
@@ -29,7 +29,7 @@ def test_the_cli_and_dataclass_defaults_are_the_schemas() -> None:
     """Each default has one home for the workflow (the schema); the CLI's come from the settings
     dataclasses; the two must agree."""
     from marginmine import defaults
-    from marginmine.preprocess import PreprocessSettings
+    from marginmine.preprocess.pipeline import PreprocessSettings
 
     assert SCHEMA["scoring"]["properties"]["k"]["default"] == defaults.K
     assert kind_params("ratio") == {"k": defaults.K}
@@ -59,7 +59,7 @@ def test_registry_refuses_unknown_kinds_params_and_names() -> None:
 
 def test_a_kind_registered_in_a_test_scores_beside_the_built_in_ones(paracrawl_tsv: Path) -> None:
     """A new kind is one registered class: it gets its column from the same batch machinery; the
-    built-in kinds give exactly the margins of marginmine.margin on the real ParaCrawl pairs. (That
+    built-in kinds give exactly the margins of marginmine.scoring.margin on the real ParaCrawl pairs. (That
     the ratio scorer separates human-labelled good pairs from bad is tested on the trained smoke
     DAN: test_smoke.py.)"""
 

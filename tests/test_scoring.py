@@ -11,15 +11,15 @@ import numpy as np
 import pytest
 from doubles import TrigramEncoder
 
-from marginmine.bucc import build_benchmark, evaluate_split_pair, read_split
-from marginmine.cli import main
+from marginmine.scoring.bucc import build_benchmark, evaluate_split_pair, read_split
+from marginmine.cli.main import main
 from marginmine.errors import InputError, MarginmineError
-from marginmine.filtereval import precision_at, read_paracrawl_eval, roc_auc
-from marginmine.mining import Sentences, check_pairs, embed_unique, mine_arrays
-from marginmine.preprocess import PreprocessSettings
-from marginmine.scorers import make_kind
-from marginmine.scoring import EncoderEmbeddings, ScoreSettings, iter_pairs, read_score_names, read_scores, score_file
-from marginmine.selection import Source, optimal_threshold, parse_count, prf_at, select
+from marginmine.scoring.filtereval import precision_at, read_paracrawl_eval, roc_auc
+from marginmine.scoring.mining import Sentences, check_pairs, embed_unique, mine_arrays
+from marginmine.preprocess.pipeline import PreprocessSettings
+from marginmine.scoring import make_kind
+from marginmine.scoring.files import EncoderEmbeddings, ScoreSettings, iter_pairs, read_score_names, read_scores, score_file
+from marginmine.scoring.selection import Source, optimal_threshold, parse_count, prf_at, select
 
 
 def settings_of(kinds: tuple[str, ...] = ("ratio", "cosine"), k: int = 4, batch: int = 5_000_000) -> ScoreSettings:

@@ -27,7 +27,7 @@ import pytest
 
 from smokerun import (DOWNSTREAM_OF_THE_ENCODER, K, ONE_SYSTEM, SCORING, SHARDS, SYSTEMS, final_outputs, nmt_checkpoint_exists,
                       run_until, running_for, smoke_command)
-from marginmine.significance import SEED_TABLE_HEADER
+from marginmine.nmt.significance import SEED_TABLE_HEADER
 from test_workflow import snakemake
 
 BATCH = SCORING["batch_size"]  # each smoke shard is one batch
@@ -213,7 +213,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from marginmine.scorers import Batch, register
+from marginmine.scoring import Batch, register
 
 
 @register("length-ratio")

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .errors import MarginmineError
+from marginmine.errors import MarginmineError
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ Architectures (``params["arch"]``):
 * ``bilstm`` - one bidirectional LSTM layer, max pooling (LASER-style pooling).
 
 :func:`train` writes an encoder directory (``model.pt``, ``spm.model``, ``config.json`` and, last,
-``encoder.json``); ``marginmine.encoder.load_encoder`` loads it through :func:`load`.
+``encoder.json``); ``marginmine.encoders.base.load_encoder`` loads it through :func:`load`.
 
 Determinism and resuming: the model is initialised from ``seed`` and the batch order (and the
 random side swap) of epoch ``e`` is drawn from ``numpy.random.default_rng([seed, e])``, so it does not
@@ -50,10 +50,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..defaults import SEED
-from ..encoder import EncoderError, ParallelData, l2_normalize, register, write_manifest
-from ..safeio import write_bytes, write_text
-from ..textio import read_parallel
+from marginmine.defaults import SEED
+from marginmine.encoders.base import EncoderError, ParallelData, l2_normalize, write_manifest
+from marginmine.io.safe import write_bytes, write_text
+from marginmine.io.text import read_parallel
 
 log = logging.getLogger(__name__)
 
@@ -458,7 +458,6 @@ class DualEncoder:
         return l2_normalize(out)
 
 
-@register(KIND)
 def load(directory: Path, manifest: dict[str, Any], device: str) -> DualEncoder:
     """Loader for ``kind: dual`` directories (files already checked against the manifest)."""
     files = manifest["files"]

@@ -49,10 +49,10 @@ from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 import numpy as np
 
-from ..defaults import SEED
-from ..encoder import EncoderError, ParallelData, l2_normalize, register, write_manifest
-from ..fairseq_process import parse_train_log, run_fairseq
-from ..safeio import json_fingerprint, sha256_file
+from marginmine.defaults import SEED
+from marginmine.encoders.base import EncoderError, ParallelData, l2_normalize, write_manifest
+from marginmine.fairseq_process import parse_train_log, run_fairseq
+from marginmine.io.safe import json_fingerprint, sha256_file
 
 if TYPE_CHECKING:
     import torch
@@ -509,7 +509,6 @@ class LaserEncoder:
         return l2_normalize(result)
 
 
-@register(KIND)
 def load(directory: Path, manifest: dict[str, Any], device: str = "cpu") -> LaserEncoder:
     """Load an encoder written by :func:`train` (``read_manifest`` has verified every file's hash)."""
     import sentencepiece as spm

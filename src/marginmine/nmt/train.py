@@ -1,0 +1,590 @@
+"""NMT on the selected pairs (issue #5): joint sentencepiece BPE, fairseq-preprocess, a fairseq
+transformer, and the average of the last epoch checkpoints.
+
+``train_nmt(train_tsv, dev_src, dev_ref, workdir, ...)`` lays out::
+
+    workdir/data/      train.<src>, train.<tgt>, valid.<src>, valid.<tgt>   (raw text, one line each)
+    workdir/spm/       spm.model, spm.vocab (joint BPE) and the encoded text (pieces)
+    workdir/bin/       fairseq-preprocess output (--joined-dictionary): dict.<src>.txt, dict.<tgt>.txt, ...
+    workdir/checkpoints/  checkpoint_last.pt (rerunning resumes from it), checkpoint<E>.pt (the last
+                          ``average_last`` epochs), checkpoint_best.pt
+    workdir/checkpoint_avg.pt   the average of the last ``average_last`` epoch checkpoints (the model);
+                          when a budget (``max_minutes``, ``max_update``) stopped training inside an
+                          epoch, checkpoint_last.pt counts as the newest of them
+    workdir/nmt.json   manifest: languages, params, SHA-256 of every file decoding needs, training info
+    workdir/train.log  fairseq's full output; state.json what is done
+
+Decoding (``marginmine.nmt.evaluate.translate``) needs only the workdir; it verifies the manifest's
+hashes before fairseq unpickles the checkpoint.
+
+Parameters (``params``; a model-size key left out takes the value of ``arch`` in fairseq):
+
+    arch transformer            any fairseq translation arch, e.g. transformer_vaswani_wmt_en_de_big
+    encoder_layers, encoder_embed_dim, encoder_ffn_embed_dim, encoder_attention_heads,
+    decoder_layers, decoder_embed_dim, decoder_ffn_embed_dim, decoder_attention_heads
+    share_all_embeddings true   max_positions 1024
+    normalize_before false      pre-norm encoder and decoder layers: trains stably at the high learning
+                                rates a few-minute CPU run needs (the paper's big transformer is post-norm)
+    dropout 0.3   attention_dropout 0.0   activation_dropout 0.0   label_smoothing 0.1
+    lr 0.0005   warmup_updates 4000   warmup_init_lr 1e-07   weight_decay 0.0   clip_norm 0.0
+                (Adam, betas (0.9, 0.98), inverse_sqrt schedule)
+    max_tokens 4096   update_freq 1   max_epoch 20   max_update 0 (none)
+    patience 0        stop when the dev loss has not improved for this many validations (0: off;
+                      fairseq forgets the count when a run is resumed)
+    average_last 5    epoch checkpoints averaged into checkpoint_avg.pt (paper: 10; 1 for short runs,
+                      where averaging with much weaker early epochs hurts)
+    bpe_vocab 8000    joint BPE size (``bpe_merges`` is accepted as alias); lowered automatically, and
+                      logged, when the data is too small for it
+    bpe_sample 2000000  sentences (both sides together) sentencepiece learns from; 0 = all
+    character_coverage 0.9999
+    save_interval_updates 0  also save (and validate) every N updates, for resuming long epochs
+    log_interval 100  device auto (cuda if visible, else cpu; "cuda" without a GPU fails)
+    fp16 false   threads 0 (inherit)   extra_args []  verbatim fairseq-train arguments
+    resume_killed false  after a kill (fairseq-train did not return) the rerun trains again from the
+                      start: fairseq's resume from checkpoint_last.pt is not byte-identical to an
+                      uninterrupted run (tests/test_kill.py measured other hypotheses and BLEU), so the
+                      default keeps results reproducible; true resumes instead (days of GPU training).
+                      A run stopped by ``max_minutes`` always resumes.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import shutil
+import sys
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from marginmine.errors import InputError, MarginmineError
+from marginmine.fairseq_process import parse_train_log, run_fairseq
+from marginmine.io.safe import json_fingerprint, sha256_file, write_text
+from marginmine.io.text import read_aligned, read_tsv
+
+if TYPE_CHECKING:
+    import torch
+
+log = logging.getLogger(__name__)
+
+
+class NmtError(MarginmineError):
+    """NMT training or decoding cannot go on; the message says why and what to do."""
+
+
+MODEL_SIZE_KEYS = ("encoder_layers", "encoder_embed_dim", "encoder_ffn_embed_dim", "encoder_attention_heads",
+                   "decoder_layers", "decoder_embed_dim", "decoder_ffn_embed_dim", "decoder_attention_heads")
+
+DEFAULTS: dict[str, Any] = {
+    "arch": "transformer", **{k: None for k in MODEL_SIZE_KEYS},
+    "share_all_embeddings": True, "max_positions": 1024, "normalize_before": False,
+    "dropout": 0.3, "attention_dropout": 0.0, "activation_dropout": 0.0, "label_smoothing": 0.1,
+    "lr": 0.0005, "warmup_updates": 4000, "warmup_init_lr": 1e-07, "weight_decay": 0.0, "clip_norm": 0.0,
+    "max_tokens": 4096, "update_freq": 1, "max_epoch": 20, "max_update": 0, "patience": 0,
+    "average_last": 5, "bpe_vocab": 8000, "bpe_sample": 2_000_000, "character_coverage": 0.9999,
+    "save_interval_updates": 0, "log_interval": 100, "device": "auto", "fp16": False, "threads": 0,
+    "extra_args": [], "resume_killed": False,
+}
+
+_PREP_KEYS = ("bpe_vocab", "bpe_sample", "character_coverage")
+_MODEL_KEYS = ("arch", *MODEL_SIZE_KEYS, "share_all_embeddings", "max_positions", "normalize_before")
+# changing them does not make a finished run unfinished
+_NOT_RESULT_KEYS = ("threads", "log_interval", "resume_killed")
+_LANG_RE = re.compile(r"^[A-Za-z0-9_]{1,16}$")
+_SPM_SEED = 12345  # fixed: the vocabulary must not change with the training seed
+_STARTUP_RESERVE_S = 30.0  # fairseq start-up + averaging, not counted by --stop-time-hours
+MANIFEST = "nmt.json"
+MODEL_FILE = "checkpoint_avg.pt"
+
+
+# ----------------------------------------------------------------------------------------------
+# parameters, files, fingerprints
+
+
+def resolve_params(params: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``params`` over :data:`DEFAULTS`; unknown keys are an error (a typo must not train for days)."""
+    p = dict(params or {})
+    if "bpe_merges" in p:
+        p.setdefault("bpe_vocab", p["bpe_merges"])
+        del p["bpe_merges"]
+    unknown = sorted(set(p) - set(DEFAULTS))
+    if unknown:
+        raise NmtError(f"unknown NMT params {unknown} (known: {', '.join(sorted(DEFAULTS))})")
+    out = dict(DEFAULTS)
+    out.update(p)
+    for k in ("bpe_vocab", "max_tokens", "update_freq", "max_positions", "average_last", "log_interval"):
+        if int(out[k]) < 1:
+            raise NmtError(f"NMT param {k} must be >= 1 (got {out[k]!r})")
+    for k in ("max_epoch", "max_update", "patience", "bpe_sample", "save_interval_updates", "threads",
+              "warmup_updates"):
+        if int(out[k]) < 0:
+            raise NmtError(f"NMT param {k} must be >= 0 (got {out[k]!r})")
+    for k in MODEL_SIZE_KEYS:
+        if out[k] is not None and int(out[k]) < 1:
+            raise NmtError(f"NMT param {k} must be >= 1 (got {out[k]!r})")
+    if not int(out["max_epoch"]) and not int(out["max_update"]):
+        raise NmtError("NMT params: set max_epoch or max_update (> 0); otherwise training never ends")
+    if out["device"] not in ("auto", "cpu", "cuda") and not str(out["device"]).startswith("cuda:"):
+        raise NmtError(f"NMT param device must be auto, cpu or cuda (got {out['device']!r})")
+    for k in ("share_all_embeddings", "normalize_before", "fp16"):
+        if not isinstance(out[k], bool):
+            raise NmtError(f"NMT param {k} must be true or false (got {out[k]!r})")
+    if not isinstance(out["extra_args"], list) or not all(isinstance(a, str) for a in out["extra_args"]):
+        raise NmtError("NMT param extra_args must be a list of strings (fairseq-train arguments)")
+    return out
+
+
+def resolve_device(device: str) -> str:
+    """``cpu`` or ``cuda``; asking for cuda without a visible GPU fails at once (never a silent CPU run)."""
+    import torch
+
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device.startswith("cuda"):
+        if not torch.cuda.is_available():
+            raise NmtError(f"device {device!r} requested but no CUDA GPU is visible "
+                           "(check CUDA_VISIBLE_DEVICES / the job's GPU allocation, or use device cpu)")
+        return "cuda"
+    return "cpu"
+
+
+def check_lang(lang: str) -> str:
+    if not _LANG_RE.match(lang):
+        raise NmtError(f"unsupported language code {lang!r} (letters, digits, '_', at most 16)")
+    return lang
+
+
+def one_line(text: str) -> str:
+    """Whitespace (tabs, U+2028, ...) collapsed to single spaces: a sentence stays one line everywhere."""
+    return " ".join(text.split())
+
+
+def _dist_version(*names: str) -> str | None:
+    """An installed distribution's version, without importing it (fairseq takes seconds to import)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    for name in names:
+        try:
+            return version(name)
+        except PackageNotFoundError:
+            continue
+    return None
+
+
+def _write_json(path: Path, obj: Any) -> None:
+    write_text(path, json.dumps(obj, indent=1, sort_keys=True) + "\n")
+
+
+# ----------------------------------------------------------------------------------------------
+# running fairseq
+
+
+def fairseq_env(threads: int = 0, own_checkpoints: bool = True) -> dict[str, str]:
+    """Environment for fairseq subprocesses; ``threads`` > 0 pins OpenMP/MKL.
+
+    ``own_checkpoints``: the process loads checkpoints our own training wrote (fairseq pickles
+    omegaconf configs, which torch >= 2.6 refuses under ``weights_only``), so unpickling is allowed
+    for it, and only for it."""
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    env.pop("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", None)
+    if own_checkpoints:
+        env["TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD"] = "1"
+    if int(threads) > 0:
+        env.update(OMP_NUM_THREADS=str(int(threads)), MKL_NUM_THREADS=str(int(threads)))
+    return env
+
+
+# ----------------------------------------------------------------------------------------------
+# checkpoint averaging
+
+
+def average_state_dicts(states: Iterable[Mapping[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
+    """Element-wise mean of model state dicts (streamed: one extra copy in memory).
+
+    Floating-point tensors are summed in float64 and cast back to their dtype; other tensors
+    (integer buffers) are taken from the last state. Keys and shapes must agree.
+    """
+    import torch
+
+    total: dict[str, torch.Tensor] = {}
+    last: Mapping[str, torch.Tensor] = {}
+    n = 0
+    for state in states:
+        n += 1
+        if n == 1:
+            total = {k: v.detach().to(torch.float64, copy=True) if v.is_floating_point() else v
+                     for k, v in state.items()}
+        else:
+            if set(state) != set(total):
+                diff = sorted(set(state) ^ set(total))
+                raise ValueError(f"state dict {n} has different keys: {diff[:5]}")
+            for k, v in state.items():
+                if tuple(v.shape) != tuple(total[k].shape):
+                    raise ValueError(f"state dict {n}: {k} has shape {tuple(v.shape)}, "
+                                     f"the first has {tuple(total[k].shape)}")
+                if v.is_floating_point():
+                    total[k].add_(v.detach().to(torch.float64))
+        last = state
+    if n == 0:
+        raise ValueError("no state dicts to average")
+    return {k: (total[k].div_(n).to(v.dtype) if v.is_floating_point() else v) for k, v in last.items()}
+
+
+def load_own_checkpoint(path: Path) -> dict[str, Any]:
+    """``torch.load`` of a checkpoint our own training wrote (it pickles omegaconf configs)."""
+    import torch
+
+    return torch.load(path, map_location="cpu", weights_only=False)
+
+
+def average_checkpoints(paths: Sequence[Path], out: Path) -> None:
+    """Average fairseq checkpoints' ``model`` into ``out`` (the last one's config; no optimizer state)."""
+    import torch
+
+    if not paths:
+        raise NmtError("no checkpoints to average")
+    meta: dict[str, Any] = {}
+
+    def models() -> Iterable[Mapping[str, torch.Tensor]]:
+        for p in paths:
+            ckpt = load_own_checkpoint(p)
+            if not isinstance(ckpt, dict) or "model" not in ckpt:
+                raise NmtError(f"{p}: not a fairseq checkpoint")
+            model = ckpt.pop("model")
+            meta.clear()
+            meta.update(ckpt)
+            yield model
+
+    averaged = average_state_dicts(models())
+    meta["model"] = averaged
+    meta["last_optimizer_state"] = None  # 2/3 of the file; decoding never reads it
+    meta["averaged_from"] = [p.name for p in paths]
+    tmp = out.with_name(out.name + ".part")  # a fixed name: torch.save names the archive after it
+    torch.save(meta, tmp)
+    tmp.replace(out)
+
+
+_EPOCH_CKPT_RE = re.compile(r"^checkpoint(\d+)\.pt$")
+
+
+def last_epoch_checkpoints(ckpt_dir: Path, n: int) -> list[Path]:
+    """The ``n`` highest-numbered ``checkpoint<E>.pt`` files, oldest first."""
+    found = sorted((int(m.group(1)), p) for p in ckpt_dir.iterdir() if (m := _EPOCH_CKPT_RE.match(p.name)))
+    return [p for _, p in found[-n:]]
+
+
+def averaging_window(ckpt_dir: Path, n: int, partial_epoch: bool) -> list[Path]:
+    """The checkpoints to average: the last ``n`` epoch checkpoints, where ``checkpoint_last.pt``
+    counts as the newest when training stopped inside an epoch (a wall-clock budget) - its updates
+    must not be thrown away. Only ``checkpoint_last.pt`` when there is no epoch checkpoint."""
+    last = ckpt_dir / "checkpoint_last.pt"
+    if partial_epoch:
+        return [*last_epoch_checkpoints(ckpt_dir, n - 1), last] if n > 1 else [last]
+    return last_epoch_checkpoints(ckpt_dir, n) or [last]
+
+
+# ----------------------------------------------------------------------------------------------
+# data: raw text, BPE, binarized
+
+
+def _extract_train(train_tsv: Path, out_src: Path, out_tgt: Path) -> int:
+    """Source/target columns of the training TSV into two files; any unusable line is an error."""
+    n = 0
+    with open(out_src, "w", encoding="utf-8", newline="\n") as fs, \
+            open(out_tgt, "w", encoding="utf-8", newline="\n") as ft:
+        for pair in read_tsv(train_tsv):
+            if pair.defect == "missing_column":
+                raise InputError(str(train_tsv), "has fewer than 2 tab-separated columns", line=pair.line,
+                                 hint="expected source<TAB>target[<TAB>...], as `marginmine select` writes")
+            if pair.defect is not None:
+                raise InputError(str(train_tsv), f"unusable training pair ({pair.defect})", line=pair.line,
+                                 hint="train on the output of `marginmine preprocess`/`select`")
+            fs.write(one_line(pair.src) + "\n")
+            ft.write(one_line(pair.tgt) + "\n")
+            n += 1
+    return n
+
+
+def _extract_dev(dev_src: Path, dev_ref: Path, out_src: Path, out_tgt: Path) -> int:
+    src, ref = read_aligned(dev_src, dev_ref, hint="the dev source and reference must be line-aligned")
+    if not src:
+        raise InputError(str(dev_src), "dev set is empty")
+    out_src.write_text("".join(one_line(s) + "\n" for s in src), encoding="utf-8")
+    out_tgt.write_text("".join(one_line(t) + "\n" for t in ref), encoding="utf-8")
+    return len(src)
+
+
+def _learn_spm(inputs: Sequence[Path], prefix: Path, p: Mapping[str, Any], threads: int) -> int:
+    """Joint BPE; with too little data for ``bpe_vocab`` sentencepiece stops early (logged)."""
+    import sentencepiece as spm
+
+    spm.set_random_generator_seed(_SPM_SEED)
+    spm.SentencePieceTrainer.train(
+        input=",".join(str(x) for x in inputs), model_prefix=str(prefix), model_type="bpe",
+        vocab_size=int(p["bpe_vocab"]), character_coverage=float(p["character_coverage"]),
+        input_sentence_size=int(p["bpe_sample"]), shuffle_input_sentence=True, hard_vocab_limit=False,
+        num_threads=threads or max(1, os.cpu_count() or 1), minloglevel=1)
+    size = spm.SentencePieceProcessor(model_file=str(prefix) + ".model").get_piece_size()
+    if size < int(p["bpe_vocab"]):
+        log.warning("nmt: the training data only supports %d BPE pieces; vocabulary lowered from %d",
+                    size, int(p["bpe_vocab"]))
+    return size
+
+
+def spm_pieces(sp: Any, texts: Sequence[str]) -> list[list[str]]:
+    """sentencepiece pieces as fairseq tokens (a piece fairseq would split on becomes ``<unk>``)."""
+    return [[("<unk>" if any(c.isspace() for c in piece) else piece) for piece in pieces]
+            for pieces in sp.encode([one_line(t) for t in texts], out_type=str)]
+
+
+def spm_encode_file(sp: Any, src: Path, dst: Path, batch: int = 20000) -> int:
+    n = 0
+    with open(src, encoding="utf-8", newline="\n") as fi, open(dst, "w", encoding="utf-8", newline="\n") as fo:
+        while True:
+            buf = [line.rstrip("\n") for _, line in zip(range(batch), fi)]
+            if not buf:
+                return n
+            fo.write("".join(" ".join(pieces) + "\n" for pieces in spm_pieces(sp, buf)))
+            n += len(buf)
+
+
+def _prepare(work: Path, train_tsv: Path, dev_src: Path, dev_ref: Path, src: str, tgt: str,
+             p: Mapping[str, Any], threads: int, logfile: Path) -> dict[str, Any]:
+    import sentencepiece as spm
+
+    for sub in ("data", "spm", "bin"):
+        shutil.rmtree(work / sub, ignore_errors=True)
+        (work / sub).mkdir(parents=True)
+    t0 = time.monotonic()
+    n_train = _extract_train(train_tsv, work / "data" / f"train.{src}", work / "data" / f"train.{tgt}")
+    n_dev = _extract_dev(dev_src, dev_ref, work / "data" / f"valid.{src}", work / "data" / f"valid.{tgt}")
+    log.info("nmt: %d training pairs, %d dev pairs; learning a joint BPE (%d pieces)", n_train, n_dev,
+             int(p["bpe_vocab"]))
+    vocab = _learn_spm([work / "data" / f"train.{src}", work / "data" / f"train.{tgt}"], work / "spm" / "spm",
+                       p, threads)
+    sp = spm.SentencePieceProcessor(model_file=str(work / "spm" / "spm.model"))
+    for split in ("train", "valid"):
+        for lang in (src, tgt):
+            spm_encode_file(sp, work / "data" / f"{split}.{lang}", work / "spm" / f"{split}.{lang}")
+    log.info("nmt: BPE done (%d pieces, %.0f s); binarizing", vocab, time.monotonic() - t0)
+    run_fairseq([sys.executable, "-m", "fairseq_cli.preprocess", "--source-lang", src, "--target-lang", tgt,
+                 "--trainpref", str(work / "spm" / "train"), "--validpref", str(work / "spm" / "valid"),
+                 "--destdir", str(work / "bin"), "--joined-dictionary",
+                 "--workers", str(threads or max(1, min(4, os.cpu_count() or 1)))],
+                fairseq_env(threads, own_checkpoints=False), logfile, "fairseq-preprocess", error=NmtError)
+    n_dict = len((work / "bin" / f"dict.{src}.txt").read_text(encoding="utf-8").splitlines())
+    return {"train_pairs": n_train, "dev_pairs": n_dev, "bpe_vocab": vocab, "dict_size": n_dict}
+
+
+# ----------------------------------------------------------------------------------------------
+# training
+
+
+def _typical_wps(run: Mapping[str, Any]) -> float | None:
+    """Median of fairseq's per-interval words/s (target tokens/s); an epoch a budget cut after a few
+    updates must not stand for the whole run."""
+    values = sorted(run["wps"] or [s["wps"] for s in run["train"] if "wps" in s])
+    return values[len(values) // 2] if values else None
+
+
+def _train_cmd(work: Path, src: str, tgt: str, p: Mapping[str, Any], device: str, seed: int) -> list[str]:
+    cmd = [sys.executable, "-m", "fairseq_cli.train", str((work / "bin").resolve()),
+           "--task", "translation", "--source-lang", src, "--target-lang", tgt, "--arch", str(p["arch"]),
+           "--save-dir", str((work / "checkpoints").resolve()), "--seed", str(int(seed)),
+           "--optimizer", "adam", "--adam-betas", "(0.9, 0.98)", "--clip-norm", str(p["clip_norm"]),
+           "--lr", str(p["lr"]), "--lr-scheduler", "inverse_sqrt", "--warmup-updates", str(int(p["warmup_updates"])),
+           "--warmup-init-lr", str(p["warmup_init_lr"]), "--weight-decay", str(p["weight_decay"]),
+           "--dropout", str(p["dropout"]), "--attention-dropout", str(p["attention_dropout"]),
+           "--activation-dropout", str(p["activation_dropout"]),
+           "--criterion", "label_smoothed_cross_entropy", "--label-smoothing", str(p["label_smoothing"]),
+           "--max-tokens", str(int(p["max_tokens"])), "--update-freq", str(int(p["update_freq"])),
+           "--max-source-positions", str(int(p["max_positions"])),
+           "--max-target-positions", str(int(p["max_positions"])),
+           "--keep-last-epochs", str(int(p["average_last"])), "--skip-invalid-size-inputs-valid-test",
+           "--num-workers", "0", "--log-format", "simple", "--log-interval", str(int(p["log_interval"])),
+           "--no-progress-bar"]
+    for k in MODEL_SIZE_KEYS:
+        if p[k] is not None:
+            cmd += ["--" + k.replace("_", "-"), str(int(p[k]))]
+    if p["share_all_embeddings"]:
+        cmd += ["--share-all-embeddings"]
+    if p["normalize_before"]:
+        cmd += ["--encoder-normalize-before", "--decoder-normalize-before"]
+    if int(p["max_epoch"]):
+        cmd += ["--max-epoch", str(int(p["max_epoch"]))]
+    if int(p["max_update"]):
+        cmd += ["--max-update", str(int(p["max_update"]))]
+    if int(p["patience"]):
+        cmd += ["--patience", str(int(p["patience"]))]
+    if int(p["save_interval_updates"]):
+        cmd += ["--save-interval-updates", str(int(p["save_interval_updates"])), "--keep-interval-updates", "1"]
+    if device == "cpu":
+        cmd += ["--cpu"]
+    if p["fp16"]:
+        cmd += ["--fp16"]
+    return cmd + list(p["extra_args"])
+
+
+def load_manifest(workdir: str | Path, verify: bool = True) -> dict[str, Any]:
+    """``workdir/nmt.json``; with ``verify`` every listed file's SHA-256 is checked (before anything
+    unpickles the checkpoint)."""
+    work = Path(workdir)
+    path = work / MANIFEST
+    if not path.exists():
+        raise NmtError(f"{work}: no {MANIFEST}; `marginmine train-nmt` has not finished in this directory "
+                       "(run or rerun it: it resumes)")
+    manifest = json.loads(path.read_text(encoding="utf-8"))
+    if verify:
+        for key, name in manifest["files"].items():
+            f = work / name
+            if not f.exists():
+                raise NmtError(f"{f}: missing ({key} of the model in {work}); rerun train-nmt")
+            if sha256_file(f) != manifest["sha256"][name]:
+                raise NmtError(f"{f}: SHA-256 differs from {path} (changed after training); refusing to load it "
+                               "- rerun train-nmt")
+    return manifest
+
+
+def train_nmt(train_tsv: str | Path, dev_src: str | Path, dev_ref: str | Path, workdir: str | Path,
+              src_lang: str, tgt_lang: str, params: Mapping[str, Any] | None = None, threads: int = 0,
+              max_minutes: float | None = None, seed: int = 1) -> Path:
+    """Train a fairseq transformer on the first two columns of ``train_tsv``; return the averaged model.
+
+    Rerunning on the same ``workdir``: a finished run with the same data and params does nothing; an
+    interrupted one (killed, or stopped by ``max_minutes``) resumes from
+    ``checkpoints/checkpoint_last.pt``; raising ``max_epoch``/``max_update`` trains further; the BPE and
+    binarized data are reused while data and BPE params are unchanged. Other data/BPE/model sizes on
+    top of existing checkpoints are refused.
+    """
+    import torch
+
+    t0 = time.monotonic()
+    deadline = None if max_minutes is None else t0 + 60.0 * float(max_minutes)
+    p = resolve_params(params)
+    src, tgt = check_lang(src_lang), check_lang(tgt_lang)
+    if src == tgt:
+        raise NmtError(f"source and target language are both {src!r}")
+    device = resolve_device(str(p["device"]))
+    if p["fp16"] and device == "cpu":
+        raise NmtError("NMT param fp16 needs a CUDA GPU; none is used here (device cpu)")
+    threads = int(threads or p["threads"] or 0)
+    train_tsv, dev_src, dev_ref = Path(train_tsv), Path(dev_src), Path(dev_ref)
+    work = Path(workdir)
+    work.mkdir(parents=True, exist_ok=True)
+    (work / "checkpoints").mkdir(exist_ok=True)
+    logfile = work / "train.log"
+    env = fairseq_env(threads)
+    state_path = work / "state.json"
+    state: dict[str, Any] = json.loads(state_path.read_text()) if state_path.exists() else {}
+
+    data_fp = {"train": sha256_file(train_tsv), "dev_src": sha256_file(dev_src), "dev_ref": sha256_file(dev_ref),
+               "langs": [src, tgt]}
+    prep_fp = json_fingerprint({"data": data_fp, "prep": {k: p[k] for k in _PREP_KEYS}, "version": 1})
+    model_fp = json_fingerprint({"prep": prep_fp, "model": {k: p[k] for k in _MODEL_KEYS}})
+    train_fp = json_fingerprint({"model": model_fp, "seed": int(seed),
+                             "params": {k: v for k, v in p.items() if k not in _NOT_RESULT_KEYS}})
+    out = work / MODEL_FILE
+    if state.get("train_fingerprint") == train_fp and state.get("train_done") and out.exists():
+        try:
+            load_manifest(work, verify=True)
+        except NmtError as exc:
+            log.warning("nmt: finished run found but %s; averaging again", exc)
+        else:
+            log.info("nmt: %s already trained with these data and params (%s); nothing to do", work, out)
+            return out
+    ckpt_last = work / "checkpoints" / "checkpoint_last.pt"
+    if state.get("fairseq_running") and not p["resume_killed"]:
+        # the last fairseq-train never returned (killed): resuming would not give the same model
+        log.warning("nmt: the training in %s was killed; training again from the start, since fairseq's "
+                    "resume is not byte-identical (set NMT param resume_killed: true to resume instead)", work)
+        shutil.rmtree(work / "checkpoints", ignore_errors=True)
+        (work / "checkpoints").mkdir()
+        state.update(fairseq_running=False, train_seconds=0.0)
+        _write_json(state_path, state)
+    if ckpt_last.exists() and state.get("model_fingerprint") != model_fp:
+        raise NmtError(f"{work}: holds checkpoints of a different run (other data, BPE, languages or model "
+                       "sizes); resuming would mix them - delete that directory or use another workdir")
+    (work / MANIFEST).unlink(missing_ok=True)  # never leave an old manifest over new files
+
+    # 1. raw text, joint BPE, binarized data (skipped when already done)
+    if state.get("prep_fingerprint") != prep_fp or not (work / "bin" / ".done").exists():
+        (work / "bin" / ".done").unlink(missing_ok=True)
+        stats = _prepare(work, train_tsv, dev_src, dev_ref, src, tgt, p, threads, logfile)
+        state = {"prep_fingerprint": prep_fp, "prep_stats": stats,
+                 "train_seconds": float(state.get("train_seconds", 0.0)) if ckpt_last.exists() else 0.0}
+        _write_json(state_path, state)
+        (work / "bin" / ".done").write_text("ok\n")
+    else:
+        log.info("nmt: reusing the BPE model and binarized data in %s", work)
+    stats = state["prep_stats"]
+
+    # 2. fairseq-train (resumes from checkpoint_last.pt)
+    cmd = _train_cmd(work, src, tgt, p, device, seed)
+    timeout_s = None
+    if deadline is not None:
+        remaining = deadline - time.monotonic() - _STARTUP_RESERVE_S
+        if remaining <= 0 and not ckpt_last.exists():
+            raise NmtError(f"nmt: the wall-clock budget ({max_minutes} min) was used up by BPE and binarization; "
+                           "nothing trained (raise max_minutes; rerunning resumes)")
+        remaining = max(remaining, 1.0)
+        # --stop-time-hours compares fairseq's CUMULATIVE training time (kept in the checkpoint)
+        cmd += ["--stop-time-hours", f"{(float(state.get('train_seconds', 0.0)) + remaining) / 3600.0:.6f}"]
+        timeout_s = remaining + max(120.0, 0.1 * remaining)  # hard stop if fairseq overshoots badly
+    state.update(model_fingerprint=model_fp, train_fingerprint=train_fp, train_done=False, fairseq_running=True)
+    _write_json(state_path, state)
+    log.info("nmt: training %s %s->%s on %d pairs (%s, %d threads; log %s)", p["arch"], src, tgt,
+             stats["train_pairs"], device, threads, logfile)
+    t_train = time.monotonic()
+    lines, killed = run_fairseq(cmd, env, logfile, "fairseq-train", timeout_s, error=NmtError)
+    state["train_seconds"] = float(state.get("train_seconds", 0.0)) + time.monotonic() - t_train
+    state["fairseq_running"] = False  # returned: stopped by its budget or done, so a rerun may resume
+    _write_json(state_path, state)
+    run = parse_train_log(lines)
+    run["stopped_by_time"] |= killed
+    if run["epoch"] is None:  # nothing left to train (e.g. rerun after a kill during averaging)
+        run["epoch"], run["num_updates"] = state.get("epoch"), run["num_updates"] or state.get("num_updates")
+    state.update(epoch=run["epoch"], num_updates=run["num_updates"])
+    if not ckpt_last.exists():
+        raise NmtError(f"fairseq-train wrote no checkpoint_last.pt in {work / 'checkpoints'}; see {logfile}")
+
+    # 3. average the last epoch checkpoints (and the partial epoch a time budget stopped in)
+    if run["last_saved"] is not None:
+        state["partial_epoch"] = not _EPOCH_CKPT_RE.match(run["last_saved"]["file"])
+    to_average = averaging_window(work / "checkpoints", int(p["average_last"]), bool(state.get("partial_epoch")))
+    if len(to_average) < int(p["average_last"]):
+        log.warning("nmt: only %d epoch checkpoint(s) to average (average_last %d): %s", len(to_average),
+                    int(p["average_last"]), ", ".join(x.name for x in to_average))
+    log.info("nmt: averaging %s into %s", ", ".join(x.name for x in to_average), out)
+    average_checkpoints(to_average, out)
+
+    # 4. the manifest (last)
+    files = {"model": MODEL_FILE, "spm": "spm/spm.model", "src_dict": f"bin/dict.{src}.txt",
+             "tgt_dict": f"bin/dict.{tgt}.txt"}
+    last_train = run["train"][-1] if run["train"] else {}
+    last_valid = run["valid"][-1] if run["valid"] else {}
+    info = {"seed": int(seed), "device": device, "threads": threads, "max_minutes": max_minutes, **stats,
+            "epoch": run["epoch"], "num_updates": run["num_updates"], "resumed_from": run["resumed_from"],
+            "stopped_by_time": run["stopped_by_time"], "early_stop": run["early_stop"],
+            "averaged": [x.name for x in to_average], "partial_epoch": bool(state.get("partial_epoch")),
+            "last_train_stats": last_train,
+            "last_valid_stats": last_valid, "train_wps": _typical_wps(run),
+            "dev_loss": last_valid.get("loss"), "train_seconds_total": round(state["train_seconds"], 1),
+            "wall_seconds_this_call": round(time.monotonic() - t0, 1), "train_tsv": str(train_tsv),
+            "fairseq": _dist_version("fairseq-fixed", "fairseq"), "torch": torch.__version__}
+    manifest = {"format": 1, "src_lang": src, "tgt_lang": tgt, "arch": p["arch"], "params": p, "files": files,
+                "sha256": {name: sha256_file(work / name) for name in files.values()}, "info": info}
+    _write_json(work / MANIFEST, manifest)
+    state["train_done"] = not run["stopped_by_time"]
+    _write_json(state_path, state)
+    log.info("nmt: %s ready (epoch %s, %s updates, dev loss %s, %s train wps)", out, run["epoch"],
+             run["num_updates"], info["dev_loss"], info["train_wps"])
+    return out
+
+
+__all__ = ["DEFAULTS", "MANIFEST", "MODEL_FILE", "NmtError", "average_checkpoints", "average_state_dicts",
+           "averaging_window", "check_lang", "fairseq_env", "last_epoch_checkpoints", "load_manifest",
+           "load_own_checkpoint", "one_line", "parse_train_log", "resolve_device", "resolve_params", "spm_encode_file",
+           "spm_pieces", "train_nmt"]
