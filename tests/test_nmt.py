@@ -24,20 +24,13 @@ import sacremoses  # noqa: E402,F401
 
 from marginmine import cli
 from marginmine.errors import InputError
-from marginmine.nmt.evaluate import parse_hypotheses, score_bleu, translate, translate_files, write_bleu_report
-from marginmine.nmt.train import (
-    NmtError,
-    average_checkpoints,
-    average_state_dicts,
-    averaging_window,
-    fairseq_env,
-    last_epoch_checkpoints,
-    load_manifest,
-    parse_train_log,
-    resolve_device,
-    resolve_params,
-    train_nmt,
-)
+from marginmine.nmt.evaluate import (parse_hypotheses, score_bleu, translate, translate_files,
+                                     write_bleu_report)
+from marginmine.fairseq_process import parse_train_log
+from marginmine.nmt.checkpoints import (average_checkpoints, average_state_dicts, averaging_window,
+                                        last_epoch_checkpoints)
+from marginmine.nmt.params import NmtError, fairseq_env, resolve_device, resolve_params
+from marginmine.nmt.train import load_manifest, train_nmt
 
 TINY = {"encoder_layers": 1, "decoder_layers": 1, "encoder_embed_dim": 64, "decoder_embed_dim": 64,
         "encoder_ffn_embed_dim": 128, "decoder_ffn_embed_dim": 128, "encoder_attention_heads": 2,
@@ -130,13 +123,14 @@ def test_params_defaults_alias_and_validation():
 
 
 def test_pre_norm_reaches_fairseq_and_changes_the_model_fingerprint(tmp_path):
-    from marginmine.nmt.train import _MODEL_KEYS, _train_cmd
+    from marginmine.nmt.params import MODEL_KEYS
+    from marginmine.nmt.train import _train_cmd
 
     post = _train_cmd(tmp_path, "en", "de", resolve_params({}), "cpu", 1)
     pre = _train_cmd(tmp_path, "en", "de", resolve_params({"normalize_before": True}), "cpu", 1)
     assert "--encoder-normalize-before" not in post
     assert set(pre) - set(post) == {"--encoder-normalize-before", "--decoder-normalize-before"}
-    assert "normalize_before" in _MODEL_KEYS  # a resumed run with the other setting starts afresh
+    assert "normalize_before" in MODEL_KEYS  # a resumed run with the other setting starts afresh
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU is visible")

@@ -18,7 +18,8 @@ from marginmine.scoring.filtereval import precision_at, read_paracrawl_eval, roc
 from marginmine.scoring.mining import Sentences, check_pairs, embed_unique, mine_arrays
 from marginmine.preprocess.pipeline import PreprocessSettings
 from marginmine.scoring import make_kind
-from marginmine.scoring.files import EncoderEmbeddings, ScoreSettings, iter_pairs, read_score_names, read_scores, score_file
+from marginmine.scoring.files import (EncoderEmbeddings, ScoreSettings, iter_pairs, read_score_names,
+                                      read_scores, score_file)
 from marginmine.scoring.selection import Source, optimal_threshold, parse_count, prf_at, select
 
 

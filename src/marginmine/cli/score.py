@@ -283,8 +283,10 @@ def cmd_eval_mining(args: argparse.Namespace) -> int:
 def cmd_eval_filter(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from marginmine.scoring.filtereval import quality_rows, read_demo_labels, read_paracrawl_eval, write_quality_table
-    from marginmine.scoring.files import EncoderEmbeddings, ScoreSettings, read_score_names, read_scores, score_batch
+    from marginmine.scoring.filtereval import (quality_rows, read_demo_labels, read_paracrawl_eval,
+                                               write_quality_table)
+    from marginmine.scoring.files import (EncoderEmbeddings, ScoreSettings, read_score_names, read_scores,
+                                          score_batch)
 
     _torch_threads(args.threads)
     rows = []

@@ -10,7 +10,8 @@ from typing import TypeVar
 
 from marginmine.preprocess.normalize import match_form
 
-from marginmine.data.demo_sources import DemoPair, NBSP, ORIGIN_GNAD, ORIGIN_WIKI, TRUNCATE_KEEP_PERCENT, TRUNCATE_MIN_WORDS, sample_items
+from marginmine.data.demo_sources import (DemoPair, NBSP, ORIGIN_GNAD, ORIGIN_WIKI, TRUNCATE_KEEP_PERCENT,
+                                          TRUNCATE_MIN_WORDS, sample_items)
 
 T = TypeVar("T")
 

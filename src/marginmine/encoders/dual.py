@@ -45,7 +45,8 @@ from torch import nn
 
 from marginmine.encoders.base import EncoderError, l2_normalize
 from marginmine.encoders.dual_train import train
-from marginmine.encoders.dual_model import KIND, load_spm, row_starts, build_model, gather, length_batches, tokenize
+from marginmine.encoders.dual_model import (KIND, load_spm, row_starts, build_model, gather, length_batches,
+                                            tokenize)
 
 log = logging.getLogger(__name__)
 

@@ -19,7 +19,10 @@ from marginmine.defaults import SEED
 from marginmine.encoders.base import EncoderError, ParallelData, write_manifest
 from marginmine.io.safe import write_bytes, write_text
 from marginmine.io.text import read_parallel
-from marginmine.encoders.dual_model import ARCHS, CHECKPOINT, DEFAULTS, KIND, LR_SCHEDULES, MODEL_KEYS, RESUMABLE, CKPT_FORMAT, decays, load_spm, row_starts, build_model, epoch_batches, gather, in_batch_loss, lr_at, make_optimizers, n_batches, tokenize, train_spm
+from marginmine.encoders.dual_model import (ARCHS, CHECKPOINT, DEFAULTS, KIND, LR_SCHEDULES, MODEL_KEYS,
+                                            RESUMABLE, CKPT_FORMAT, decays, load_spm, row_starts, build_model,
+                                            epoch_batches, gather, in_batch_loss, lr_at, make_optimizers,
+                                            n_batches, tokenize, train_spm)
 
 log = logging.getLogger(__name__)
 

@@ -48,7 +48,7 @@ def model_sha256(manifest: dict[str, Any]) -> str:
 def converted_model(work: Path, manifest: dict[str, Any]) -> Path:
     """``<work>/ct2``: the checkpoint in CTranslate2's format, converted now unless it already
     belongs to this checkpoint. Call only with a manifest whose SHA-256s were verified."""
-    from marginmine.nmt.train import NmtError
+    from marginmine.nmt.params import NmtError
 
     target = work / "ct2"
     stamp = target / "model_sha256.txt"

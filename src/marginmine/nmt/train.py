@@ -51,335 +51,25 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import re
 import shutil
 import sys
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from marginmine.errors import InputError, MarginmineError
 from marginmine.fairseq_process import parse_train_log, run_fairseq
-from marginmine.io.safe import json_fingerprint, sha256_file, write_text
-from marginmine.io.text import read_aligned, read_tsv
+from marginmine.io.safe import json_fingerprint, sha256_file
 
-if TYPE_CHECKING:
-    import torch
+from marginmine.nmt.checkpoints import EPOCH_CKPT_RE, average_checkpoints, averaging_window
+from marginmine.nmt.data import prepare_data
+from marginmine.nmt.params import (MANIFEST, MODEL_FILE, MODEL_SIZE_KEYS, NmtError, MODEL_KEYS,
+                                   NOT_RESULT_KEYS, PREP_KEYS, STARTUP_RESERVE_S, dist_version, write_json,
+                                   check_lang, fairseq_env, resolve_device, resolve_params)
 
 log = logging.getLogger(__name__)
 
 
-class NmtError(MarginmineError):
-    """NMT training or decoding cannot go on; the message says why and what to do."""
-
-
-MODEL_SIZE_KEYS = ("encoder_layers", "encoder_embed_dim", "encoder_ffn_embed_dim", "encoder_attention_heads",
-                   "decoder_layers", "decoder_embed_dim", "decoder_ffn_embed_dim", "decoder_attention_heads")
-
-DEFAULTS: dict[str, Any] = {
-    "arch": "transformer", **{k: None for k in MODEL_SIZE_KEYS},
-    "share_all_embeddings": True, "max_positions": 1024, "normalize_before": False,
-    "dropout": 0.3, "attention_dropout": 0.0, "activation_dropout": 0.0, "label_smoothing": 0.1,
-    "lr": 0.0005, "warmup_updates": 4000, "warmup_init_lr": 1e-07, "weight_decay": 0.0, "clip_norm": 0.0,
-    "max_tokens": 4096, "update_freq": 1, "max_epoch": 20, "max_update": 0, "patience": 0,
-    "average_last": 5, "bpe_vocab": 8000, "bpe_sample": 2_000_000, "character_coverage": 0.9999,
-    "save_interval_updates": 0, "log_interval": 100, "device": "auto", "fp16": False, "threads": 0,
-    "extra_args": [], "resume_killed": False,
-}
-
-_PREP_KEYS = ("bpe_vocab", "bpe_sample", "character_coverage")
-_MODEL_KEYS = ("arch", *MODEL_SIZE_KEYS, "share_all_embeddings", "max_positions", "normalize_before")
-# changing them does not make a finished run unfinished
-_NOT_RESULT_KEYS = ("threads", "log_interval", "resume_killed")
-_LANG_RE = re.compile(r"^[A-Za-z0-9_]{1,16}$")
-_SPM_SEED = 12345  # fixed: the vocabulary must not change with the training seed
-_STARTUP_RESERVE_S = 30.0  # fairseq start-up + averaging, not counted by --stop-time-hours
-MANIFEST = "nmt.json"
-MODEL_FILE = "checkpoint_avg.pt"
-
-
-# ----------------------------------------------------------------------------------------------
-# parameters, files, fingerprints
-
-
-def resolve_params(params: Mapping[str, Any] | None) -> dict[str, Any]:
-    """``params`` over :data:`DEFAULTS`; unknown keys are an error (a typo must not train for days)."""
-    p = dict(params or {})
-    if "bpe_merges" in p:
-        p.setdefault("bpe_vocab", p["bpe_merges"])
-        del p["bpe_merges"]
-    unknown = sorted(set(p) - set(DEFAULTS))
-    if unknown:
-        raise NmtError(f"unknown NMT params {unknown} (known: {', '.join(sorted(DEFAULTS))})")
-    out = dict(DEFAULTS)
-    out.update(p)
-    for k in ("bpe_vocab", "max_tokens", "update_freq", "max_positions", "average_last", "log_interval"):
-        if int(out[k]) < 1:
-            raise NmtError(f"NMT param {k} must be >= 1 (got {out[k]!r})")
-    for k in ("max_epoch", "max_update", "patience", "bpe_sample", "save_interval_updates", "threads",
-              "warmup_updates"):
-        if int(out[k]) < 0:
-            raise NmtError(f"NMT param {k} must be >= 0 (got {out[k]!r})")
-    for k in MODEL_SIZE_KEYS:
-        if out[k] is not None and int(out[k]) < 1:
-            raise NmtError(f"NMT param {k} must be >= 1 (got {out[k]!r})")
-    if not int(out["max_epoch"]) and not int(out["max_update"]):
-        raise NmtError("NMT params: set max_epoch or max_update (> 0); otherwise training never ends")
-    if out["device"] not in ("auto", "cpu", "cuda") and not str(out["device"]).startswith("cuda:"):
-        raise NmtError(f"NMT param device must be auto, cpu or cuda (got {out['device']!r})")
-    for k in ("share_all_embeddings", "normalize_before", "fp16"):
-        if not isinstance(out[k], bool):
-            raise NmtError(f"NMT param {k} must be true or false (got {out[k]!r})")
-    if not isinstance(out["extra_args"], list) or not all(isinstance(a, str) for a in out["extra_args"]):
-        raise NmtError("NMT param extra_args must be a list of strings (fairseq-train arguments)")
-    return out
-
-
-def resolve_device(device: str) -> str:
-    """``cpu`` or ``cuda``; asking for cuda without a visible GPU fails at once (never a silent CPU run)."""
-    import torch
-
-    if device == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    if device.startswith("cuda"):
-        if not torch.cuda.is_available():
-            raise NmtError(f"device {device!r} requested but no CUDA GPU is visible "
-                           "(check CUDA_VISIBLE_DEVICES / the job's GPU allocation, or use device cpu)")
-        return "cuda"
-    return "cpu"
-
-
-def check_lang(lang: str) -> str:
-    if not _LANG_RE.match(lang):
-        raise NmtError(f"unsupported language code {lang!r} (letters, digits, '_', at most 16)")
-    return lang
-
-
-def one_line(text: str) -> str:
-    """Whitespace (tabs, U+2028, ...) collapsed to single spaces: a sentence stays one line everywhere."""
-    return " ".join(text.split())
-
-
-def _dist_version(*names: str) -> str | None:
-    """An installed distribution's version, without importing it (fairseq takes seconds to import)."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    for name in names:
-        try:
-            return version(name)
-        except PackageNotFoundError:
-            continue
-    return None
-
-
-def _write_json(path: Path, obj: Any) -> None:
-    write_text(path, json.dumps(obj, indent=1, sort_keys=True) + "\n")
-
-
-# ----------------------------------------------------------------------------------------------
-# running fairseq
-
-
-def fairseq_env(threads: int = 0, own_checkpoints: bool = True) -> dict[str, str]:
-    """Environment for fairseq subprocesses; ``threads`` > 0 pins OpenMP/MKL.
-
-    ``own_checkpoints``: the process loads checkpoints our own training wrote (fairseq pickles
-    omegaconf configs, which torch >= 2.6 refuses under ``weights_only``), so unpickling is allowed
-    for it, and only for it."""
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
-    env.pop("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", None)
-    if own_checkpoints:
-        env["TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD"] = "1"
-    if int(threads) > 0:
-        env.update(OMP_NUM_THREADS=str(int(threads)), MKL_NUM_THREADS=str(int(threads)))
-    return env
-
-
-# ----------------------------------------------------------------------------------------------
-# checkpoint averaging
-
-
-def average_state_dicts(states: Iterable[Mapping[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
-    """Element-wise mean of model state dicts (streamed: one extra copy in memory).
-
-    Floating-point tensors are summed in float64 and cast back to their dtype; other tensors
-    (integer buffers) are taken from the last state. Keys and shapes must agree.
-    """
-    import torch
-
-    total: dict[str, torch.Tensor] = {}
-    last: Mapping[str, torch.Tensor] = {}
-    n = 0
-    for state in states:
-        n += 1
-        if n == 1:
-            total = {k: v.detach().to(torch.float64, copy=True) if v.is_floating_point() else v
-                     for k, v in state.items()}
-        else:
-            if set(state) != set(total):
-                diff = sorted(set(state) ^ set(total))
-                raise ValueError(f"state dict {n} has different keys: {diff[:5]}")
-            for k, v in state.items():
-                if tuple(v.shape) != tuple(total[k].shape):
-                    raise ValueError(f"state dict {n}: {k} has shape {tuple(v.shape)}, "
-                                     f"the first has {tuple(total[k].shape)}")
-                if v.is_floating_point():
-                    total[k].add_(v.detach().to(torch.float64))
-        last = state
-    if n == 0:
-        raise ValueError("no state dicts to average")
-    return {k: (total[k].div_(n).to(v.dtype) if v.is_floating_point() else v) for k, v in last.items()}
-
-
-def load_own_checkpoint(path: Path) -> dict[str, Any]:
-    """``torch.load`` of a checkpoint our own training wrote (it pickles omegaconf configs)."""
-    import torch
-
-    return torch.load(path, map_location="cpu", weights_only=False)
-
-
-def average_checkpoints(paths: Sequence[Path], out: Path) -> None:
-    """Average fairseq checkpoints' ``model`` into ``out`` (the last one's config; no optimizer state)."""
-    import torch
-
-    if not paths:
-        raise NmtError("no checkpoints to average")
-    meta: dict[str, Any] = {}
-
-    def models() -> Iterable[Mapping[str, torch.Tensor]]:
-        for p in paths:
-            ckpt = load_own_checkpoint(p)
-            if not isinstance(ckpt, dict) or "model" not in ckpt:
-                raise NmtError(f"{p}: not a fairseq checkpoint")
-            model = ckpt.pop("model")
-            meta.clear()
-            meta.update(ckpt)
-            yield model
-
-    averaged = average_state_dicts(models())
-    meta["model"] = averaged
-    meta["last_optimizer_state"] = None  # 2/3 of the file; decoding never reads it
-    meta["averaged_from"] = [p.name for p in paths]
-    tmp = out.with_name(out.name + ".part")  # a fixed name: torch.save names the archive after it
-    torch.save(meta, tmp)
-    tmp.replace(out)
-
-
-_EPOCH_CKPT_RE = re.compile(r"^checkpoint(\d+)\.pt$")
-
-
-def last_epoch_checkpoints(ckpt_dir: Path, n: int) -> list[Path]:
-    """The ``n`` highest-numbered ``checkpoint<E>.pt`` files, oldest first."""
-    found = sorted((int(m.group(1)), p) for p in ckpt_dir.iterdir() if (m := _EPOCH_CKPT_RE.match(p.name)))
-    return [p for _, p in found[-n:]]
-
-
-def averaging_window(ckpt_dir: Path, n: int, partial_epoch: bool) -> list[Path]:
-    """The checkpoints to average: the last ``n`` epoch checkpoints, where ``checkpoint_last.pt``
-    counts as the newest when training stopped inside an epoch (a wall-clock budget) - its updates
-    must not be thrown away. Only ``checkpoint_last.pt`` when there is no epoch checkpoint."""
-    last = ckpt_dir / "checkpoint_last.pt"
-    if partial_epoch:
-        return [*last_epoch_checkpoints(ckpt_dir, n - 1), last] if n > 1 else [last]
-    return last_epoch_checkpoints(ckpt_dir, n) or [last]
-
-
-# ----------------------------------------------------------------------------------------------
-# data: raw text, BPE, binarized
-
-
-def _extract_train(train_tsv: Path, out_src: Path, out_tgt: Path) -> int:
-    """Source/target columns of the training TSV into two files; any unusable line is an error."""
-    n = 0
-    with open(out_src, "w", encoding="utf-8", newline="\n") as fs, \
-            open(out_tgt, "w", encoding="utf-8", newline="\n") as ft:
-        for pair in read_tsv(train_tsv):
-            if pair.defect == "missing_column":
-                raise InputError(str(train_tsv), "has fewer than 2 tab-separated columns", line=pair.line,
-                                 hint="expected source<TAB>target[<TAB>...], as `marginmine select` writes")
-            if pair.defect is not None:
-                raise InputError(str(train_tsv), f"unusable training pair ({pair.defect})", line=pair.line,
-                                 hint="train on the output of `marginmine preprocess`/`select`")
-            fs.write(one_line(pair.src) + "\n")
-            ft.write(one_line(pair.tgt) + "\n")
-            n += 1
-    return n
-
-
-def _extract_dev(dev_src: Path, dev_ref: Path, out_src: Path, out_tgt: Path) -> int:
-    src, ref = read_aligned(dev_src, dev_ref, hint="the dev source and reference must be line-aligned")
-    if not src:
-        raise InputError(str(dev_src), "dev set is empty")
-    out_src.write_text("".join(one_line(s) + "\n" for s in src), encoding="utf-8")
-    out_tgt.write_text("".join(one_line(t) + "\n" for t in ref), encoding="utf-8")
-    return len(src)
-
-
-def _learn_spm(inputs: Sequence[Path], prefix: Path, p: Mapping[str, Any], threads: int) -> int:
-    """Joint BPE; with too little data for ``bpe_vocab`` sentencepiece stops early (logged)."""
-    import sentencepiece as spm
-
-    spm.set_random_generator_seed(_SPM_SEED)
-    spm.SentencePieceTrainer.train(
-        input=",".join(str(x) for x in inputs), model_prefix=str(prefix), model_type="bpe",
-        vocab_size=int(p["bpe_vocab"]), character_coverage=float(p["character_coverage"]),
-        input_sentence_size=int(p["bpe_sample"]), shuffle_input_sentence=True, hard_vocab_limit=False,
-        num_threads=threads or max(1, os.cpu_count() or 1), minloglevel=1)
-    size = spm.SentencePieceProcessor(model_file=str(prefix) + ".model").get_piece_size()
-    if size < int(p["bpe_vocab"]):
-        log.warning("nmt: the training data only supports %d BPE pieces; vocabulary lowered from %d",
-                    size, int(p["bpe_vocab"]))
-    return size
-
-
-def spm_pieces(sp: Any, texts: Sequence[str]) -> list[list[str]]:
-    """sentencepiece pieces as fairseq tokens (a piece fairseq would split on becomes ``<unk>``)."""
-    return [[("<unk>" if any(c.isspace() for c in piece) else piece) for piece in pieces]
-            for pieces in sp.encode([one_line(t) for t in texts], out_type=str)]
-
-
-def spm_encode_file(sp: Any, src: Path, dst: Path, batch: int = 20000) -> int:
-    n = 0
-    with open(src, encoding="utf-8", newline="\n") as fi, open(dst, "w", encoding="utf-8", newline="\n") as fo:
-        while True:
-            buf = [line.rstrip("\n") for _, line in zip(range(batch), fi)]
-            if not buf:
-                return n
-            fo.write("".join(" ".join(pieces) + "\n" for pieces in spm_pieces(sp, buf)))
-            n += len(buf)
-
-
-def _prepare(work: Path, train_tsv: Path, dev_src: Path, dev_ref: Path, src: str, tgt: str,
-             p: Mapping[str, Any], threads: int, logfile: Path) -> dict[str, Any]:
-    import sentencepiece as spm
-
-    for sub in ("data", "spm", "bin"):
-        shutil.rmtree(work / sub, ignore_errors=True)
-        (work / sub).mkdir(parents=True)
-    t0 = time.monotonic()
-    n_train = _extract_train(train_tsv, work / "data" / f"train.{src}", work / "data" / f"train.{tgt}")
-    n_dev = _extract_dev(dev_src, dev_ref, work / "data" / f"valid.{src}", work / "data" / f"valid.{tgt}")
-    log.info("nmt: %d training pairs, %d dev pairs; learning a joint BPE (%d pieces)", n_train, n_dev,
-             int(p["bpe_vocab"]))
-    vocab = _learn_spm([work / "data" / f"train.{src}", work / "data" / f"train.{tgt}"], work / "spm" / "spm",
-                       p, threads)
-    sp = spm.SentencePieceProcessor(model_file=str(work / "spm" / "spm.model"))
-    for split in ("train", "valid"):
-        for lang in (src, tgt):
-            spm_encode_file(sp, work / "data" / f"{split}.{lang}", work / "spm" / f"{split}.{lang}")
-    log.info("nmt: BPE done (%d pieces, %.0f s); binarizing", vocab, time.monotonic() - t0)
-    run_fairseq([sys.executable, "-m", "fairseq_cli.preprocess", "--source-lang", src, "--target-lang", tgt,
-                 "--trainpref", str(work / "spm" / "train"), "--validpref", str(work / "spm" / "valid"),
-                 "--destdir", str(work / "bin"), "--joined-dictionary",
-                 "--workers", str(threads or max(1, min(4, os.cpu_count() or 1)))],
-                fairseq_env(threads, own_checkpoints=False), logfile, "fairseq-preprocess", error=NmtError)
-    n_dict = len((work / "bin" / f"dict.{src}.txt").read_text(encoding="utf-8").splitlines())
-    return {"train_pairs": n_train, "dev_pairs": n_dev, "bpe_vocab": vocab, "dict_size": n_dict}
-
-
-# ----------------------------------------------------------------------------------------------
 # training
 
 
@@ -482,10 +172,10 @@ def train_nmt(train_tsv: str | Path, dev_src: str | Path, dev_ref: str | Path, w
 
     data_fp = {"train": sha256_file(train_tsv), "dev_src": sha256_file(dev_src), "dev_ref": sha256_file(dev_ref),
                "langs": [src, tgt]}
-    prep_fp = json_fingerprint({"data": data_fp, "prep": {k: p[k] for k in _PREP_KEYS}, "version": 1})
-    model_fp = json_fingerprint({"prep": prep_fp, "model": {k: p[k] for k in _MODEL_KEYS}})
+    prep_fp = json_fingerprint({"data": data_fp, "prep": {k: p[k] for k in PREP_KEYS}, "version": 1})
+    model_fp = json_fingerprint({"prep": prep_fp, "model": {k: p[k] for k in MODEL_KEYS}})
     train_fp = json_fingerprint({"model": model_fp, "seed": int(seed),
-                             "params": {k: v for k, v in p.items() if k not in _NOT_RESULT_KEYS}})
+                             "params": {k: v for k, v in p.items() if k not in NOT_RESULT_KEYS}})
     out = work / MODEL_FILE
     if state.get("train_fingerprint") == train_fp and state.get("train_done") and out.exists():
         try:
@@ -503,7 +193,7 @@ def train_nmt(train_tsv: str | Path, dev_src: str | Path, dev_ref: str | Path, w
         shutil.rmtree(work / "checkpoints", ignore_errors=True)
         (work / "checkpoints").mkdir()
         state.update(fairseq_running=False, train_seconds=0.0)
-        _write_json(state_path, state)
+        write_json(state_path, state)
     if ckpt_last.exists() and state.get("model_fingerprint") != model_fp:
         raise NmtError(f"{work}: holds checkpoints of a different run (other data, BPE, languages or model "
                        "sizes); resuming would mix them - delete that directory or use another workdir")
@@ -512,10 +202,10 @@ def train_nmt(train_tsv: str | Path, dev_src: str | Path, dev_ref: str | Path, w
     # 1. raw text, joint BPE, binarized data (skipped when already done)
     if state.get("prep_fingerprint") != prep_fp or not (work / "bin" / ".done").exists():
         (work / "bin" / ".done").unlink(missing_ok=True)
-        stats = _prepare(work, train_tsv, dev_src, dev_ref, src, tgt, p, threads, logfile)
+        stats = prepare_data(work, train_tsv, dev_src, dev_ref, src, tgt, p, threads, logfile)
         state = {"prep_fingerprint": prep_fp, "prep_stats": stats,
                  "train_seconds": float(state.get("train_seconds", 0.0)) if ckpt_last.exists() else 0.0}
-        _write_json(state_path, state)
+        write_json(state_path, state)
         (work / "bin" / ".done").write_text("ok\n")
     else:
         log.info("nmt: reusing the BPE model and binarized data in %s", work)
@@ -525,7 +215,7 @@ def train_nmt(train_tsv: str | Path, dev_src: str | Path, dev_ref: str | Path, w
     cmd = _train_cmd(work, src, tgt, p, device, seed)
     timeout_s = None
     if deadline is not None:
-        remaining = deadline - time.monotonic() - _STARTUP_RESERVE_S
+        remaining = deadline - time.monotonic() - STARTUP_RESERVE_S
         if remaining <= 0 and not ckpt_last.exists():
             raise NmtError(f"nmt: the wall-clock budget ({max_minutes} min) was used up by BPE and binarization; "
                            "nothing trained (raise max_minutes; rerunning resumes)")
@@ -534,14 +224,14 @@ def train_nmt(train_tsv: str | Path, dev_src: str | Path, dev_ref: str | Path, w
         cmd += ["--stop-time-hours", f"{(float(state.get('train_seconds', 0.0)) + remaining) / 3600.0:.6f}"]
         timeout_s = remaining + max(120.0, 0.1 * remaining)  # hard stop if fairseq overshoots badly
     state.update(model_fingerprint=model_fp, train_fingerprint=train_fp, train_done=False, fairseq_running=True)
-    _write_json(state_path, state)
+    write_json(state_path, state)
     log.info("nmt: training %s %s->%s on %d pairs (%s, %d threads; log %s)", p["arch"], src, tgt,
              stats["train_pairs"], device, threads, logfile)
     t_train = time.monotonic()
     lines, killed = run_fairseq(cmd, env, logfile, "fairseq-train", timeout_s, error=NmtError)
     state["train_seconds"] = float(state.get("train_seconds", 0.0)) + time.monotonic() - t_train
     state["fairseq_running"] = False  # returned: stopped by its budget or done, so a rerun may resume
-    _write_json(state_path, state)
+    write_json(state_path, state)
     run = parse_train_log(lines)
     run["stopped_by_time"] |= killed
     if run["epoch"] is None:  # nothing left to train (e.g. rerun after a kill during averaging)
@@ -552,7 +242,7 @@ def train_nmt(train_tsv: str | Path, dev_src: str | Path, dev_ref: str | Path, w
 
     # 3. average the last epoch checkpoints (and the partial epoch a time budget stopped in)
     if run["last_saved"] is not None:
-        state["partial_epoch"] = not _EPOCH_CKPT_RE.match(run["last_saved"]["file"])
+        state["partial_epoch"] = not EPOCH_CKPT_RE.match(run["last_saved"]["file"])
     to_average = averaging_window(work / "checkpoints", int(p["average_last"]), bool(state.get("partial_epoch")))
     if len(to_average) < int(p["average_last"]):
         log.warning("nmt: only %d epoch checkpoint(s) to average (average_last %d): %s", len(to_average),
@@ -573,18 +263,14 @@ def train_nmt(train_tsv: str | Path, dev_src: str | Path, dev_ref: str | Path, w
             "last_valid_stats": last_valid, "train_wps": _typical_wps(run),
             "dev_loss": last_valid.get("loss"), "train_seconds_total": round(state["train_seconds"], 1),
             "wall_seconds_this_call": round(time.monotonic() - t0, 1), "train_tsv": str(train_tsv),
-            "fairseq": _dist_version("fairseq-fixed", "fairseq"), "torch": torch.__version__}
+            "fairseq": dist_version("fairseq-fixed", "fairseq"), "torch": torch.__version__}
     manifest = {"format": 1, "src_lang": src, "tgt_lang": tgt, "arch": p["arch"], "params": p, "files": files,
                 "sha256": {name: sha256_file(work / name) for name in files.values()}, "info": info}
-    _write_json(work / MANIFEST, manifest)
+    write_json(work / MANIFEST, manifest)
     state["train_done"] = not run["stopped_by_time"]
-    _write_json(state_path, state)
+    write_json(state_path, state)
     log.info("nmt: %s ready (epoch %s, %s updates, dev loss %s, %s train wps)", out, run["epoch"],
              run["num_updates"], info["dev_loss"], info["train_wps"])
     return out
 
 
-__all__ = ["DEFAULTS", "MANIFEST", "MODEL_FILE", "NmtError", "average_checkpoints", "average_state_dicts",
-           "averaging_window", "check_lang", "fairseq_env", "last_epoch_checkpoints", "load_manifest",
-           "load_own_checkpoint", "one_line", "parse_train_log", "resolve_device", "resolve_params", "spm_encode_file",
-           "spm_pieces", "train_nmt"]
