@@ -42,7 +42,7 @@ def add_filter_settings(p: argparse.ArgumentParser, protect: bool = True) -> Non
                        help="dev/test files: pairs with a side found in them are removed (test_set_overlap)")
 
 
-def _torch_threads(n: int | None) -> None:
+def torch_threads(n: int | None) -> None:
     if n:
         import torch
 
@@ -52,14 +52,14 @@ def _torch_threads(n: int | None) -> None:
         faiss.omp_set_num_threads(n)
 
 
-def _index_spec(args: argparse.Namespace):
+def index_spec(args: argparse.Namespace):
     from marginmine.scoring.knn import IndexSpec, check_device
 
     check_device(args.device)
     return IndexSpec(kind=args.index, nprobe=args.nprobe, device=args.device)
 
 
-def _add_knn(p: argparse.ArgumentParser, k: bool = True) -> None:
+def add_knn(p: argparse.ArgumentParser, k: bool = True) -> None:
     if k:
         p.add_argument("-k", "--neighbourhood", dest="k", type=int, default=K,
                        help=f"neighbours per sentence (default {K})")
@@ -70,7 +70,7 @@ def _add_knn(p: argparse.ArgumentParser, k: bool = True) -> None:
     p.add_argument("--threads", type=int, default=None, help="CPU threads for the encoder and FAISS")
 
 
-def _add_scorers(p: argparse.ArgumentParser, default: str | None = "ratio,cosine") -> None:
+def add_scorers(p: argparse.ArgumentParser, default: str | None = "ratio,cosine") -> None:
     p.add_argument("--scorers", default=default, required=default is None,
                    help="the score columns: a JSON object {name: {kind, params...}} (what the workflow passes) "
                         "or a comma list of kinds or name=kind (default %(default)s); kinds: ratio, distance, "
@@ -82,7 +82,7 @@ def _add_scorers(p: argparse.ArgumentParser, default: str | None = "ratio,cosine
                    help="import this module first (it registers score kinds of your own); repeatable")
 
 
-def _scorer_spec(args: argparse.Namespace) -> dict[str, dict]:
+def scorer_spec(args: argparse.Namespace) -> dict[str, dict]:
     """--scorers as {name: {kind, params}}, -k filled into kinds that take k."""
     from marginmine.scoring import kind_params, load_plugins
 
@@ -109,16 +109,16 @@ def _scorer_spec(args: argparse.Namespace) -> dict[str, dict]:
     return spec
 
 
-def _score_settings(args: argparse.Namespace, batch_size: int | None = None):
+def score_settings(args: argparse.Namespace, batch_size: int | None = None):
     from marginmine.scoring import parse_scorers
     from marginmine.scoring.files import ScoreSettings
 
-    kinds = parse_scorers(_scorer_spec(args))
+    kinds = parse_scorers(scorer_spec(args))
     extra = {} if batch_size is None else {"batch_size": batch_size}
-    return ScoreSettings(tuple(kinds.items()), index=_index_spec(args), **extra)
+    return ScoreSettings(tuple(kinds.items()), index=index_spec(args), **extra)
 
 
-def _encoder(args: argparse.Namespace):
+def encoder(args: argparse.Namespace):
     from marginmine.encoders.base import load_encoder
 
     if not args.encoder:
@@ -129,8 +129,8 @@ def _encoder(args: argparse.Namespace):
 def cmd_score(args: argparse.Namespace) -> int:
     from marginmine.scoring.files import ArrayEmbeddings, EncoderEmbeddings, score_file
 
-    _torch_threads(args.threads)
-    settings = _score_settings(args, args.batch_size)
+    torch_threads(args.threads)
+    settings = score_settings(args, args.batch_size)
     if args.src_embeddings or args.tgt_embeddings:
         if not (args.src_embeddings and args.tgt_embeddings):
             raise MarginmineError("give both --src-embeddings and --tgt-embeddings")
@@ -139,7 +139,7 @@ def cmd_score(args: argparse.Namespace) -> int:
     else:
         from marginmine.encoders.base import read_manifest
 
-        emb = EncoderEmbeddings(_encoder(args), args.src_lang, args.tgt_lang)
+        emb = EncoderEmbeddings(encoder(args), args.src_lang, args.tgt_lang)
         ident = {"encoder": read_manifest(args.encoder, verify=False)["sha256"], "langs": [args.src_lang, args.tgt_lang]}
     n = score_file(args.input, args.output, emb, settings, tuple(args.columns), ident, args.allow_empty)
     log.info("scored %d pairs -> %s (columns: %s)", n, args.output, ", ".join(settings.names))
@@ -150,12 +150,12 @@ def cmd_mine(args: argparse.Namespace) -> int:
     from marginmine.scoring.mining import Sentences, check_pairs, embed_unique, mine_arrays, write_mined
     from marginmine.preprocess.pipeline import PreprocessSettings
 
-    _torch_threads(args.threads)
-    spec = _index_spec(args)
+    torch_threads(args.threads)
+    spec = index_spec(args)
     src, tgt = Sentences.read_file(args.src), Sentences.read_file(args.tgt)
     log.info("%s: %d distinct sentences of %d lines; %s: %d of %d", args.src, len(src.texts), src.read,
              args.tgt, len(tgt.texts), tgt.read)
-    encoder = _encoder(args)
+    encoder = encoder(args)
     x = embed_unique(encoder, src.texts, args.src_lang)
     y = embed_unique(encoder, tgt.texts, args.tgt_lang)
     mined = mine_arrays(x, y, args.k, args.margin, args.retrieval, spec)
@@ -207,141 +207,6 @@ def cmd_composition(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_bucc_data(args: argparse.Namespace) -> int:
-    from marginmine.scoring.bucc import build_benchmark
-    from marginmine.io.text import read_lines
-
-    def pairs(items: list[str]) -> list[tuple[str, str]]:
-        out = []
-        for item in items:
-            a, _, b = item.partition(",")
-            if not b:
-                raise MarginmineError(f"--gold-train/--gold-test take SRC,TGT file pairs, got {item!r}")
-            out.append((a, b))
-        return out
-
-    mono_src = [t for p in args.mono_src for t in read_lines(p)]
-    mono_tgt = [t for p in args.mono_tgt for t in read_lines(p)]
-    summary = build_benchmark({"train": pairs(args.gold_train), "test": pairs(args.gold_test)}, mono_src, mono_tgt,
-                              args.output_dir, args.share, args.distractors, args.seed)
-    for split in ("train", "test"):
-        s = summary[split]
-        log.info("%s: %d src, %d tgt sentences, %d gold pairs (%.1f%%)", split, s["src"], s["tgt"], s["gold"],
-                 100 * s["gold_share_src"])
-    return 0
-
-
-def _encoder_dirs(args: argparse.Namespace) -> dict[str, str]:
-    out = {}
-    for item in args.encoder or []:
-        name, sep, path = item.partition("=")
-        if not sep or not name or not path:
-            raise MarginmineError(f"--encoder takes NAME=DIR, got {item!r}")
-        out[name] = path
-    return out
-
-
-def _named_scorers(args: argparse.Namespace, dirs: dict[str, str]) -> dict[str, tuple[str, object]]:
-    """--scorers with each scorer's encoder: name -> (encoder name, kind). A scorer without an
-    ``encoder`` entry uses the only --encoder given."""
-    from marginmine.scoring import parse_scorers
-
-    spec = _scorer_spec(args)
-    kinds = parse_scorers(spec)
-    out = {}
-    for name, kind in kinds.items():
-        enc = spec[name].get("encoder") or (next(iter(dirs)) if len(dirs) == 1 else None)
-        if enc not in dirs:
-            raise MarginmineError(f"--scorers {name}: encoder {enc!r} is not among --encoder "
-                                  f"({', '.join(dirs) or 'none given'}); give it as --encoder {enc}=DIR")
-        out[name] = (enc, kind)
-    return out
-
-
-def _load_encoders(dirs: dict[str, str], args: argparse.Namespace, used: set[str]) -> dict[str, object]:
-    from marginmine.encoders.base import load_encoder
-
-    return {n: load_encoder(d, args.device) for n, d in dirs.items() if n in used}
-
-
-def cmd_eval_mining(args: argparse.Namespace) -> int:
-    from marginmine.scoring.bucc import evaluate, write_table
-
-    _torch_threads(args.threads)
-    dirs = _encoder_dirs(args)
-    scorers = _named_scorers(args, dirs)
-    encoders = _load_encoders(dirs, args, {e for e, _ in scorers.values()})
-    rows, cannot = evaluate(encoders, scorers, args.data, args.src_lang, args.tgt_lang, K)
-    title = f"BUCC-style mining, {args.src_lang}-{args.tgt_lang} (test split; thresholds from train)"
-    write_table(rows, args.tsv, args.md, title, cannot)
-    for r in rows:
-        log.info("%s (%s)/%s: P %.1f R %.1f F1 %.1f", r.scorer, r.encoder, r.retrieval, 100 * r.precision,
-                 100 * r.recall, 100 * r.f1)
-    return 0
-
-
-def cmd_eval_filter(args: argparse.Namespace) -> int:
-    import numpy as np
-
-    from marginmine.scoring.filtereval import (quality_rows, read_demo_labels, read_paracrawl_eval,
-                                               write_quality_table)
-    from marginmine.scoring.files import (EncoderEmbeddings, ScoreSettings, read_score_names, read_scores,
-                                          score_batch)
-
-    _torch_threads(args.threads)
-    rows = []
-    if args.paracrawl:
-        dirs = _encoder_dirs(args)
-        scorers = _named_scorers(args, dirs)
-        encoders = _load_encoders(dirs, args, {e for e, _ in scorers.values()})
-        data = read_paracrawl_eval(args.paracrawl)
-        scores: dict[str, np.ndarray] = {}
-        for enc_name, encoder in encoders.items():  # one batch: the whole file, as the paper's filtering
-            mine = tuple((n, kind) for n, (e, kind) in scorers.items() if e == enc_name)
-            emb = EncoderEmbeddings(encoder, args.src_lang, args.tgt_lang)  # type: ignore[arg-type]
-            settings = ScoreSettings(mine, batch_size=max(1, len(data.src)), index=_index_spec(args))  # type: ignore[arg-type]
-            scores.update(score_batch(data.src, data.tgt, 0, emb, settings))
-        scores = {n: scores[n] for n in scorers}  # config order
-        scores.update({f"{k} (shipped)": v for k, v in data.shipped.items()})
-        rows += quality_rows(Path(args.paracrawl).parent.name, scores, data.positive, args.top_n)
-    if args.demo_labels:
-        from marginmine.io.text import iter_sentences
-
-        labels = read_demo_labels(args.demo_labels)
-        groups = args.scores or []
-        if not groups:
-            raise MarginmineError("--demo-labels needs --scores (one group of shard score files per encoder)")
-        ids = [i for p in args.pairs for i in iter_sentences(p, column=args.id_column)]
-        values: dict[str, list[np.ndarray]] = {}
-        for files in groups:
-            if len(files) != len(args.pairs):
-                raise MarginmineError(f"--scores {files[0]} ...: {len(files)} score files for {len(args.pairs)} "
-                                      "--pairs shards (give one group per encoder, one file per shard, shard order)")
-            for f in files:
-                for name in read_score_names(f):
-                    values.setdefault(name, []).append(read_scores(f, name))
-        missing = [i for i in ids if i not in labels]
-        if missing:
-            raise MarginmineError(f"{len(missing)} pair ids (e.g. {missing[0]!r}) are not in {args.demo_labels}")
-        positive = np.array([labels[i] for i in ids])
-        demo_scores = {k: np.concatenate(v) for k, v in values.items()}
-        for name, v in demo_scores.items():
-            if len(v) != len(ids):
-                raise MarginmineError(f"score column {name}: {len(v)} scores for {len(ids)} pairs in --pairs "
-                                      "(two score-file groups hold the same column name, or a file is stale)")
-        rows += quality_rows("demo corpus (preprocessed)", demo_scores, positive, args.top_n)
-    if not rows:
-        raise MarginmineError("nothing to evaluate: give --paracrawl and/or --demo-labels")
-    write_quality_table(rows, args.tsv, args.md, "Filtering quality (ROC-AUC, precision of the top N)")
-    for r in rows:
-        log.info("%s / %s: AUC %.3f", r["data"], r["scorer"], r["auc"])
-    if args.json:
-        from marginmine.io.safe import write_text
-
-        write_text(args.json, json.dumps(rows, indent=1) + "\n")
-    return 0
-
-
 def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler], columns_type: Callable) -> None:
     p = sub.add_parser("score", help="margin-score given pairs in batches (filtering mode)")
     p.add_argument("--input", nargs="+", required=True, metavar="FILE",
@@ -354,11 +219,11 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler], colu
     p.add_argument("--tgt-embeddings", default=None, help=".npy of the target side")
     p.add_argument("--src-lang", default="en")
     p.add_argument("--tgt-lang", default="de")
-    _add_scorers(p)
+    add_scorers(p)
     p.add_argument("--batch-size", type=int, default=BATCH_SIZE,
                    help="pairs per kNN batch (paper 5M, the default); scores depend on it, nothing else")
     p.add_argument("--allow-empty", action="store_true", help=ALLOW_EMPTY_HELP)
-    _add_knn(p, k=False)
+    add_knn(p, k=False)
     handlers["score"] = cmd_score
 
     p = sub.add_parser("mine", help="mine parallel sentences from two monolingual files")
@@ -372,7 +237,7 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler], colu
     p.add_argument("--output", required=True, help="TSV sorted by score: src, tgt, score, src_line, tgt_line")
     p.add_argument("--ledger", default=None, help="JSON ledger of removed candidates (a .tsv beside it)")
     p.add_argument("--no-checks", action="store_true", help="skip the language-id / length / copy / ratio checks")
-    _add_knn(p)
+    add_knn(p)
     handlers["mine"] = cmd_mine
 
     p = sub.add_parser("select", help="top-N (or threshold) pairs over all shards for one method")
@@ -402,45 +267,6 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler], colu
     p.add_argument("--title", default="")
     handlers["composition"] = cmd_composition
 
-    p = sub.add_parser("bucc-data", help="build the BUCC-style mining benchmark from real text")
-    p.add_argument("--gold-train", nargs="+", required=True, metavar="SRC,TGT")
-    p.add_argument("--gold-test", nargs="+", required=True, metavar="SRC,TGT")
-    p.add_argument("--mono-src", nargs="+", required=True)
-    p.add_argument("--mono-tgt", nargs="+", required=True)
-    p.add_argument("--share", type=float, default=0.025, help="gold share of each pool (BUCC: 2-3%%)")
-    p.add_argument("--distractors", type=int, default=2000, help="unpaired gold-domain lines per side")
-    p.add_argument("--seed", type=int, default=SEED)
-    p.add_argument("--output-dir", required=True)
-    handlers["bucc-data"] = cmd_bucc_data
+    from marginmine.cli.score_eval import register as register_evaluations
 
-    p = sub.add_parser("eval-mining", help="P/R/F1 of every scorer x retrieval on the BUCC-style benchmark")
-    p.add_argument("--encoder", action="append", required=True, metavar="NAME=DIR",
-                   help="an encoder the scorers name; repeatable")
-    _add_scorers(p)
-    p.add_argument("--data", required=True, help="directory written by bucc-data")
-    p.add_argument("--src-lang", required=True)
-    p.add_argument("--tgt-lang", required=True)
-    p.add_argument("--tsv", required=True)
-    p.add_argument("--md", required=True)
-    _add_knn(p, k=False)
-    handlers["eval-mining"] = cmd_eval_mining
-
-    p = sub.add_parser("eval-filter", help="ROC-AUC / precision@N of every scorer vs BiCleaner/Zipporah")
-    p.add_argument("--encoder", action="append", default=[], metavar="NAME=DIR",
-                   help="an encoder the scorers name (for --paracrawl); repeatable")
-    _add_scorers(p)
-    p.add_argument("--paracrawl", default=None, help="ParaCrawl human-evaluation TSV (9 columns)")
-    p.add_argument("--src-lang", default="en")
-    p.add_argument("--tgt-lang", default="de")
-    p.add_argument("--demo-labels", default=None, help="demo corpus sidecar labels TSV")
-    p.add_argument("--pairs", nargs="*", default=[], help="preprocessed shards (with the id column)")
-    p.add_argument("--scores", nargs="+", action="append", default=None, metavar="FILE",
-                   help="score files, one per shard in shard order; repeat the flag per encoder's group. Every "
-                        "named column becomes a row")
-    p.add_argument("--id-column", type=int, default=2)
-    p.add_argument("--top-n", type=int, nargs="+", default=[500, 1000])
-    p.add_argument("--tsv", required=True)
-    p.add_argument("--md", required=True)
-    p.add_argument("--json", default=None)
-    _add_knn(p, k=False)
-    handlers["eval-filter"] = cmd_eval_filter
+    register_evaluations(sub, handlers)
