@@ -118,7 +118,7 @@ def score_settings(args: argparse.Namespace, batch_size: int | None = None):
     return ScoreSettings(tuple(kinds.items()), index=index_spec(args), **extra)
 
 
-def encoder(args: argparse.Namespace):
+def cli_encoder(args: argparse.Namespace):
     from marginmine.encoders.base import load_encoder
 
     if not args.encoder:
@@ -139,7 +139,7 @@ def cmd_score(args: argparse.Namespace) -> int:
     else:
         from marginmine.encoders.base import read_manifest
 
-        emb = EncoderEmbeddings(encoder(args), args.src_lang, args.tgt_lang)
+        emb = EncoderEmbeddings(cli_encoder(args), args.src_lang, args.tgt_lang)
         ident = {"encoder": read_manifest(args.encoder, verify=False)["sha256"], "langs": [args.src_lang, args.tgt_lang]}
     n = score_file(args.input, args.output, emb, settings, tuple(args.columns), ident, args.allow_empty)
     log.info("scored %d pairs -> %s (columns: %s)", n, args.output, ", ".join(settings.names))
@@ -155,7 +155,7 @@ def cmd_mine(args: argparse.Namespace) -> int:
     src, tgt = Sentences.read_file(args.src), Sentences.read_file(args.tgt)
     log.info("%s: %d distinct sentences of %d lines; %s: %d of %d", args.src, len(src.texts), src.read,
              args.tgt, len(tgt.texts), tgt.read)
-    encoder = encoder(args)
+    encoder = cli_encoder(args)
     x = embed_unique(encoder, src.texts, args.src_lang)
     y = embed_unique(encoder, tgt.texts, args.tgt_lang)
     mined = mine_arrays(x, y, args.k, args.margin, args.retrieval, spec)
