@@ -11,72 +11,30 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import http.client
-import io
 import logging
 import os
 import re
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
-from email.message import Message
 from pathlib import Path
-from typing import Protocol
 from urllib.parse import urlsplit
 
-from marginmine import __version__
 from marginmine.errors import DownloadError
 from marginmine.io.safe import sha256_file
-
-log = logging.getLogger(__name__)
+from marginmine.data.sources import (Body, Fatal, Retryable, SCHEMES, Stream, describe_error, is_drive_letter,
+                                     open_source, file_size)
 
 Progress = Callable[[int, int | None], None]
 """``progress(bytes_done, total_or_None)``; bytes_done counts resumed bytes too."""
-
 CHUNK_SIZE = 1 << 16
 PROGRESS_BYTES = 1 << 20
 PROGRESS_SECONDS = 1.0
 MAX_DELAY = 60.0
-USER_AGENT = f"marginmine/{__version__} (python-urllib)"
-
-_RETRY_STATUS = frozenset({408, 429})
-_SCHEMES = frozenset({"http", "https", "file"})
 _SHA256 = re.compile(r"[0-9a-f]{64}")
-_CONTENT_RANGE = re.compile(r"bytes\s+(\d+)-(\d+)/(\d+|\*)")
-_UNSATISFIED_RANGE = re.compile(r"bytes\s+\*/(\d+)")
 
 
-class _Retryable(Exception):
-    """A transient failure: the next attempt resumes from the part file."""
-
-    def __init__(self, message: str, retry_after: float | None = None):
-        super().__init__(message)
-        self.retry_after = retry_after
-
-
-class _Fatal(Exception):
-    """A failure that retrying cannot fix."""
-
-    def __init__(self, message: str, advice: str | None = None):
-        super().__init__(message)
-        self.advice = advice
-
-
-class _Stream(Protocol):
-    def read1(self, size: int = -1, /) -> bytes: ...
-
-    def close(self) -> None: ...
-
-
-@dataclass
-class _Body:
-    """An open source: ``stream`` yields the bytes from offset ``start`` on."""
-
-    stream: _Stream
-    start: int
-    size: int | None  # full size of the file, when known
-
+log = logging.getLogger(__name__)
 
 @dataclass
 class _Job:
@@ -151,7 +109,7 @@ def _normalise_sha(url: str, sha256: str | None) -> str | None:
 
 def _check_scheme(url: str, dest: Path) -> None:
     scheme = urlsplit(url).scheme.lower()
-    if scheme and scheme not in _SCHEMES and not _is_drive_letter(scheme):
+    if scheme and scheme not in SCHEMES and not is_drive_letter(scheme):
         raise DownloadError(
             f"cannot download {url}: unsupported URL scheme {scheme!r} (use http, https, file "
             f"or a local path), or stage the file by hand at {dest} and rerun"
@@ -182,7 +140,7 @@ def _local_io(
 
 
 def _log_start(job: _Job) -> None:
-    offset = _size(job.part)
+    offset = file_size(job.part)
     if offset:
         log.info("downloading %s -> %s (resuming at byte %d)", job.url, job.dest, offset)
     else:
@@ -203,9 +161,9 @@ def _run_attempts(job: _Job, retries: int, backoff: float) -> None:
         try:
             _attempt(job)
             return
-        except _Fatal as exc:
+        except Fatal as exc:
             raise DownloadError(_failure(job, attempt, exc)) from exc
-        except _Retryable as exc:
+        except Retryable as exc:
             if attempt == attempts:
                 raise DownloadError(_failure(job, attempt, exc)) from exc
             delay = _delay(backoff, attempt, exc.retry_after)
@@ -228,21 +186,21 @@ def _failure(job: _Job, attempts: int, exc: Exception) -> str:
         f"check the URL or network, or stage the file by hand at {job.dest} and rerun"
     )
     text = f"download of {job.url} failed after {attempts} attempt(s): {exc}; {advice}"
-    if isinstance(exc, _Retryable) and job.part.exists():
+    if isinstance(exc, Retryable) and job.part.exists():
         text += f" (the partial file {job.part} is kept and a rerun resumes it)"
     return text
 
 
 def _attempt(job: _Job) -> None:
-    offset = _size(job.part)
-    body = _open(job.url, offset, job.timeout)
+    offset = file_size(job.part)
+    body = open_source(job.url, offset, job.timeout)
     with contextlib.closing(body.stream):
         if offset and body.start == 0:
             log.info("%s: cannot resume at byte %d; restarting from byte 0", job.url, offset)
         try:
             digest = _receive(job, body)
-        except OSError as exc:  # network errors are already _Retryable here
-            raise _Fatal(
+        except OSError as exc:  # network errors are already Retryable here
+            raise Fatal(
                 f"cannot write {job.part}: {exc}",
                 advice="check free disk space and permissions, then rerun",
             ) from exc
@@ -252,7 +210,7 @@ def _attempt(job: _Job) -> None:
 # --- transfer ------------------------------------------------------------------
 
 
-def _receive(job: _Job, body: _Body) -> str:
+def _receive(job: _Job, body: Body) -> str:
     """Append (or write afresh) ``body`` to the part file; return its hex SHA-256."""
     hasher = hashlib.sha256()
     if body.start and job.sha256:
@@ -272,16 +230,16 @@ def _receive(job: _Job, body: _Body) -> str:
         out.flush()
         os.fsync(out.fileno())
     if body.size is not None and done < body.size:
-        raise _Retryable(f"connection closed after {done} of {body.size} bytes")
+        raise Retryable(f"connection closed after {done} of {body.size} bytes")
     meter.finish(done)
     return hasher.hexdigest()
 
 
-def _read(stream: _Stream) -> bytes:
+def _read(stream: Stream) -> bytes:
     try:
         return stream.read1(CHUNK_SIZE)
     except (OSError, http.client.HTTPException) as exc:
-        raise _Retryable(f"error while reading: {_describe(exc)}") from exc
+        raise Retryable(f"error while reading: {describe_error(exc)}") from exc
 
 
 def _check_digest(job: _Job, digest: str, *, resumed: bool) -> None:
@@ -290,8 +248,8 @@ def _check_digest(job: _Job, digest: str, *, resumed: bool) -> None:
     job.part.unlink(missing_ok=True)
     if resumed and job.stale_part:
         job.stale_part = False  # the part file may belong to an older version: start afresh
-        raise _Retryable("SHA-256 mismatch after resuming a part file from an earlier run")
-    raise _Fatal(
+        raise Retryable("SHA-256 mismatch after resuming a part file from an earlier run")
+    raise Fatal(
         f"SHA-256 mismatch: expected {job.sha256}, got {digest}",
         advice=(
             f"the partial file was deleted; check the URL and the expected checksum, "
@@ -340,132 +298,3 @@ class _Meter:
         self.last_done, self.last_time = done, now
 
 
-# --- opening sources -----------------------------------------------------------
-
-
-def _open(url: str, offset: int, timeout: float) -> _Body:
-    local = _local_path(url)
-    if local is not None:
-        return _open_local(local, offset)
-    return _open_http(url, offset, timeout)
-
-
-def _is_drive_letter(scheme: str) -> bool:
-    return os.name == "nt" and len(scheme) == 1
-
-
-def _local_path(url: str) -> Path | None:
-    parts = urlsplit(url)
-    scheme = parts.scheme.lower()
-    if scheme == "file":
-        return Path(urllib.request.url2pathname(parts.path))
-    if not scheme or _is_drive_letter(scheme):
-        return Path(url)
-    return None
-
-
-def _open_local(path: Path, offset: int) -> _Body:
-    try:
-        handle = open(path, "rb")
-    except FileNotFoundError as exc:
-        raise _Fatal(f"no such file: {path}") from exc
-    except OSError as exc:
-        raise _Fatal(f"cannot read {path}: {exc.strerror or exc}") from exc
-    size = os.fstat(handle.fileno()).st_size
-    start = offset if offset <= size else 0
-    handle.seek(start)
-    return _Body(handle, start, size)
-
-
-def _open_http(url: str, offset: int, timeout: float) -> _Body:
-    headers = {"User-Agent": USER_AGENT, "Accept-Encoding": "identity"}
-    if offset:
-        headers["Range"] = f"bytes={offset}-"
-    request = urllib.request.Request(url, headers=headers)
-    try:
-        response = urllib.request.urlopen(request, timeout=timeout)
-    except urllib.error.HTTPError as exc:
-        return _http_error(exc, url, offset, timeout)
-    except (OSError, http.client.HTTPException, ValueError) as exc:
-        if isinstance(exc, ValueError):  # malformed URL: retrying cannot help
-            raise _Fatal(f"invalid URL: {exc}") from exc
-        raise _Retryable(_describe(exc)) from exc
-    return _http_body(response, url, offset, timeout)
-
-
-def _http_body(
-    response: http.client.HTTPResponse, url: str, offset: int, timeout: float
-) -> _Body:
-    status = response.status
-    if status == 200:
-        return _Body(response, 0, _int_header(response.headers, "Content-Length"))
-    if status == 206:
-        parsed = _parse_content_range(response.headers.get("Content-Range"))
-        if parsed is not None and parsed[0] == offset:
-            return _Body(response, offset, parsed[1])
-        response.close()
-        log.warning("%s: unusable Content-Range for a resume at byte %d", url, offset)
-        return _open_http(url, 0, timeout)
-    response.close()
-    raise _Fatal(f"unexpected HTTP status {status} {response.reason}")
-
-
-def _http_error(exc: urllib.error.HTTPError, url: str, offset: int, timeout: float) -> _Body:
-    headers = exc.headers if exc.headers is not None else Message()
-    message = f"HTTP {exc.code} {exc.reason}"
-    exc.close()
-    if exc.code == 416 and offset:
-        return _range_not_satisfiable(headers.get("Content-Range"), url, offset, timeout)
-    if exc.code >= 500 or exc.code in _RETRY_STATUS:
-        raise _Retryable(message, _retry_after(headers))
-    raise _Fatal(message)
-
-
-def _range_not_satisfiable(
-    content_range: str | None, url: str, offset: int, timeout: float
-) -> _Body:
-    """HTTP 416: the part file is complete if it has the remote size, else restart."""
-    match = _UNSATISFIED_RANGE.fullmatch((content_range or "").strip())
-    remote = int(match.group(1)) if match else None
-    if remote == offset:
-        log.info("%s: part file already complete (%d bytes)", url, offset)
-        return _Body(io.BytesIO(b""), offset, offset)
-    log.warning(
-        "%s: part file has %d bytes but the server reports %s; restarting from byte 0",
-        url, offset, remote if remote is not None else "an unknown size",
-    )
-    return _open_http(url, 0, timeout)
-
-
-def _parse_content_range(value: str | None) -> tuple[int, int] | None:
-    """``(start, full size)`` from ``bytes start-end/size``; None if unusable."""
-    match = _CONTENT_RANGE.fullmatch((value or "").strip())
-    if match is None:
-        return None
-    start, end, size = match.groups()
-    return int(start), int(end) + 1 if size == "*" else int(size)
-
-
-def _int_header(headers: Message, name: str) -> int | None:
-    value = (headers.get(name) or "").strip()
-    return int(value) if value.isdigit() else None
-
-
-def _retry_after(headers: Message) -> float | None:
-    return float(value) if (value := _int_header(headers, "Retry-After")) is not None else None
-
-
-def _describe(exc: BaseException) -> str:
-    if isinstance(exc, urllib.error.URLError) and not isinstance(exc, urllib.error.HTTPError):
-        reason = exc.reason
-        if isinstance(reason, BaseException):
-            return f"{type(reason).__name__}: {reason}"
-        return str(reason)
-    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-
-
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except FileNotFoundError:
-        return 0

@@ -101,7 +101,6 @@ def load(directory: Path, manifest: dict[str, Any], device: str) -> DualEncoder:
     return DualEncoder(model, load_spm(d / files["spm"]), config, device)
 
 
-# ---------------------------------------------------------------------------------------------
 
 
 __all__ = ["DualEncoder", "load", "train"]  # the kind: load (here) and train (dual_train)

@@ -382,6 +382,3 @@ def load_spm(path: Path) -> Any:
     import sentencepiece as spm
 
     return spm.SentencePieceProcessor(model_file=str(path))
-
-
-# ---------------------------------------------------------------------------------------------

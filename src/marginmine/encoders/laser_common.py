@@ -110,6 +110,3 @@ def pair_files(data: Sequence[ParallelData]) -> dict[tuple[str, str], list[tuple
     if not pairs:
         raise EncoderError("laser: no training data")
     return pairs
-
-
-# ----------------------------------------------------------------------------------------------

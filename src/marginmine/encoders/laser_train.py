@@ -277,6 +277,3 @@ def train(data: Sequence[ParallelData], out_dir: Path, params: dict, *, seed: in
     log.info("laser: exported %s (epoch %s, %s updates, %s wps)", out, run["epoch"], run["num_updates"],
              info["train_wps"])
     return out
-
-
-# ----------------------------------------------------------------------------------------------

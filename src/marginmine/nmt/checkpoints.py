@@ -99,6 +99,3 @@ def averaging_window(ckpt_dir: Path, n: int, partial_epoch: bool) -> list[Path]:
     if partial_epoch:
         return [*last_epoch_checkpoints(ckpt_dir, n - 1), last] if n > 1 else [last]
     return last_epoch_checkpoints(ckpt_dir, n) or [last]
-
-
-# ----------------------------------------------------------------------------------------------

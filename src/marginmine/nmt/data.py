@@ -111,6 +111,3 @@ def prepare_data(work: Path, train_tsv: Path, dev_src: Path, dev_ref: Path, src:
                 fairseq_env(threads, own_checkpoints=False), logfile, "fairseq-preprocess", error=NmtError)
     n_dict = len((work / "bin" / f"dict.{src}.txt").read_text(encoding="utf-8").splitlines())
     return {"train_pairs": n_train, "dev_pairs": n_dev, "bpe_vocab": vocab, "dict_size": n_dict}
-
-
-# ----------------------------------------------------------------------------------------------

@@ -138,6 +138,3 @@ def fairseq_env(threads: int = 0, own_checkpoints: bool = True) -> dict[str, str
     if int(threads) > 0:
         env.update(OMP_NUM_THREADS=str(int(threads)), MKL_NUM_THREADS=str(int(threads)))
     return env
-
-
-# ----------------------------------------------------------------------------------------------
