@@ -537,3 +537,18 @@ def test_ctranslate2_and_fairseq_decode_the_same_model_alike(trained, corpus, tm
     assert again.read_bytes() == ct2.read_bytes()
     with pytest.raises(NmtError, match="unknown decoder 'marian'"):
         translate(trained, corpus / "test.en", again, decoder="marian")
+
+
+def test_time_budget_of_a_fairseq_call(monkeypatch):
+    """One home for the budget of fairseq-train calls (NMT and the LASER-style encoder): fairseq's
+    --stop-time-hours counts the training time of earlier calls, a budget spent before the first
+    checkpoint is refused, and a late call still gets a second and a hard timeout."""
+    import marginmine.fairseq_process as fp
+
+    assert fp.time_budget(None, False, 0.0, None, "nmt", NmtError) == ([], None)
+    monkeypatch.setattr(fp.time, "monotonic", lambda: 1000.0)
+    args, timeout = fp.time_budget(1000.0 + fp.STARTUP_RESERVE_S + 600, True, 1800.0, 40, "nmt", NmtError)
+    assert args == ["--stop-time-hours", f"{(1800 + 600) / 3600:.6f}"] and timeout == 600 + 120
+    with pytest.raises(NmtError, match="nmt: the wall-clock budget \\(40 min\\) was used up"):
+        fp.time_budget(1000.0, False, 0.0, 40, "nmt", NmtError)
+    assert fp.time_budget(1000.0, True, 0.0, 40, "nmt", NmtError) == (["--stop-time-hours", f"{1 / 3600:.6f}"], 121.0)

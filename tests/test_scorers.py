@@ -5,7 +5,6 @@ defaults the CLI and the schema share."""
 from __future__ import annotations
 
 import re
-import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
@@ -13,6 +12,7 @@ from typing import ClassVar
 import numpy as np
 import pytest
 import yaml
+import toy_scores  # noqa: F401  (registers the kind length-ratio, as a user's plugin module does)
 from doubles import TrigramEncoder
 from test_workflow import REPO, copy_workflow, job_counts, snakemake
 
@@ -57,37 +57,24 @@ def test_registry_refuses_unknown_kinds_params_and_names() -> None:
         load_plugins(["no_such_module_xyz"])
 
 
-def test_a_kind_registered_in_a_test_scores_beside_the_built_in_ones(paracrawl_tsv: Path) -> None:
-    """A new kind is one registered class: it gets its column from the same batch machinery; the
-    built-in kinds give exactly the margins of marginmine.scoring.margin on the real ParaCrawl pairs. (That
-    the ratio scorer separates human-labelled good pairs from bad is tested on the trained smoke
-    DAN: test_smoke.py.)"""
+def test_a_plugin_kind_scores_beside_the_built_in_ones(paracrawl_tsv: Path) -> None:
+    """A new kind is one registered class (tests/toy_scores.py, a user's plugin module): it gets its
+    column from the same batch machinery; the built-in kinds give exactly the margins of
+    marginmine.scoring.margin on the real ParaCrawl pairs. (That the ratio scorer separates
+    human-labelled good pairs from bad is tested on the trained smoke DAN: test_smoke.py.)"""
 
-    @register("test-length-ratio")
-    @dataclass(frozen=True)
-    class LengthRatio:
-        mines: ClassVar[str | None] = None
-
-        def score(self, batch: Batch) -> np.ndarray:
-            a = np.array([len(s) for s in batch.src], float)
-            b = np.array([len(t) for t in batch.tgt], float)
-            return (np.minimum(a, b) / np.maximum(np.maximum(a, b), 1)).astype(np.float32)
-
-    try:
-        data = read_paracrawl_eval(paracrawl_tsv)
-        kinds = parse_scorers({"ratio": {"kind": "ratio"}, "len": {"kind": "test-length-ratio"},
-                               "cos": {"kind": "cosine"}})
-        scores = score_batch(data.src, data.tgt, 0, EncoderEmbeddings(TrigramEncoder(), "en", "de"),
-                             ScoreSettings(tuple(kinds.items())))
-        assert list(scores) == ["ratio", "len", "cos"] and all(len(v) == len(data.src) for v in scores.values())
-        lengths = [min(len(s), len(t)) / max(len(s), len(t), 1) for s, t in zip(data.src, data.tgt)]
-        assert np.allclose(scores["len"], lengths, atol=1e-6)
-        enc = TrigramEncoder()
-        ref = filter_scores(enc.encode(data.src, "en").astype(np.float16), enc.encode(data.tgt, "de").astype(np.float16),
-                            data.src, data.tgt, 4, ["ratio"])
-        assert np.array_equal(scores["ratio"], ref["ratio"]) and np.array_equal(scores["cos"], ref["cosine"])
-    finally:
-        del KINDS["test-length-ratio"]
+    data = read_paracrawl_eval(paracrawl_tsv)
+    kinds = parse_scorers({"ratio": {"kind": "ratio"}, "len": {"kind": "length-ratio"},
+                           "cos": {"kind": "cosine"}})
+    scores = score_batch(data.src, data.tgt, 0, EncoderEmbeddings(TrigramEncoder(), "en", "de"),
+                         ScoreSettings(tuple(kinds.items())))
+    assert list(scores) == ["ratio", "len", "cos"] and all(len(v) == len(data.src) for v in scores.values())
+    lengths = [min(len(s), len(t)) / max(len(s), len(t), 1) for s, t in zip(data.src, data.tgt)]
+    assert np.allclose(scores["len"], lengths, atol=1e-6)
+    enc = TrigramEncoder()
+    ref = filter_scores(enc.encode(data.src, "en").astype(np.float16), enc.encode(data.tgt, "de").astype(np.float16),
+                        data.src, data.tgt, 4, ["ratio"])
+    assert np.array_equal(scores["ratio"], ref["ratio"]) and np.array_equal(scores["cos"], ref["cosine"])
 
 
 def test_a_kind_must_return_one_score_per_pair() -> None:

@@ -83,6 +83,27 @@ def run_fairseq(cmd: Sequence[str], env: Mapping[str, str] | None, logfile: Path
     return lines, killed.is_set()
 
 
+#: fairseq start-up plus the work after training (averaging, export), not counted by --stop-time-hours
+STARTUP_RESERVE_S = 30.0
+
+
+def time_budget(deadline: float | None, has_checkpoint: bool, train_seconds: float, max_minutes: float | None,
+                what: str, error: type[MarginmineError]) -> tuple[list[str], float | None]:
+    """The ``--stop-time-hours`` arguments and the hard timeout of one fairseq-train call that must
+    end by ``deadline`` (``time.monotonic()``; None: no budget). fairseq compares its CUMULATIVE
+    training time (kept in the checkpoint) with the limit, so ``train_seconds`` of earlier calls is
+    added. A budget used up before the first checkpoint is an error (nothing would be trained)."""
+    if deadline is None:
+        return [], None
+    remaining = deadline - time.monotonic() - STARTUP_RESERVE_S
+    if remaining <= 0 and not has_checkpoint:
+        raise error(f"{what}: the wall-clock budget ({max_minutes} min) was used up by BPE and binarization; "
+                    "nothing trained (raise max_minutes; rerunning resumes)")
+    remaining = max(remaining, 1.0)
+    hours = (float(train_seconds) + remaining) / 3600.0
+    return ["--stop-time-hours", f"{hours:.6f}"], remaining + max(120.0, 0.1 * remaining)  # hard stop on overshoot
+
+
 def log_value(v: str) -> Any:
     """A value of a fairseq log field: int, float, or the text as it is."""
     try:

@@ -32,7 +32,6 @@ MODEL_KEYS = ("embed_dim", "encoder_hidden", "encoder_layers", "decoder_hidden",
 FAIRSEQ_SPECIALS = ("<s>", "<pad>", "</s>", "<unk>")
 LANG_RE = re.compile(r"^[A-Za-z0-9_]{1,16}$")
 BPE_SAMPLE_SEED = 12345  # fixed: the vocabulary must not change with the training seed
-STARTUP_RESERVE_S = 30.0  # fairseq start-up + export, not counted by --stop-time-hours
 
 
 # ----------------------------------------------------------------------------------------------

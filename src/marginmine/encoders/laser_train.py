@@ -15,10 +15,10 @@ import numpy as np
 
 from marginmine.defaults import SEED
 from marginmine.encoders.base import EncoderError, ParallelData, write_manifest
-from marginmine.fairseq_process import parse_train_log, run_fairseq
+from marginmine.fairseq_process import parse_train_log, run_fairseq, time_budget
 from marginmine.io.safe import json_fingerprint, sha256_file
 
-from marginmine.encoders.laser_common import (KIND, BPE_SAMPLE_SEED, MODEL_KEYS, PREP_KEYS, STARTUP_RESERVE_S,
+from marginmine.encoders.laser_common import (KIND, BPE_SAMPLE_SEED, MODEL_KEYS, PREP_KEYS, 
                                               count_lines, iter_lines, pair_files, piece_table, laser_src_dir,
                                               resolve_params)
 
@@ -228,16 +228,9 @@ def train(data: Sequence[ParallelData], out_dir: Path, params: dict, *, seed: in
         cmd += ["--max-update", str(int(p["max_update"]))]
     if cpu:
         cmd += ["--cpu"]
-    timeout_s = None
-    if deadline is not None:
-        remaining = deadline - time.monotonic() - STARTUP_RESERVE_S
-        if remaining <= 0 and not ckpt_last.exists():
-            raise EncoderError(f"laser: the wall-clock budget ({max_minutes} min) was used up by BPE and "
-                               "binarization; nothing trained (raise max_minutes; rerunning resumes)")
-        remaining = max(remaining, 1.0)
-        # --stop-time-hours compares fairseq's CUMULATIVE training time (kept in the checkpoint)
-        cmd += ["--stop-time-hours", f"{(float(state.get('train_seconds', 0.0)) + remaining) / 3600.0:.6f}"]
-        timeout_s = remaining + max(120.0, 0.1 * remaining)  # hard stop if fairseq overshoots badly
+    budget, timeout_s = time_budget(deadline, ckpt_last.exists(), state.get("train_seconds", 0.0), max_minutes,
+                                    "laser", EncoderError)
+    cmd += budget
     state["model_fingerprint"] = model_fp
     state_path.write_text(json.dumps(state, indent=1))
     t_train = time.monotonic()

@@ -38,7 +38,6 @@ MODEL_KEYS = ("arch", *MODEL_SIZE_KEYS, "share_all_embeddings", "max_positions",
 NOT_RESULT_KEYS = ("threads", "log_interval", "resume_killed")
 _LANG_RE = re.compile(r"^[A-Za-z0-9_]{1,16}$")
 SPM_SEED = 12345  # fixed: the vocabulary must not change with the training seed
-STARTUP_RESERVE_S = 30.0  # fairseq start-up + averaging, not counted by --stop-time-hours
 MANIFEST = "nmt.json"
 MODEL_FILE = "checkpoint_avg.pt"
 

@@ -58,13 +58,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from marginmine.fairseq_process import parse_train_log, run_fairseq
+from marginmine.fairseq_process import time_budget, parse_train_log, run_fairseq
 from marginmine.io.safe import json_fingerprint, sha256_file
 
 from marginmine.nmt.checkpoints import EPOCH_CKPT_RE, average_checkpoints, averaging_window
 from marginmine.nmt.data import prepare_data
 from marginmine.nmt.params import (MANIFEST, MODEL_FILE, MODEL_SIZE_KEYS, NmtError, MODEL_KEYS,
-                                   NOT_RESULT_KEYS, PREP_KEYS, STARTUP_RESERVE_S, dist_version, write_json,
+                                   NOT_RESULT_KEYS, PREP_KEYS, dist_version, write_json,
                                    check_lang, fairseq_env, resolve_device, resolve_params)
 
 log = logging.getLogger(__name__)
@@ -213,16 +213,9 @@ def train_nmt(train_tsv: str | Path, dev_src: str | Path, dev_ref: str | Path, w
 
     # 2. fairseq-train (resumes from checkpoint_last.pt)
     cmd = _train_cmd(work, src, tgt, p, device, seed)
-    timeout_s = None
-    if deadline is not None:
-        remaining = deadline - time.monotonic() - STARTUP_RESERVE_S
-        if remaining <= 0 and not ckpt_last.exists():
-            raise NmtError(f"nmt: the wall-clock budget ({max_minutes} min) was used up by BPE and binarization; "
-                           "nothing trained (raise max_minutes; rerunning resumes)")
-        remaining = max(remaining, 1.0)
-        # --stop-time-hours compares fairseq's CUMULATIVE training time (kept in the checkpoint)
-        cmd += ["--stop-time-hours", f"{(float(state.get('train_seconds', 0.0)) + remaining) / 3600.0:.6f}"]
-        timeout_s = remaining + max(120.0, 0.1 * remaining)  # hard stop if fairseq overshoots badly
+    budget, timeout_s = time_budget(deadline, ckpt_last.exists(), state.get("train_seconds", 0.0), max_minutes, "nmt",
+                                    NmtError)
+    cmd += budget
     state.update(model_fingerprint=model_fp, train_fingerprint=train_fp, train_done=False, fairseq_running=True)
     write_json(state_path, state)
     log.info("nmt: training %s %s->%s on %d pairs (%s, %d threads; log %s)", p["arch"], src, tgt,
