@@ -265,17 +265,17 @@ def encoder_name(encdir):
     return _NAME_OF_DIR[encdir]
 
 
-def encoder_model(encdir):
-    """The models: entry of an encoder directory. Random-init twins: same network and subwords,
-    no training (dual: 0 steps; laser: 1 update, as fairseq cannot export an untrained model)."""
+def is_twin(encdir):
+    """A random-init twin: the same network and subwords as its encoder, built untrained by the
+    encoder's own trainer (train-encoder --untrained)."""
     name = encoder_name(encdir)
-    if name.endswith("-random") and name not in ENC["models"]:
-        model = dict(ENC["models"][name.removesuffix("-random")])
-        untrained = {"max_update": 1, "max_epoch": 1} if model["kind"] == "laser" else {"max_steps": 0}
-        model["params"] = {**model.get("params", {}), **untrained}
-        model["max_minutes"] = None
-        return model
-    return ENC["models"][name]
+    return name.endswith("-random") and name not in ENC["models"]
+
+
+def encoder_model(encdir):
+    """The models: entry of an encoder directory (a twin's is its encoder's)."""
+    name = encoder_name(encdir)
+    return ENC["models"][name.removesuffix("-random") if is_twin(encdir) else name]
 
 
 def encoder_params_json(encdir):
@@ -283,12 +283,12 @@ def encoder_params_json(encdir):
 
 
 def encoder_budget_arg(encdir):
-    minutes = encoder_model(encdir).get("max_minutes")
+    minutes = None if is_twin(encdir) else encoder_model(encdir).get("max_minutes")
     return f"--max-minutes {minutes}" if minutes else ""
 
 
 def encoder_runtime(encdir):
-    minutes = encoder_model(encdir).get("max_minutes")
+    minutes = None if is_twin(encdir) else encoder_model(encdir).get("max_minutes")
     return int(minutes * 1.5 + 15) if minutes else 7 * 24 * 60
 
 

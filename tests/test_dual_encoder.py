@@ -277,3 +277,13 @@ def test_other_architectures_train_and_encode(arch: str, tiny_data, tmp_path: Pa
     assert emb.shape == (3, 16) and np.allclose(np.linalg.norm(emb, axis=1), 1.0, atol=1e-5)
     for i, s in enumerate(sents):                                         # padding does not change a sentence
         assert np.allclose(enc.encode([s], "de")[0], emb[i], atol=1e-5)
+
+
+def test_the_untrained_twin_is_the_trainers_own_zero_step_model(tiny_data, tiny_encoder: Path, tmp_path: Path) -> None:
+    """train-encoder --untrained (the workflow's random-init baseline): the trainer builds the same
+    subwords and network and takes no step - the model of max_steps 0, not the trained one."""
+    twin = dual.train(tiny_data, tmp_path / "twin", TINY, seed=7, untrained=True)
+    zero = dual.train(tiny_data, tmp_path / "zero", {**TINY, "max_steps": 0}, seed=7)
+    assert (twin / "model.pt").read_bytes() == (zero / "model.pt").read_bytes()
+    assert (twin / "spm.model").read_bytes() == (tiny_encoder / "spm.model").read_bytes()
+    assert (twin / "model.pt").read_bytes() != (tiny_encoder / "model.pt").read_bytes()

@@ -125,6 +125,13 @@ def test_the_demo_scores_selects_and_evaluates_the_random_twin_without_training_
         line = re.search(rf"marginmine {cmd} [^\n]*", r.stdout).group(0)
         assert "--encoder dan=results/demo/encoder dan-random=work/demo/encoders-random/dan" in line, line
     assert "nmt/dan-random-ratio" not in r.stdout
+    # the twin is built by the DAN's own trainer, untrained, from the DAN's own params (the workflow
+    # knows no encoder internals such as max_steps)
+    train = {m.group(1): m.group(0) for m in re.finditer(r"marginmine train-encoder [^\n]*--output (\S+) [^\n]*", r.stdout)}
+    dan, twin = train["results/demo/encoder"], train["work/demo/encoders-random/dan"]
+    params = [re.search(r"--params ('[^']*')", c).group(1) for c in (dan, twin)]
+    assert params[0] == params[1] and "--untrained" in twin and "--untrained" not in dan
+    assert "--max-minutes" in dan and "--max-minutes" not in twin
 
 
 @pytest.mark.parametrize("change,message", [

@@ -37,7 +37,8 @@ def cmd_train_encoder(args: argparse.Namespace) -> int:
         params["threads"] = args.threads
     out = Path(args.output)
     work = Path(args.workdir) if args.workdir else out
-    module.train(read_training_data(args.data), work, params, seed=args.seed, max_minutes=args.max_minutes)
+    module.train(read_training_data(args.data), work, params, seed=args.seed, max_minutes=args.max_minutes,
+                 untrained=args.untrained)
     if work != out:
         from marginmine.encoders.base import export_encoder
 
@@ -111,6 +112,8 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> N
     p.add_argument("--seed", type=int, default=SEED)
     p.add_argument("--max-minutes", type=float, default=None, help="wall-clock budget")
     p.add_argument("--threads", type=int, default=None, help="CPU threads for training")
+    p.add_argument("--untrained", action="store_true",
+                   help="the random-init twin: the same subwords and network, not trained (what training buys)")
     handlers["train-encoder"] = cmd_train_encoder
 
     p = sub.add_parser("embed", help="embed a text file (or TSV column) into a memory-mapped .npy")

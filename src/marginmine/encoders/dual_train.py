@@ -156,12 +156,14 @@ def _load_checkpoint(path: Path, cfg: dict[str, Any], seed: int) -> dict[str, An
 
 
 def train(data: Sequence[ParallelData], out_dir: Path, params: dict[str, Any], *, seed: int = SEED,
-          max_minutes: float | None = None) -> Path:
+          max_minutes: float | None = None, untrained: bool = False) -> Path:
     """Train (or resume training) a dual encoder on ``data``; returns the encoder directory.
 
     Stops after ``params["epochs"]`` epochs, ``params["max_steps"]`` steps or ``max_minutes`` of wall
     clock (checked between steps), whichever comes first; every stop writes a loadable encoder.
     """
+    if untrained:  # the random-init twin: same subwords and network, 0 steps (what training buys)
+        params = {**(params or {}), "max_steps": 0}
     t_start = time.monotonic()
     cfg = resolve_params(params)
     if not data:

@@ -111,13 +111,15 @@ def parse_fairseq_log(lines: Sequence[str]) -> dict[str, Any]:
 
 
 def train(data: Sequence[ParallelData], out_dir: Path, params: dict, *, seed: int = SEED,
-          max_minutes: float | None = None) -> Path:
+          max_minutes: float | None = None, untrained: bool = False) -> Path:
     """Learn the joint BPE, binarize, train with fairseq's LASER task, export ``out_dir``.
 
     Rerunning on the same ``out_dir`` resumes from ``work/checkpoints/checkpoint_last.pt`` (raise
     ``max_epoch`` to train further); ``max_minutes`` bounds this call's wall-clock time (fairseq's
     ``--stop-time-hours``, which counts cumulative training time, is set accordingly).
     """
+    if untrained:  # the random-init twin: fairseq cannot export an untrained model, so 1 update
+        params = {**(params or {}), "max_update": 1, "max_epoch": 1}
     import sentencepiece as spm
     import torch
 
