@@ -166,3 +166,58 @@ def test_the_top_level_seed_reaches_every_seeded_step(tmp_path: Path) -> None:
         assert re.search(rf"marginmine select [^\n]*--method random [^\n]*--seed {seed} ", out)
         assert re.search(rf"marginmine bucc-data [^\n]*--seed {seed} ", out)
         assert re.search(rf"marginmine train-encoder [^\n]*--seed {seed} ", out)
+
+
+def test_eq9_and_eq10_rescoring_from_the_definitions(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Yang et al. (2019) Sec. 6.1: s = phi / margin + phi; Eq. 9's margin averages the k-NN
+    similarities of x (among the batch's targets) and of y (among its sources), Eq. 10's is x's
+    alone - and Eq. 10 searches once."""
+    import marginmine.scoring.knn as knn_module
+    from marginmine.scoring import Batch
+    from marginmine.scoring.margin import unique_groups
+
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(40, 16))
+    y = x + 0.8 * rng.normal(size=(40, 16))
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    y /= np.linalg.norm(y, axis=1, keepdims=True)
+    src = [f"s{i % 35}" for i in range(40)]  # repeated sentences: neighbour lists hold distinct ones
+    tgt = [f"t{i}" for i in range(40)]
+    fx, gx = unique_groups(src)
+    fy, gy = unique_groups(tgt)
+    xu, yu = x[fx].astype(np.float32), y[fy].astype(np.float32)
+    k = 4
+    cos = np.einsum("ij,ij->i", xu[gx].astype(np.float64), yu[gy].astype(np.float64))
+    fwd = np.sort(xu.astype(np.float64) @ yu.T.astype(np.float64), axis=1)[:, -k:].mean(axis=1)[gx]
+    bwd = np.sort(yu.astype(np.float64) @ xu.T.astype(np.float64), axis=1)[:, -k:].mean(axis=1)[gy]
+    calls = []
+    real = knn_module.knn
+    monkeypatch.setattr(knn_module, "knn", lambda *a, **kw: calls.append(1) or real(*a, **kw))
+    got10 = make_kind("eq10").score(Batch(src, tgt, xu, yu, gx, gy))
+    assert len(calls) == 1  # one kNN search: the source side's
+    got9 = make_kind("eq9").score(Batch(src, tgt, xu, yu, gx, gy))
+    assert np.allclose(got9, cos / ((fwd + bwd) / 2) + cos, atol=1e-5)
+    assert np.allclose(got10, cos / fwd + cos, atol=1e-5)
+    ratio = make_kind("ratio").score(Batch(src, tgt, xu, yu, gx, gy))
+    assert np.allclose(got9, ratio + cos, atol=1e-5)  # Eq. 9 is the ratio margin plus the cosine
+
+
+
+def test_eq9_and_eq10_in_the_intrinsic_retrieval_evaluation() -> None:
+    """Forward retrieval by the best score among the k nearest neighbours, with hubs in the target
+    set (vectors close to every query, no one's translation): Eq. 9 penalises their dense
+    neighbourhood as the ratio margin does and retrieves fewer of them than cosine; Eq. 10's margin
+    is the query's own neighbourhood, the same for all of a query's candidates, so it ranks them
+    exactly as cosine does (it changes scores across queries - thresholds - not retrieval)."""
+    from marginmine.encoders.intrinsic import retrieval_error
+
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(300, 32))
+    y = x + 1.2 * rng.normal(size=(300, 32))
+    y = np.vstack([y, x.mean(axis=0)[None, :] * 8 + 0.5 * rng.normal(size=(30, 32))])  # 30 hubs
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    y /= np.linalg.norm(y, axis=1, keepdims=True)
+    x, y = x.astype(np.float32), y.astype(np.float32)
+    errors = {m: retrieval_error(x, y, m, 4) for m in ("absolute", "ratio", "eq9", "eq10")}
+    assert errors["eq9"] < errors["absolute"] - 0.02 and errors["ratio"] < errors["absolute"] - 0.02, errors
+    assert errors["eq10"] == errors["absolute"], errors

@@ -9,7 +9,8 @@ import logging
 from pathlib import Path
 from typing import Callable
 
-from marginmine.defaults import SEED
+from marginmine.defaults import K, SEED
+from marginmine.errors import MarginmineError
 from marginmine.cli.score import ALLOW_EMPTY_HELP
 
 log = logging.getLogger("marginmine")
@@ -76,7 +77,13 @@ def cmd_eval_encoder(args: argparse.Namespace) -> int:
     _torch_threads(args.threads)
     sets = [GoldSet(name, sl, tl, Path(a), Path(b), kind)
             for name, kind, sl, tl, a, b in (item.split(",") for item in args.set)]
-    rows = evaluate(load_encoder(args.encoder, args.device), sets, k=args.k, seed=args.seed)
+    from marginmine.scoring.margin import MARGINS
+
+    margins = [m for m in args.margins.split(",") if m]
+    unknown = [m for m in margins if m not in MARGINS]
+    if unknown or not margins:
+        raise MarginmineError(f"--margins: {unknown or 'none given'} (choose from {', '.join(MARGINS)})")
+    rows = evaluate(load_encoder(args.encoder, args.device), sets, k=args.k, seed=args.seed, margins=margins)
     info = read_manifest(args.encoder, verify=False).get("info", {})
     result = {"encoder": args.name, "dir": args.encoder, "info": info, "rows": rows}
     write_text(args.output, json.dumps(result, indent=1) + "\n")
@@ -134,11 +141,13 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> N
     p.add_argument("--name", required=True)
     p.add_argument("--set", action="append", required=True, metavar="NAME,KIND,SRC_LANG,TGT_LANG,SRC,TGT",
                    help="a gold set; KIND is tatoeba or alignment; repeatable")
-    p.add_argument("-k", type=int, default=4)
+    p.add_argument("-k", type=int, default=K, help="neighbours per sentence of the margins (default %(default)s)")
     p.add_argument("--seed", type=int, default=SEED)
     p.add_argument("--device", default="cpu")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     p.add_argument("--output", required=True, help="JSON")
+    p.add_argument("--margins", default="absolute,ratio",
+                   help="comma list: absolute (cosine), distance, ratio, eq9, eq10 (default: the paper's two)")
     handlers["eval-encoder"] = cmd_eval_encoder
 
     p = sub.add_parser("encoder-report", help="one TSV + Markdown table of encoder evaluations")

@@ -231,7 +231,7 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler], colu
     p.add_argument("--tgt", required=True)
     add_filter_settings(p, protect=False)
     p.add_argument("--encoder", required=True)
-    p.add_argument("--margin", default="ratio", choices=["absolute", "distance", "ratio"])
+    p.add_argument("--margin", default="ratio", choices=["absolute", "distance", "ratio", "eq9", "eq10"])
     p.add_argument("--retrieval", default="max", choices=["fwd", "bwd", "intersect", "max"])
     p.add_argument("--threshold", type=float, default=None, help="keep pairs scoring at least this")
     p.add_argument("--output", required=True, help="TSV sorted by score: src, tgt, score, src_line, tgt_line")

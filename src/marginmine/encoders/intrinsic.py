@@ -48,15 +48,17 @@ class GoldSet:
     kind: str = "tatoeba"  # or "alignment"
 
 
-def evaluate(encoder: SentenceEncoder, sets: Sequence[GoldSet], k: int = K, seed: int = SEED) -> list[dict[str, object]]:
-    """One row per (set, margin): error rates x->y, y->x and their average (in %)."""
+def evaluate(encoder: SentenceEncoder, sets: Sequence[GoldSet], k: int = K, seed: int = SEED,
+             margins: Sequence[str] = ("absolute", "ratio")) -> list[dict[str, object]]:
+    """One row per (set, margin): error rates x->y, y->x and their average (in %). ``margins``:
+    any of :data:`marginmine.scoring.margin.MARGINS` (the paper's table: cosine and ratio)."""
     rows: list[dict[str, object]] = []
     for g in sets:
         xs, ys = read_lines(g.src), read_lines(g.tgt)
         if len(xs) != len(ys):
             raise ValueError(f"{g.src} and {g.tgt} differ in length ({len(xs)} vs {len(ys)})")
         x, y = encoder.encode(xs, g.src_lang), encoder.encode(ys, g.tgt_lang)
-        for margin in ("absolute", "ratio"):
+        for margin in margins:
             if g.kind == "alignment":
                 e_xy = shuffled_recovery_error(x, y, margin, k, seed)
                 e_yx = shuffled_recovery_error(y, x, margin, k, seed + 1)

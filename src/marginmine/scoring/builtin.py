@@ -1,5 +1,7 @@
-"""The paper's scores (Artetxe & Schwenk 2019, Sec. 2) as score kinds: the ratio and distance
-margins over the k-NN neighbourhoods of a batch, and the plain cosine (the paper's ``absolute``).
+"""The built-in score kinds: the paper's (Artetxe & Schwenk 2019, Sec. 2) ratio and distance margins
+over the k-NN neighbourhoods of a batch and the plain cosine (the paper's ``absolute``), and the
+rescoring of Yang et al. (2019, BiDE+AM, Sec. 6.1): ``eq9`` = cos / margin + cos with the same
+two-sided margin, ``eq10`` with the source's neighbourhood alone (one kNN search per batch).
 Output is float32, computed exactly as the margins of :mod:`marginmine.scoring.margin`."""
 
 from __future__ import annotations
@@ -42,6 +44,26 @@ class Distance(_Neighbourhood):
     """cos(x, y) - mean k-NN similarity of x and y (CSLS is twice this)."""
 
     mines: ClassVar[str | None] = "distance"
+
+
+@register("eq9")
+@dataclass(frozen=True)
+class Eq9(_Neighbourhood):
+    """cos(x, y) / mean k-NN similarity of x and y + cos(x, y) (Yang et al. 2019, Eq. 9)."""
+
+    mines: ClassVar[str | None] = "eq9"
+
+
+@register("eq10")
+@dataclass(frozen=True)
+class Eq10(_Neighbourhood):
+    """cos(x, y) / mean k-NN similarity of x alone + cos(x, y) (Yang et al. 2019, Eq. 10): the
+    margin searches the source side only."""
+
+    mines: ClassVar[str | None] = "eq10"
+
+    def score(self, batch: Batch) -> np.ndarray:
+        return apply_margin(batch.cosine().astype(np.float64), batch.source_mean(self.k), "eq10")
 
 
 @register("cosine")

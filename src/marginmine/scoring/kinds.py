@@ -54,7 +54,7 @@ class Batch:
     gy: np.ndarray
     spec: IndexSpec = IndexSpec(kind="flat")
     _cos: np.ndarray | None = field(default=None, repr=False)
-    _avg: dict[int, np.ndarray] = field(default_factory=dict, repr=False)
+    _means: dict[tuple[str, int], np.ndarray] = field(default_factory=dict, repr=False)
 
     def __len__(self) -> int:
         return len(self.gx)
@@ -67,18 +67,31 @@ class Batch:
             self._cos = gathered_cosines(self.xu, self.yu, self.gx, self.gy)
         return self._cos
 
+    def side_mean(self, side: str, k: int) -> np.ndarray:
+        """float32 per distinct sentence of ``side`` (``src``: its k-NN among the batch's distinct
+        targets; ``tgt``: among the distinct sources): the mean similarity. One kNN search per side
+        and k, shared by every scorer."""
+        if (side, k) not in self._means:
+            from marginmine.scoring.knn import knn
+            from marginmine.scoring.margin import knn_mean
+
+            query, base = (self.xu, self.yu) if side == "src" else (self.yu, self.xu)
+            self._means[(side, k)] = knn_mean(knn(query, base, k, spec=self.spec)[0])
+        return self._means[(side, k)]
+
     def neighbourhood_mean(self, k: int) -> np.ndarray:
         """float64 per pair: the mean of its source's k-NN similarity (among the batch's distinct
         targets) and its target's (among the distinct sources), averaged - the margin's ``b``."""
-        if k not in self._avg:
-            from marginmine.scoring.margin import neighbourhoods
+        if len(self) == 0:
+            return np.zeros(0)
+        return (self.side_mean("src", k)[self.gx].astype(np.float64)
+                + self.side_mean("tgt", k)[self.gy].astype(np.float64)) / 2
 
-            if len(self) == 0:
-                self._avg[k] = np.zeros(0)
-            else:
-                nb = neighbourhoods(self.xu, self.yu, k, self.spec)
-                self._avg[k] = (nb.x_mean[self.gx].astype(np.float64) + nb.y_mean[self.gy].astype(np.float64)) / 2
-        return self._avg[k]
+    def source_mean(self, k: int) -> np.ndarray:
+        """float64 per pair: its source's k-NN similarity alone (a one-sided margin's ``b``)."""
+        if len(self) == 0:
+            return np.zeros(0)
+        return self.side_mean("src", k)[self.gx].astype(np.float64)
 
 
 class ScoreKind(Protocol):

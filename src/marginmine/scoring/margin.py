@@ -6,7 +6,9 @@ For a candidate pair (x, y)::
 
 with the margin functions ``absolute`` (a), ``distance`` (a - b) and ``ratio`` (a / b), where
 ``mean_k`` is the mean cosine of the k nearest neighbours of x among the target sentences
-(forward) and of y among the source sentences (backward). Pure array functions.
+(forward) and of y among the source sentences (backward). Yang et al. (2019, BiDE+AM) rescore with
+``a / b + a`` (``eq9``, their Eq. 9, the same b) and with the one-sided ``eq10`` (Eq. 10: b is the
+query sentence's own neighbourhood alone, so filtering needs one kNN search). Pure array functions.
 
 Two uses, as in LASER's ``mine_bitexts.py``:
 
@@ -29,7 +31,9 @@ import numpy as np
 from marginmine.scoring.knn import IndexSpec, knn
 
 Margin = Literal["absolute", "distance", "ratio"]
-MARGINS: tuple[str, ...] = ("absolute", "distance", "ratio")
+MARGINS: tuple[str, ...] = ("absolute", "distance", "ratio", "eq9", "eq10")
+#: margins whose neighbourhood is the query side's alone (Yang et al. 2019, Eq. 10: one kNN search)
+ONE_SIDED: frozenset[str] = frozenset({"eq10"})
 RETRIEVALS: tuple[str, ...] = ("fwd", "bwd", "intersect", "max")
 EXACT = IndexSpec(kind="flat")
 
@@ -42,6 +46,8 @@ def apply_margin(cos: np.ndarray, avg: np.ndarray, margin: str) -> np.ndarray:
         return np.asarray(cos - avg, dtype=np.float32)
     if margin == "ratio":
         return np.asarray(cos / avg, dtype=np.float32)
+    if margin in ("eq9", "eq10"):  # Yang et al. (2019), Eq. 9 / 10: cos / margin + cos
+        return np.asarray(cos / avg + cos, dtype=np.float32)
     raise ValueError(f"unknown margin {margin!r} (choose from {', '.join(MARGINS)})")
 
 
@@ -52,7 +58,10 @@ def knn_mean(similarities: np.ndarray) -> np.ndarray:
 
 def candidate_scores(x2y_sim: np.ndarray, x2y_ids: np.ndarray, x_mean: np.ndarray, y_mean: np.ndarray,
                      margin: str) -> np.ndarray:
-    """Margin scores of each source sentence's kNN candidates: shape like ``x2y_sim``."""
+    """Margin scores of each source sentence's kNN candidates: shape like ``x2y_sim``. One-sided
+    margins (``eq10``) use the query sentence's neighbourhood alone."""
+    if margin in ONE_SIDED:
+        return apply_margin(x2y_sim, np.broadcast_to(x_mean[:, None], x2y_sim.shape), margin)
     avg = (x_mean[:, None] + y_mean[x2y_ids]) / 2
     return apply_margin(x2y_sim, avg, margin)
 
@@ -66,7 +75,7 @@ def best_candidates(x: np.ndarray, y: np.ndarray, k: int, margin: str) -> tuple[
     x2y_sim, x2y_ids = knn(x, y, k)
     if margin == "absolute":
         return x2y_ids[:, 0], x2y_sim[:, 0]
-    y2x_sim, _ = knn(y, x, k)
+    y2x_sim = x2y_sim if margin in ONE_SIDED else knn(y, x, k)[0]  # one-sided: no backward search
     scores = candidate_scores(x2y_sim, x2y_ids, knn_mean(x2y_sim), knn_mean(y2x_sim), margin)
     best = np.argmax(scores, axis=1)
     rows = np.arange(len(x))
