@@ -287,3 +287,35 @@ def test_the_untrained_twin_is_the_trainers_own_zero_step_model(tiny_data, tiny_
     assert (twin / "model.pt").read_bytes() == (zero / "model.pt").read_bytes()
     assert (twin / "spm.model").read_bytes() == (tiny_encoder / "spm.model").read_bytes()
     assert (twin / "model.pt").read_bytes() != (tiny_encoder / "model.pt").read_bytes()
+
+
+def test_forward_only_loss_is_eq7_and_both_directions_eq7_plus_eq8() -> None:
+    """Yang et al. (2019): Eq. 7 ranks each source's translation among the batch's targets with an
+    additive margin; Eq. 8 the same from the targets; BiDE+AM averages both (directions 2)."""
+    import torch
+
+    g = torch.Generator().manual_seed(0)
+    x = torch.nn.functional.normalize(torch.randn(6, 8, generator=g), dim=1)
+    y = torch.nn.functional.normalize(torch.randn(6, 8, generator=g), dim=1)
+    s, m = 20.0, 0.3
+    sim = x @ y.T
+
+    def eq7(sim: torch.Tensor) -> float:
+        total = 0.0
+        for i in range(len(sim)):
+            pos = torch.exp(s * (sim[i, i] - m))
+            total -= float(torch.log(pos / (pos + torch.exp(s * sim[i]).sum() - torch.exp(s * sim[i, i]))))
+        return total / len(sim)
+
+    assert float(dual_model.in_batch_loss(x, y, s, m, directions=1)) == pytest.approx(eq7(sim), rel=1e-5)
+    assert float(dual_model.in_batch_loss(x, y, s, m)) == pytest.approx((eq7(sim) + eq7(sim.T)) / 2, rel=1e-5)
+
+
+def test_forward_only_training_keeps_the_sides(tiny_data, tmp_path: Path) -> None:
+    """directions 1 trains x->y only (the DE of the paper when margin is 0): a different model from
+    the default BiDE; an unknown value is refused."""
+    one = dual.train(tiny_data, tmp_path / "one", {**TINY, "directions": 1, "max_steps": 3}, seed=7)
+    two = dual.train(tiny_data, tmp_path / "two", {**TINY, "max_steps": 3}, seed=7)
+    assert (one / "model.pt").read_bytes() != (two / "model.pt").read_bytes()
+    with pytest.raises(EncoderError, match="directions must be 1"):
+        dual.train(tiny_data, tmp_path / "three", {**TINY, "directions": 3}, seed=7)

@@ -50,6 +50,7 @@ DEFAULTS: dict[str, Any] = {
     "epochs": 3,
     "margin": 0.3,
     "scale": 20.0,
+    "directions": 2,            # 2: both ranking directions, sides swapped at random (BiDE); 1: x->y only (DE)
     "max_steps": None,          # stop after this many steps in total (None: no limit)
     "checkpoint_minutes": 2.0,
     "log_seconds": 30.0,
@@ -91,8 +92,11 @@ def decays(cfg: dict[str, Any]) -> bool:
     return cfg["lr_schedule"] != "constant"
 
 
-def in_batch_loss(src_emb: torch.Tensor, tgt_emb: torch.Tensor, scale: float, margin: float) -> torch.Tensor:
-    """Additive-margin softmax over in-batch negatives, averaged over both directions.
+def in_batch_loss(src_emb: torch.Tensor, tgt_emb: torch.Tensor, scale: float, margin: float,
+                  directions: int = 2) -> torch.Tensor:
+    """Additive-margin softmax over in-batch negatives (Yang et al. 2019, Eq. 7), averaged over both
+    directions (Eq. 7 + 8, BiDE) or forward only (``directions=1``: x ranks its translation among
+    the batch's targets; with ``margin=0`` the DE of their Eq. 3).
 
     Row ``i`` of ``src_emb`` and ``tgt_emb`` is a translation pair (unit-norm rows). The logits are
     ``scale * (cos - margin)`` on the diagonal and ``scale * cos`` elsewhere.
@@ -100,6 +104,8 @@ def in_batch_loss(src_emb: torch.Tensor, tgt_emb: torch.Tensor, scale: float, ma
     sim = src_emb @ tgt_emb.T
     logits = scale * (sim - margin * torch.eye(sim.shape[0], dtype=sim.dtype, device=sim.device))
     labels = torch.arange(sim.shape[0], device=sim.device)
+    if directions == 1:
+        return F.cross_entropy(logits, labels)
     return 0.5 * (F.cross_entropy(logits, labels) + F.cross_entropy(logits.T, labels))
 
 

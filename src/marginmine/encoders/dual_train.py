@@ -54,6 +54,8 @@ def resolve_params(params: dict[str, Any] | None) -> dict[str, Any]:
         cfg["sort_window"] = 1 if cfg["arch"] == "dan" else 100
     if int(cfg["batch_size"]) < 2:
         raise EncoderError("dual-encoder batch_size must be >= 2 (in-batch negatives)")
+    if cfg["directions"] not in (1, 2):
+        raise EncoderError(f"dual-encoder directions must be 1 (x->y, no side swap) or 2, got {cfg['directions']!r}")
     return cfg
 
 
@@ -268,7 +270,7 @@ def _train_loop(model: nn.Module, opts: list[torch.optim.Optimizer], corpus: _Co
     if n_batches(n_pairs, bs) == 0:
         return "no_data"
     pair_len = np.maximum(corpus.lengths[corpus.left], corpus.lengths[corpus.right])
-    scale, margin = float(cfg["scale"]), float(cfg["margin"])
+    scale, margin, directions = float(cfg["scale"]), float(cfg["margin"]), int(cfg["directions"])
     max_steps = cfg["max_steps"]
     lr, schedule, warmup = float(cfg["lr"]), str(cfg["lr_schedule"]), int(cfg["warmup_steps"])
     last_step = int(cfg["epochs"]) * n_batches(n_pairs, bs)
@@ -288,12 +290,12 @@ def _train_loop(model: nn.Module, opts: list[torch.optim.Optimizer], corpus: _Co
             if budget is not None and time.monotonic() - t_start >= budget:
                 return "max_minutes"
             sel = batches[pos["batch"]]
-            sw = swap[sel]
+            sw = swap[sel] if directions == 2 else np.zeros(len(sel), bool)  # forward only: no swap
             a = np.where(sw, corpus.right[sel], corpus.left[sel])
             b = np.where(sw, corpus.left[sel], corpus.right[sel])
             flat, lengths = gather(corpus.flat, corpus.starts, corpus.lengths, np.concatenate([a, b]))
             emb = model(*model.inputs(flat, lengths))
-            loss = in_batch_loss(emb[:len(sel)], emb[len(sel):], scale, margin)
+            loss = in_batch_loss(emb[:len(sel)], emb[len(sel):], scale, margin, directions)
             step_lr = lr_at(pos["step"], lr, schedule, warmup, max_steps)
             for opt in opts:
                 opt.zero_grad(set_to_none=True)
