@@ -469,8 +469,8 @@ def composition_inputs(wildcards=None):
 
 
 def composition_density_args(wildcards, input, output):
-    if not density_scorers():
-        return ""
+    if not density_scorers():  # no margin + cosine scorer pair over one encoder: an empty table
+        return f"--density-tsv {shlex.quote(output.density)}"
     margin, kind, cosine = density_scorers()
     return (f"--pairs {_quoted(input.pairs)} --scores {_quoted(input.scores)} --margin {kind} "
             f"--margin-column {shlex.quote(margin)} --cosine-column {shlex.quote(cosine)} "

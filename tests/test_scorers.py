@@ -221,3 +221,15 @@ def test_eq9_and_eq10_in_the_intrinsic_retrieval_evaluation() -> None:
     errors = {m: retrieval_error(x, y, m, 4) for m in ("absolute", "ratio", "eq9", "eq10")}
     assert errors["eq9"] < errors["absolute"] - 0.02 and errors["ratio"] < errors["absolute"] - 0.02, errors
     assert errors["eq10"] == errors["absolute"], errors
+
+
+def test_without_a_cosine_scorer_composition_still_writes_its_density_table(tmp_path: Path) -> None:
+    def ratio_only(c: dict) -> None:
+        c["scorers"] = {"ratio": {"kind": "ratio"}}
+        c["selection"]["methods"] = ["ratio", "random"]
+        c["eval"]["extra"]["newstest2014"]["methods"] = ["ratio"]
+
+    r = plan(tmp_path, "config/demo.yaml", ratio_only, "demo")
+    assert r.returncode == 0, (r.stdout + r.stderr)[-2000:]
+    cmd = re.search(r"marginmine composition [^\n]*", r.stdout).group(0)
+    assert "--density-tsv results/demo/select/density.tsv" in cmd and "--scores" not in cmd

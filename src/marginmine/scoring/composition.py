@@ -162,6 +162,9 @@ def write_composition(rows: Sequence[Composition], tsv: str | Path, md: str | Pa
     for g in groups:
         lines.append("| " + " | ".join([g, *(f"{100 * r.share(g):.1f}" for r in rows)]) + " |")
     lines.append("| pairs | " + " | ".join(f"{r.pairs:,}" for r in rows) + " |")
+    if not density and density_tsv is not None:
+        lines += ["", "(No density table: it needs a ratio or distance scorer and a cosine scorer over one "
+                  "encoder; see density.tsv.)"]
     if density:
         corpus = sum(d.pairs for d in density)
         lines += ["", "## Why: how dense each group's neighbourhood is", "",
