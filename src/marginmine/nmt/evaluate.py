@@ -4,7 +4,7 @@
   beam-search them all with one model load (one start-up per system, not per set), restore the
   input order, decode the pieces. Exactly one hypothesis per source line (checked); empty source
   lines get an empty hypothesis without being decoded. Two decoders behind the same API:
-  ``ctranslate2`` (the default, 3.0x faster end to end: :mod:`marginmine.nmt.ctdecode`) and ``fairseq``
+  ``ctranslate2`` (the default, 2.67x faster end to end: :mod:`marginmine.nmt.ctdecode`) and ``fairseq``
   (one ``fairseq-generate`` call; ``--required-batch-size-multiple 1``: with fairseq's default of 8
   we measured 496 hypotheses for 500 sources).
 * :func:`score_bleu` - detokenised sacreBLEU (13a, mixed case; the number to report) and tokenised
