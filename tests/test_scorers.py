@@ -233,3 +233,34 @@ def test_without_a_cosine_scorer_composition_still_writes_its_density_table(tmp_
     assert r.returncode == 0, (r.stdout + r.stderr)[-2000:]
     cmd = re.search(r"marginmine composition [^\n]*", r.stdout).group(0)
     assert "--density-tsv results/demo/select/density.tsv" in cmd and "--scores" not in cmd
+
+
+def test_every_planned_marginmine_command_parses(real_data: Path, tmp_path: Path) -> None:
+    """Each marginmine call the demo and the paper configs plan is accepted by the CLI's own parser
+    (a rule passing two values after a one-value flag stopped a demo run at eval_filter)."""
+    import shlex
+
+    from marginmine.cli.main import build_parser
+
+    copy_workflow(tmp_path)
+    parser = build_parser()
+    seen = set()
+    for args, cwd in ((("demo", "--configfile", "config/demo.yaml", "--config", f"data_dir={real_data}"), tmp_path),
+                      (("results/bleu_10M.txt",), REPO)):  # the paper's config.yaml, planned where it lives
+        r = snakemake("-n", "-p", *args, cwd=cwd)
+        assert r.returncode == 0, r.stderr[-2000:]
+        for line in r.stdout.splitlines():
+            if "marginmine " not in line:
+                continue
+            line = line[line.index("marginmine "):]
+            for part in line.replace("(", " ").replace(")", " ").split("&&"):
+                part = part.split(" > ")[0].strip()
+                if not part.startswith("marginmine "):
+                    continue
+                argv = shlex.split(part)[1:]
+                try:
+                    parser.parse_args(argv)
+                except SystemExit:
+                    pytest.fail(f"the CLI refuses the planned command: {part}")
+                seen.add(argv[0])
+    assert {"score", "select", "eval-filter", "eval-mining", "train-encoder", "evaluate", "compare"} <= seen, seen

@@ -166,7 +166,7 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> N
     handlers["bucc-data"] = cmd_bucc_data
 
     p = sub.add_parser("eval-mining", help="P/R/F1 of every scorer x retrieval on the BUCC-style benchmark")
-    p.add_argument("--encoder", action="append", required=True, metavar="NAME=DIR",
+    p.add_argument("--encoder", nargs="+", action="extend", required=True, metavar="NAME=DIR",
                    help="an encoder the scorers name; repeatable")
     add_scorers(p)
     p.add_argument("--data", required=True, help="directory written by bucc-data")
@@ -178,7 +178,7 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> N
     handlers["eval-mining"] = cmd_eval_mining
 
     p = sub.add_parser("eval-filter", help="ROC-AUC / precision@N of every scorer vs BiCleaner/Zipporah")
-    p.add_argument("--encoder", action="append", default=[], metavar="NAME=DIR",
+    p.add_argument("--encoder", nargs="+", action="extend", default=[], metavar="NAME=DIR",
                    help="an encoder the scorers name (for --paracrawl); repeatable")
     add_scorers(p)
     p.add_argument("--paracrawl", default=None, help="ParaCrawl human-evaluation TSV (9 columns)")
