@@ -1,4 +1,4 @@
-"""Decoding: the two decoders of ``marginmine.evaluate.translate_files`` (one start-up for all
+"""Decoding: the two decoders of ``marginmine.nmt.evaluate.translate_files`` (one start-up for all
 sets) on the same trained demo system, each measured end to end in the same run: fairseq-generate,
 and CTranslate2 including the checkpoint's conversion (the system is copied to a temporary
 directory, so nothing is converted in advance). The decision this measured: CTranslate2 became the
@@ -25,14 +25,14 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
 from bench_nmt_curve import cpu_model  # noqa: E402
-from marginmine.evaluate import score_bleu  # noqa: E402
-from marginmine.nmt import load_manifest  # noqa: E402
-from marginmine.textio import read_lines  # noqa: E402
+from marginmine.nmt.evaluate import score_bleu  # noqa: E402
+from marginmine.nmt.train import load_manifest  # noqa: E402
+from marginmine.io.text import read_lines  # noqa: E402
 
 SETS = ("corpus/heldout.test", "corpus/heldout.dev", "eval/tatoeba", "eval/newstest2014")
 
 def run_ours(system: Path, jobs: list[tuple[str, str]], threads: int, beam: int, decoder: str) -> float:
-    code = ("import sys, json; sys.path.insert(0, %r); from marginmine.evaluate import translate_files; "
+    code = ("import sys, json; sys.path.insert(0, %r); from marginmine.nmt.evaluate import translate_files; "
             "translate_files(%r, json.loads(sys.argv[1]), beam=%d, threads=%d, decoder=%r)"
             % (str(REPO / "src"), str(system), beam, threads, decoder))
     t0 = time.monotonic()

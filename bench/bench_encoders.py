@@ -32,9 +32,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 sys.path.insert(0, str(REPO / "bench"))
 
-from marginmine.encoder import ParallelData, load_encoder, read_manifest  # noqa: E402
-from marginmine.encoders import dual, laser  # noqa: E402
-from marginmine.textio import read_lines  # noqa: E402
+from marginmine.encoders.base import ParallelData, load_encoder, read_manifest  # noqa: E402
+from marginmine.encoders import dual, dual_model, laser, laser_common  # noqa: E402
+from marginmine.io.text import read_lines  # noqa: E402
 from measure import measure_tree  # noqa: E402
 
 
@@ -57,12 +57,12 @@ def best_of(fn: Callable[[], Any], repeats: int = 2) -> float:
 
 
 def dual_bare(enc: dual.DualEncoder, sents: list[str]) -> Callable[[], Any]:
-    flat, lengths = dual.tokenize(enc.sp, sents, enc.max_len)
+    flat, lengths = dual_model.tokenize(enc.sp, sents, enc.max_len)
     order = np.argsort(lengths, kind="stable")
-    starts = dual._starts(lengths)
+    starts = dual_model.row_starts(lengths)
     batches = []
-    for part in dual.length_batches(lengths[order], enc.batch_size, enc.max_tokens):
-        sub, sub_len = dual.gather(flat, starts, lengths, order[part])
+    for part in dual_model.length_batches(lengths[order], enc.batch_size, enc.max_tokens):
+        sub, sub_len = dual_model.gather(flat, starts, lengths, order[part])
         batches.append(enc.model.inputs(sub, sub_len))
 
     def run() -> None:
@@ -90,7 +90,7 @@ def untrained_dual(out: Path, data: list[ParallelData], params: dict[str, Any]) 
 
 def one_update_laser(out: Path, data: list[ParallelData]) -> Path:
     if not (out / "encoder.json").exists():
-        laser.train(data, out, {**laser.PAPER_PARAMS, "bpe_vocab": 8000, "max_update": 1, "max_epoch": 1})
+        laser.train(data, out, {**laser_common.PAPER_PARAMS, "bpe_vocab": 8000, "max_update": 1, "max_epoch": 1})
     return out
 
 
@@ -159,7 +159,7 @@ def main() -> int:
                 fh.write(pool[i % len(pool)] + "\n")
     npy = work / "big.de.npy"
     npy.unlink(missing_ok=True)
-    wall, peak, rc = measure_tree([sys.executable, "-m", "marginmine.cli", "-q", "embed", "--encoder",
+    wall, peak, rc = measure_tree([sys.executable, "-m", "marginmine.cli.main", "-q", "embed", "--encoder",
                                    str(res / "encoder"), "--lang", "de", "--input", str(big), "--output", str(npy),
                                    "--threads", str(args.threads)])
     rss = {"sentences": args.rss_sentences, "output_mib": npy.stat().st_size / 2**20 if npy.exists() else None,

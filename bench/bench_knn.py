@@ -68,10 +68,10 @@ def main() -> int:
     import faiss
     import torch
 
-    from marginmine.encoder import load_encoder
-    from marginmine.knn import IndexSpec, build_index, knn, recall_at_k, search
-    from marginmine.margin import unique_groups
-    from marginmine.scoring import EncoderEmbeddings
+    from marginmine.encoders.base import load_encoder
+    from marginmine.scoring.knn import IndexSpec, build_index, knn, recall_at_k, search
+    from marginmine.scoring.margin import unique_groups
+    from marginmine.scoring.files import EncoderEmbeddings
 
     torch.set_num_threads(args.threads)
     faiss.omp_set_num_threads(args.threads)

@@ -25,8 +25,8 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
-from marginmine.evaluate import score_bleu, translate  # noqa: E402
-from marginmine.nmt import load_manifest, train_nmt  # noqa: E402
+from marginmine.nmt.evaluate import score_bleu, translate  # noqa: E402
+from marginmine.nmt.train import load_manifest, train_nmt  # noqa: E402
 
 
 def cpu_model() -> str:

@@ -30,11 +30,11 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 sys.path.insert(0, str(REPO / "bench"))
 
-from marginmine.langid import language_probs  # noqa: E402
-from marginmine.normalize import pair_key  # noqa: E402
-from marginmine.preprocess import InputSpec  # noqa: E402
-from marginmine.textio import ReadStats  # noqa: E402
-from marginmine.tokens import tokenize  # noqa: E402
+from marginmine.preprocess.langid import language_probs  # noqa: E402
+from marginmine.preprocess.normalize import pair_key  # noqa: E402
+from marginmine.preprocess.pipeline import InputSpec  # noqa: E402
+from marginmine.io.text import ReadStats  # noqa: E402
+from marginmine.preprocess.tokens import tokenize  # noqa: E402
 from measure import measure_tree  # noqa: E402
 
 
@@ -94,7 +94,7 @@ def main() -> int:
     comp = build_corpus(Path(args.data_dir), args.pairs, corpus)
     print(f"corpus: {comp}", flush=True)
 
-    cmd = [sys.executable, "-m", "marginmine.cli", "preprocess", "--src-lang", "en", "--tgt-lang", "de",
+    cmd = [sys.executable, "-m", "marginmine.cli.main", "preprocess", "--src-lang", "en", "--tgt-lang", "de",
            "--input", str(corpus), "--output", str(work / "kept.tsv"), "--rejects", str(work / "rejects.tsv"),
            "--ledger", str(work / "ledger.json"), "--workers", str(args.workers)]
     wall, peak_mb, rc = measure_tree(cmd)

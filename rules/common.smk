@@ -9,7 +9,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from marginmine.shard import shard_ids
+from marginmine.preprocess.shard import shard_ids
 
 # `marginmine` comes from the environment snakemake runs in (make puts .venv/bin on PATH).
 if shutil.which("marginmine") is None:
@@ -265,17 +265,17 @@ def encoder_name(encdir):
     return _NAME_OF_DIR[encdir]
 
 
-def encoder_model(encdir):
-    """The models: entry of an encoder directory. Random-init twins: same network and subwords,
-    no training (dual: 0 steps; laser: 1 update, as fairseq cannot export an untrained model)."""
+def is_twin(encdir):
+    """A random-init twin: the same network and subwords as its encoder, built untrained by the
+    encoder's own trainer (train-encoder --untrained)."""
     name = encoder_name(encdir)
-    if name.endswith("-random") and name not in ENC["models"]:
-        model = dict(ENC["models"][name.removesuffix("-random")])
-        untrained = {"max_update": 1, "max_epoch": 1} if model["kind"] == "laser" else {"max_steps": 0}
-        model["params"] = {**model.get("params", {}), **untrained}
-        model["max_minutes"] = None
-        return model
-    return ENC["models"][name]
+    return name.endswith("-random") and name not in ENC["models"]
+
+
+def encoder_model(encdir):
+    """The models: entry of an encoder directory (a twin's is its encoder's)."""
+    name = encoder_name(encdir)
+    return ENC["models"][name.removesuffix("-random") if is_twin(encdir) else name]
 
 
 def encoder_params_json(encdir):
@@ -283,12 +283,12 @@ def encoder_params_json(encdir):
 
 
 def encoder_budget_arg(encdir):
-    minutes = encoder_model(encdir).get("max_minutes")
+    minutes = None if is_twin(encdir) else encoder_model(encdir).get("max_minutes")
     return f"--max-minutes {minutes}" if minutes else ""
 
 
 def encoder_runtime(encdir):
-    minutes = encoder_model(encdir).get("max_minutes")
+    minutes = None if is_twin(encdir) else encoder_model(encdir).get("max_minutes")
     return int(minutes * 1.5 + 15) if minutes else 7 * 24 * 60
 
 
@@ -345,7 +345,7 @@ def bleu_targets():
 
 # --- scorers, selection and the scorers' evaluations ---------------------------------------
 # A scorer (config `scorers:`) is a name, an encoder and a score kind registered in the package
-# (marginmine.scorers; `plugins:` modules register more). Each encoder a scorer uses is embedded;
+# (marginmine.scoring; `plugins:` modules register more). Each encoder a scorer uses is embedded;
 # its scorers share one self-describing score file per shard (a header names the columns).
 
 SCORING = config["scoring"]
@@ -359,7 +359,7 @@ SCORERS = {name: {**s, "encoder": s.get("encoder", DEFAULT_ENCODER)} for name, s
 def _check_scorers():
     """Plan-time errors naming the config key: an unknown encoder, kind or param, a method that
     names no scorer."""
-    from marginmine.scorers import BUILTIN_METHODS, load_plugins, make_kind
+    from marginmine.scoring import BUILTIN_METHODS, load_plugins, make_kind
 
     load_plugins(PLUGINS)
     for name, s in SCORERS.items():
@@ -469,8 +469,8 @@ def composition_inputs(wildcards=None):
 
 
 def composition_density_args(wildcards, input, output):
-    if not density_scorers():
-        return ""
+    if not density_scorers():  # no margin + cosine scorer pair over one encoder: an empty table
+        return f"--density-tsv {shlex.quote(output.density)}"
     margin, kind, cosine = density_scorers()
     return (f"--pairs {_quoted(input.pairs)} --scores {_quoted(input.scores)} --margin {kind} "
             f"--margin-column {shlex.quote(margin)} --cosine-column {shlex.quote(cosine)} "
@@ -502,7 +502,7 @@ EXTRA_EVAL = list(config["eval"].get("extra", {}))
 
 def _method_seeds():
     """Training seeds per selection method (nmt.seeds, nmt.method_seeds overriding), validated."""
-    from marginmine.significance import validate_seeds
+    from marginmine.nmt.significance import validate_seeds
 
     default = validate_seeds(NMT["seeds"], "nmt.seeds")
     overrides = NMT.get("method_seeds", {})

@@ -1,6 +1,6 @@
 # The HTML report (`snakemake --report results/<exp>/report.html report_figures`, or `make report`):
 # figures and tables of the preprocessing ledger, the selections' score histograms, the result
-# tables, and wall time / throughput per rule from the benchmark files. Logic: marginmine.report.
+# tables, and wall time / throughput per rule from the benchmark files. Logic: marginmine.report.figures.
 
 report: "../docs/report/workflow.rst"
 

@@ -7,7 +7,7 @@ from typing import Sequence
 
 import numpy as np
 
-from marginmine.encoder import l2_normalize
+from marginmine.encoders.base import l2_normalize
 
 
 class TrigramEncoder:

@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from marginmine.cleanmix import hold_out, origin_lines, quotas
-from marginmine.cli import main
-from marginmine.democorpus import build_demo_corpus
-from marginmine.textio import read_label_rows
+from marginmine.data.cleanmix import hold_out, origin_lines, quotas
+from marginmine.cli.main import main
+from marginmine.data.democorpus import build_demo_corpus
+from marginmine.io.text import read_label_rows
 from marginmine.errors import MarginmineError
-from marginmine.leakage import overlap_report
-from marginmine.normalize import sentence_key
+from marginmine.preprocess.leakage import overlap_report
+from marginmine.preprocess.normalize import sentence_key
 
 from conftest import data_dir
 

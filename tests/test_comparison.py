@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 import sacrebleu
 
-from marginmine.cli import main
-from marginmine.comparison import headline_text, read_run
+from marginmine.cli.main import main
+from marginmine.nmt.comparison import headline_text, read_run
 from marginmine.errors import InputError
-from marginmine.significance import SEED_TABLE_HEADER
+from marginmine.nmt.significance import SEED_TABLE_HEADER
 
 from conftest import data_dir
 

@@ -1,4 +1,4 @@
-"""Selection composition by the corpus' pair labels (marginmine.composition)."""
+"""Selection composition by the corpus' pair labels (marginmine.scoring.composition)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from marginmine.cli import main
-from marginmine.composition import (UNLABELLED, Composition, count_groups, read_groups, selection_ids,
+from marginmine.cli.main import main
+from marginmine.scoring.composition import (UNLABELLED, Composition, count_groups, read_groups, selection_ids,
                                     selection_name, write_composition)
 from marginmine.errors import InputError
 
@@ -82,7 +82,7 @@ def test_cli_on_real_selections_counts_every_pair(tmp_path: Path) -> None:
 
 def test_density_recovers_the_neighbourhood_mean_from_the_score_columns(tmp_path: Path) -> None:
     """ratio = cos / nb, so nb = cos / ratio; distance = cos - nb, so nb = cos - distance."""
-    from marginmine.composition import group_density
+    from marginmine.scoring.composition import group_density
 
     (tmp_path / "labels.tsv").write_text(LABELS, encoding="utf-8")
     groups = read_groups(tmp_path / "labels.tsv")
@@ -112,3 +112,12 @@ def test_density_recovers_the_neighbourhood_mean_from_the_score_columns(tmp_path
                  str(tmp_path / "d.tsv"), "--tsv", str(tmp_path / "c.tsv"), "--md", str(tmp_path / "c.md")]) == 0
     assert "| clean:multi30k | 25.0 | 0.900 | 0.850 | 50.0 |" in (tmp_path / "c.md").read_text()
     assert (tmp_path / "d.tsv").read_text().splitlines()[0] == "group\tpairs\tcorpus_share\tmean_cosine\tmean_knn_similarity"
+
+
+def test_without_a_margin_and_cosine_scorer_the_density_table_is_empty_and_says_why(tmp_path: Path) -> None:
+    (tmp_path / "labels.tsv").write_text(LABELS, encoding="utf-8")
+    sel = write_selection(tmp_path / "ratio.2.tsv.gz", ["m30k-train:1", "tatoeba-deu-eng:5"])
+    assert main(["composition", "--labels", str(tmp_path / "labels.tsv"), "--selections", str(sel), "--density-tsv",
+                 str(tmp_path / "d.tsv"), "--tsv", str(tmp_path / "c.tsv"), "--md", str(tmp_path / "c.md")]) == 0
+    assert (tmp_path / "d.tsv").read_text().splitlines() == ["group\tpairs\tcorpus_share\tmean_cosine\tmean_knn_similarity"]
+    assert "No density table: it needs a ratio or distance scorer and a cosine scorer" in (tmp_path / "c.md").read_text()

@@ -6,8 +6,8 @@ import random
 
 import numpy as np
 
-from marginmine.dedup import DuplicateFinder, first_occurrence_dups, _to_records
-from marginmine.normalize import pair_key
+from marginmine.preprocess.dedup import DuplicateFinder, first_occurrence_dups, _to_records
+from marginmine.preprocess.normalize import pair_key
 
 
 def brute_force(keys: list[bytes]) -> np.ndarray:
@@ -53,7 +53,7 @@ def test_fast_path_normalisation_equals_full_normalisation() -> None:
     import re
     import unicodedata
 
-    from marginmine.normalize import clean_text, match_form
+    from marginmine.preprocess.normalize import clean_text, match_form
 
     ws = re.compile(r"\s+")
     for t in ["a  b", " a", "a\tb", "\ufb01 x", "a\u00a0b", "plain text.", "a\nb", "a\x1cb", "a\x0bb", "x ", "",

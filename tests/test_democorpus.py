@@ -1,4 +1,4 @@
-"""Tests for marginmine.democorpus on the real shared data (small scale) and on toy lists."""
+"""Tests for marginmine.data.democorpus on the real shared data (small scale) and on toy lists."""
 
 from __future__ import annotations
 
@@ -10,20 +10,13 @@ from pathlib import Path
 
 import pytest
 
-import marginmine.democorpus as dc
-from marginmine.democorpus import (
-    DemoPair,
-    build_demo_corpus,
-    make_misaligned,
-    protected_sets,
-    tatoeba_pairs,
-    tatoeba_split,
-    truncate_words,
-    whitespace_variant,
-)
+import marginmine.data.demo_sources as dc
+from marginmine.data.demo_noise import make_misaligned, truncate_words, whitespace_variant
+from marginmine.data.demo_sources import DemoPair, protected_sets, tatoeba_pairs, tatoeba_split
+from marginmine.data.democorpus import build_demo_corpus
 from marginmine.errors import InputError, MarginmineError
-from marginmine.leakage import overlap_report
-from marginmine.normalize import match_form
+from marginmine.preprocess.leakage import overlap_report, protected_index
+from marginmine.preprocess.normalize import match_form, sentence_key
 
 from conftest import data_dir
 
@@ -218,8 +211,8 @@ def test_overlap_report_finds_one_newstest2014_sentence(tmp_path):
 def test_guard_drops_protected_and_encoder_share_sentences():
     en, de = tatoeba_pairs(DATA)
     _, enc = tatoeba_split(en, de)
-    guard = dc._Guard(dc.protected_index(protected_sets(DATA)),
-                      frozenset(dc.sentence_key(x) for i in enc[:50] for x in (en[i], de[i])))
+    guard = dc.Guard(protected_index(protected_sets(DATA)),
+                      frozenset(sentence_key(x) for i in enc[:50] for x in (en[i], de[i])))
     test_en = (DATA / "wmt-newstest-ende" / "newstest2014.en").read_text(encoding="utf-8").split("\n")[7]
     pairs = [DemoPair("a", test_en, "Etwas.", "x", "clean"),
              DemoPair("b", en[enc[3]] + " ", "Etwas anderes.", "x", "clean"),
@@ -296,7 +289,9 @@ def test_make_misaligned_is_a_derangement_within_origin():
 
 
 def test_noise_share_below_half_is_an_error(tmp_path, monkeypatch):
-    monkeypatch.setattr(dc, "NOISE_SIZES", {k: 1 for k in dc.NOISE_SIZES})
+    import marginmine.data.democorpus as build  # where the build reads it
+
+    monkeypatch.setattr(build, "NOISE_SIZES", {k: 1 for k in dc.NOISE_SIZES})
     with pytest.raises(MarginmineError, match="noise share"):
         build_demo_corpus(DATA, tmp_path / "c.tsv", tmp_path / "l.tsv", scale=SCALE)
     assert not (tmp_path / "c.tsv").exists()

@@ -1,4 +1,4 @@
-"""Tests for marginmine.download against a local HTTP server on 127.0.0.1."""
+"""Tests for marginmine.data.download against a local HTTP server on 127.0.0.1."""
 
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-import marginmine.download as dl
-from marginmine.download import download, file_sha256
+import marginmine.data.download as dl
+from marginmine.data.download import download, file_sha256
 from marginmine.errors import DownloadError, MarginmineError
 
 PAYLOAD = random.Random(20240611).randbytes(3 * 1024 * 1024 + 4321)
@@ -284,7 +284,7 @@ def test_transient_status_then_success(
     server: ServerState, tmp_path: Path, status: int, caplog: pytest.LogCaptureFixture
 ) -> None:
     server.fail_requests, server.fail_status = 2, status
-    caplog.set_level(logging.INFO, logger="marginmine.download")
+    caplog.set_level(logging.INFO, logger="marginmine.data.download")
     dest = download(server.file_url, tmp_path / "payload.bin", sha256=SHA, **FAST)
     assert dest.read_bytes() == PAYLOAD
     assert len(server.requests) == 3
@@ -463,7 +463,7 @@ def test_progress_counts_resumed_bytes(server: ServerState, tmp_path: Path) -> N
 
 def test_logging(server: ServerState, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     server.drop_requests = 1
-    caplog.set_level(logging.INFO, logger="marginmine.download")
+    caplog.set_level(logging.INFO, logger="marginmine.data.download")
     download(server.file_url, tmp_path / "payload.bin", **FAST)
     infos = [r.getMessage() for r in caplog.records if r.levelno == logging.INFO]
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 import torch
 
-from marginmine.encoder import EncoderError, ParallelData, SentenceEncoder, load_encoder
-from marginmine.encoders import dual
+from marginmine.encoders.base import EncoderError, ParallelData, SentenceEncoder, load_encoder
+from marginmine.encoders import dual, dual_model, dual_train
 
 TINY = {"vocab_size": 200, "spm_sample": 2000, "buckets": 4096, "emb_dim": 32, "hidden": 32, "dim": 16,
         "d_model": 32, "ffn": 64, "heads": 2, "batch_size": 32, "epochs": 2, "threads": 1, "max_len": 32}
@@ -29,39 +29,39 @@ def test_in_batch_loss_hand_computed() -> None:
     rows = [math.log(1 + math.exp(-3)), math.log(1 + math.exp(1))]      # src -> tgt (rows)
     cols = [math.log(1 + math.exp(5)), math.log(1 + math.exp(-7))]      # tgt -> src (columns)
     expected = 0.5 * (sum(rows) / 2 + sum(cols) / 2)
-    got = dual.in_batch_loss(src, tgt, scale=10.0, margin=0.3)
+    got = dual_model.in_batch_loss(src, tgt, scale=10.0, margin=0.3)
     assert got.item() == pytest.approx(expected, rel=1e-6)
     # no margin: logits 10 * cos
     rows0 = [math.log(1 + math.exp(-6)), math.log(1 + math.exp(-2))]
     cols0 = [math.log(1 + math.exp(2)), math.log(1 + math.exp(-10))]
     expected0 = 0.5 * (sum(rows0) / 2 + sum(cols0) / 2)
-    assert dual.in_batch_loss(src, tgt, 10.0, 0.0).item() == pytest.approx(expected0, rel=1e-6)
+    assert dual_model.in_batch_loss(src, tgt, 10.0, 0.0).item() == pytest.approx(expected0, rel=1e-6)
 
 
 def test_margin_increases_loss_and_loss_is_symmetric() -> None:
     g = torch.Generator().manual_seed(0)
     a = torch.nn.functional.normalize(torch.randn(8, 5, generator=g), dim=1)
     b = torch.nn.functional.normalize(torch.randn(8, 5, generator=g), dim=1)
-    assert dual.in_batch_loss(a, b, 20.0, 0.3) > dual.in_batch_loss(a, b, 20.0, 0.0)
-    swapped = dual.in_batch_loss(b, a, 20.0, 0.3).item()
-    assert dual.in_batch_loss(a, b, 20.0, 0.3).item() == pytest.approx(swapped)
+    assert dual_model.in_batch_loss(a, b, 20.0, 0.3) > dual_model.in_batch_loss(a, b, 20.0, 0.0)
+    swapped = dual_model.in_batch_loss(b, a, 20.0, 0.3).item()
+    assert dual_model.in_batch_loss(a, b, 20.0, 0.3).item() == pytest.approx(swapped)
 
 
 def test_bigram_hash_is_deterministic_in_range_and_ordered() -> None:
     a = np.arange(1000)
     b = (np.arange(1000) * 7) % 1000
-    h = dual.bigram_hash(a, b, 1 << 10)
+    h = dual_model.bigram_hash(a, b, 1 << 10)
     assert h.min() >= 0 and h.max() < 1 << 10
-    assert np.array_equal(h, dual.bigram_hash(a, b, 1 << 10))
+    assert np.array_equal(h, dual_model.bigram_hash(a, b, 1 << 10))
     assert len(np.unique(h)) > 500                       # spreads over the buckets
-    assert (dual.bigram_hash(a, b, 1 << 18) != dual.bigram_hash(b, a, 1 << 18)).mean() > 0.99
+    assert (dual_model.bigram_hash(a, b, 1 << 18) != dual_model.bigram_hash(b, a, 1 << 18)).mean() > 0.99
 
 
 def test_dan_bags_offsets_bigrams_and_empty_sentence() -> None:
     flat = np.array([5, 6, 7, 8], dtype=np.int32)
     lengths = np.array([3, 0, 1])
-    ids, offsets = dual.dan_bags(flat, lengths, vocab=10, buckets=16)
-    h = dual.bigram_hash(np.array([5, 6]), np.array([6, 7]), 16)
+    ids, offsets = dual_model.dan_bags(flat, lengths, vocab=10, buckets=16)
+    h = dual_model.bigram_hash(np.array([5, 6]), np.array([6, 7]), 16)
     assert ids.tolist() == [5, 6, 7, 10 + h[0], 10 + h[1], 8]
     assert offsets.tolist() == [0, 5, 5]
     bag = torch.nn.EmbeddingBag(26, 3, mode="mean")
@@ -75,53 +75,53 @@ def test_dan_bags_offsets_bigrams_and_empty_sentence() -> None:
 def test_pad_ids_and_gather() -> None:
     flat = np.array([5, 6, 7, 8, 9], dtype=np.int32)
     lengths = np.array([3, 0, 2])
-    assert dual.pad_ids(flat, lengths, pad=99).tolist() == [[5, 6, 7], [99, 99, 99], [8, 9, 99]]
-    sub, sub_len = dual.gather(flat, np.array([0, 3, 3]), lengths, np.array([2, 0, 1, 2]))
+    assert dual_model.pad_ids(flat, lengths, pad=99).tolist() == [[5, 6, 7], [99, 99, 99], [8, 9, 99]]
+    sub, sub_len = dual_model.gather(flat, np.array([0, 3, 3]), lengths, np.array([2, 0, 1, 2]))
     assert sub.tolist() == [8, 9, 5, 6, 7, 8, 9] and sub_len.tolist() == [2, 3, 0, 2]
-    assert dual.pad_ids(np.zeros(0, np.int32), np.array([0, 0]), pad=1).tolist() == [[1], [1]]
+    assert dual_model.pad_ids(np.zeros(0, np.int32), np.array([0, 0]), pad=1).tolist() == [[1], [1]]
 
 
 def test_length_batches_respect_both_limits() -> None:
     lengths = np.array([0, 1, 2, 2, 3, 5, 8, 100])
-    batches = dual.length_batches(lengths, max_sentences=3, max_tokens=10)
+    batches = dual_model.length_batches(lengths, max_sentences=3, max_tokens=10)
     assert [(b.start, b.stop) for b in batches] == [(0, 3), (3, 5), (5, 6), (6, 7), (7, 8)]
     for b in batches:
         assert b.stop - b.start == 1 or (b.stop - b.start) * lengths[b.stop - 1] <= 10
-    assert dual.length_batches(np.zeros(0, np.int64), 4, 10) == []
+    assert dual_model.length_batches(np.zeros(0, np.int64), 4, 10) == []
 
 
 def test_epoch_order_depends_only_on_seed_and_epoch() -> None:
-    p1, s1 = dual.epoch_order(3, 1, 50)
-    p2, s2 = dual.epoch_order(3, 1, 50)
+    p1, s1 = dual_model.epoch_order(3, 1, 50)
+    p2, s2 = dual_model.epoch_order(3, 1, 50)
     assert np.array_equal(p1, p2) and np.array_equal(s1, s2)
     assert sorted(p1.tolist()) == list(range(50))
-    assert not np.array_equal(p1, dual.epoch_order(3, 2, 50)[0])
+    assert not np.array_equal(p1, dual_model.epoch_order(3, 2, 50)[0])
 
 
 def test_epoch_batches_cover_pairs_and_sort_windows() -> None:
     lengths = np.random.default_rng(0).integers(1, 40, size=103)
-    plain, swap = dual.epoch_batches(5, 0, lengths, 10, sort_window=1)
+    plain, swap = dual_model.epoch_batches(5, 0, lengths, 10, sort_window=1)
     assert len(plain) == 10 and all(len(b) == 10 for b in plain)
     assert len(set(np.concatenate(plain).tolist())) == 100 and swap.dtype == bool
-    assert np.array_equal(np.concatenate(plain), dual.epoch_order(5, 0, 103)[0][:100])
-    sorted_, _ = dual.epoch_batches(5, 0, lengths, 10, sort_window=5)
+    assert np.array_equal(np.concatenate(plain), dual_model.epoch_order(5, 0, 103)[0][:100])
+    sorted_, _ = dual_model.epoch_batches(5, 0, lengths, 10, sort_window=5)
     assert sorted(np.concatenate(sorted_).tolist()) == sorted(np.concatenate(plain).tolist())
     spread = lambda bs: np.mean([np.ptp(lengths[b]) for b in bs])  # noqa: E731
     assert spread(sorted_) < spread(plain) / 2                       # less padding
-    small, _ = dual.epoch_batches(5, 0, lengths[:7], 10, sort_window=5)
+    small, _ = dual_model.epoch_batches(5, 0, lengths[:7], 10, sort_window=5)
     assert len(small) == 1 and sorted(small[0].tolist()) == list(range(7))
-    assert dual.epoch_batches(5, 0, lengths[:1], 10, sort_window=1)[0] == []
+    assert dual_model.epoch_batches(5, 0, lengths[:1], 10, sort_window=1)[0] == []
 
 
 def test_unknown_params_are_refused() -> None:
     with pytest.raises(EncoderError, match="batchsize"):
-        dual.resolve_params({"batchsize": 5})
+        dual_train.resolve_params({"batchsize": 5})
     with pytest.raises(EncoderError, match="arch"):
-        dual.resolve_params({"arch": "cnn"})
+        dual_train.resolve_params({"arch": "cnn"})
 
 
 def test_lr_schedules_warm_up_then_decay_to_zero_at_max_steps() -> None:
-    lr = dual.lr_at
+    lr = dual_model.lr_at
     assert [lr(s, 1.0, "constant", 0, None) for s in (0, 10, 10**6)] == [1.0, 1.0, 1.0]
     assert [lr(s, 2.0, "constant", 4, None) for s in (0, 1, 3, 4)] == [0.5, 1.0, 2.0, 2.0]
     # warm-up 10 steps to 1.0, then linear from 1.0 (step 10) to 0 (step 110)
@@ -134,9 +134,9 @@ def test_lr_schedules_warm_up_then_decay_to_zero_at_max_steps() -> None:
     with pytest.raises(EncoderError, match="max_steps"):
         lr(5, 1.0, "linear", 0, None)
     with pytest.raises(EncoderError, match="max_steps"):
-        dual.resolve_params({"lr_schedule": "cosine"})
+        dual_train.resolve_params({"lr_schedule": "cosine"})
     with pytest.raises(EncoderError, match="lr_schedule"):
-        dual.resolve_params({"lr_schedule": "step", "max_steps": 10})
+        dual_train.resolve_params({"lr_schedule": "step", "max_steps": 10})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -222,7 +222,7 @@ def test_resume_continues_from_checkpoint(tiny_encoder: Path, tiny_data, tmp_pat
     load_encoder(out)                                                      # an interrupted run is usable
     assert torch.load(out / "checkpoints" / "last.pt", weights_only=True)["step"] == 5
 
-    with caplog.at_level("INFO", logger="marginmine.encoders.dual"):
+    with caplog.at_level("INFO", logger="marginmine.encoders.dual_train"):
         dual.train(tiny_data, out, TINY, seed=7)
     assert "resuming" in caplog.text and "at step 5 " in caplog.text
     info = json.loads((out / "encoder.json").read_text())["info"]
@@ -242,7 +242,7 @@ def test_scheduled_run_resumes_identically_and_keeps_its_end(tiny_data, tmp_path
 
     # stop mid-schedule through the time budget: a clock that jumps after a number of readings
     out, calls = tmp_path / "parts", iter(range(10**6))
-    monkeypatch.setattr(dual.time, "monotonic", lambda: 0.0 if next(calls) < 20 else 1e9)
+    monkeypatch.setattr(dual_train.time, "monotonic", lambda: 0.0 if next(calls) < 20 else 1e9)
     dual.train(tiny_data, out, sched, seed=7, max_minutes=1.0)
     monkeypatch.undo()
     stopped = json.loads((out / "encoder.json").read_text())["info"]
@@ -252,10 +252,10 @@ def test_scheduled_run_resumes_identically_and_keeps_its_end(tiny_data, tmp_path
     with pytest.raises(EncoderError, match="decays to 0 at max_steps"):  # the decay's end is fixed
         dual.train(tiny_data, out, {**sched, "max_steps": 30}, seed=7)
     with pytest.raises(EncoderError, match="warmup_steps"):
-        dual.resolve_params({**sched, "warmup_steps": 20})
+        dual_train.resolve_params({**sched, "warmup_steps": 20})
     random_init = dual.train(tiny_data, tmp_path / "random", {**sched, "max_steps": 0}, seed=7)   # the twin
     assert json.loads((random_init / "encoder.json").read_text())["info"]["steps"] == 0
-    with caplog.at_level("WARNING", logger="marginmine.encoders.dual"):
+    with caplog.at_level("WARNING", logger="marginmine.encoders.dual_train"):
         dual.train(tiny_data, tmp_path / "short", {**sched, "epochs": 1}, seed=7)   # 12 steps < 20
     assert "will not decay to 0" in caplog.text
 
@@ -277,3 +277,45 @@ def test_other_architectures_train_and_encode(arch: str, tiny_data, tmp_path: Pa
     assert emb.shape == (3, 16) and np.allclose(np.linalg.norm(emb, axis=1), 1.0, atol=1e-5)
     for i, s in enumerate(sents):                                         # padding does not change a sentence
         assert np.allclose(enc.encode([s], "de")[0], emb[i], atol=1e-5)
+
+
+def test_the_untrained_twin_is_the_trainers_own_zero_step_model(tiny_data, tiny_encoder: Path, tmp_path: Path) -> None:
+    """train-encoder --untrained (the workflow's random-init baseline): the trainer builds the same
+    subwords and network and takes no step - the model of max_steps 0, not the trained one."""
+    twin = dual.train(tiny_data, tmp_path / "twin", TINY, seed=7, untrained=True)
+    zero = dual.train(tiny_data, tmp_path / "zero", {**TINY, "max_steps": 0}, seed=7)
+    assert (twin / "model.pt").read_bytes() == (zero / "model.pt").read_bytes()
+    assert (twin / "spm.model").read_bytes() == (tiny_encoder / "spm.model").read_bytes()
+    assert (twin / "model.pt").read_bytes() != (tiny_encoder / "model.pt").read_bytes()
+
+
+def test_forward_only_loss_is_eq7_and_both_directions_eq7_plus_eq8() -> None:
+    """Yang et al. (2019): Eq. 7 ranks each source's translation among the batch's targets with an
+    additive margin; Eq. 8 the same from the targets; BiDE+AM averages both (directions 2)."""
+    import torch
+
+    g = torch.Generator().manual_seed(0)
+    x = torch.nn.functional.normalize(torch.randn(6, 8, generator=g), dim=1)
+    y = torch.nn.functional.normalize(torch.randn(6, 8, generator=g), dim=1)
+    s, m = 20.0, 0.3
+    sim = x @ y.T
+
+    def eq7(sim: torch.Tensor) -> float:
+        total = 0.0
+        for i in range(len(sim)):
+            pos = torch.exp(s * (sim[i, i] - m))
+            total -= float(torch.log(pos / (pos + torch.exp(s * sim[i]).sum() - torch.exp(s * sim[i, i]))))
+        return total / len(sim)
+
+    assert float(dual_model.in_batch_loss(x, y, s, m, directions=1)) == pytest.approx(eq7(sim), rel=1e-5)
+    assert float(dual_model.in_batch_loss(x, y, s, m)) == pytest.approx((eq7(sim) + eq7(sim.T)) / 2, rel=1e-5)
+
+
+def test_forward_only_training_keeps_the_sides(tiny_data, tmp_path: Path) -> None:
+    """directions 1 trains x->y only (the DE of the paper when margin is 0): a different model from
+    the default BiDE; an unknown value is refused."""
+    one = dual.train(tiny_data, tmp_path / "one", {**TINY, "directions": 1, "max_steps": 3}, seed=7)
+    two = dual.train(tiny_data, tmp_path / "two", {**TINY, "max_steps": 3}, seed=7)
+    assert (one / "model.pt").read_bytes() != (two / "model.pt").read_bytes()
+    with pytest.raises(EncoderError, match="directions must be 1"):
+        dual.train(tiny_data, tmp_path / "three", {**TINY, "directions": 3}, seed=7)

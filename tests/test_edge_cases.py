@@ -13,12 +13,12 @@ import numpy as np
 import pytest
 from doubles import TrigramEncoder
 
-from marginmine.cli import main
-from marginmine.embed import embed_file
+from marginmine.cli.main import main
+from marginmine.encoders.embed import embed_file
 from marginmine.errors import InputError, MarginmineError
-from marginmine.knn import first_nonfinite_row, knn
-from marginmine.scorers import make_kind
-from marginmine.scoring import EncoderEmbeddings, ScoreSettings, read_scores, score_file
+from marginmine.scoring.knn import first_nonfinite_row, knn
+from marginmine.scoring import make_kind
+from marginmine.scoring.files import EncoderEmbeddings, ScoreSettings, read_scores, score_file
 
 
 def lines_of(path: Path) -> list[str]:
@@ -45,7 +45,7 @@ def pairs_250(paracrawl_tsv: Path, tmp_path_factory: pytest.TempPathFactory) -> 
 
 def tiny_random_encoder(pairs: Path, out: Path) -> Path:
     """A real dual encoder directory, untrained (max_steps 0: the random-init twin), in seconds."""
-    from marginmine.encoder import ParallelData
+    from marginmine.encoders.base import ParallelData
     from marginmine.encoders import dual
 
     rows = [ln.split("\t") for ln in pairs.read_text(encoding="utf-8").splitlines()]
@@ -158,7 +158,7 @@ def test_score_refuses_embeddings_with_more_or_fewer_rows_than_lines(pairs_250: 
     for other, rows in ((longer, 201), (shorter, 199)):
         src, tgt = embed_pair(other, tmp_path / other.stem)
         out = tmp_path / f"{other.stem}.scores.tsv"
-        r = subprocess.run([sys.executable, "-m", "marginmine.cli", "score", "--input", str(shard),
+        r = subprocess.run([sys.executable, "-m", "marginmine.cli.main", "score", "--input", str(shard),
                             "--src-embeddings", str(src), "--tgt-embeddings", str(tgt), "--output", str(out)],
                            capture_output=True, text=True)
         assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr[-2000:]

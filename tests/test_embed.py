@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from marginmine.embed import embed_file
+from marginmine.encoders.embed import embed_file
 from marginmine.errors import InputError
-from marginmine.intrinsic import GoldSet, evaluate
+from marginmine.encoders.intrinsic import GoldSet, evaluate
 
 from doubles import TrigramEncoder
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from marginmine.cli import main
-from marginmine.encoder_data import TrainingSource, detokenizer, prepare
+from marginmine.cli.main import main
+from marginmine.encoders.data import TrainingSource, detokenizer, prepare
 
 
 def _write(path: Path, lines: list[str]) -> Path:

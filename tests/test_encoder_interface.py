@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from marginmine.encoder import EncoderError, export_encoder, load_encoder, read_manifest, write_manifest
+from marginmine.encoders.base import EncoderError, export_encoder, load_encoder, read_manifest, write_manifest
 
 
 class Boom:

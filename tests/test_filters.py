@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from marginmine.filters import (Candidate, LengthFilter, LengthRatioFilter, TokenOverlapFilter,
+from marginmine.preprocess.filters import (Candidate, LengthFilter, LengthRatioFilter, TokenOverlapFilter,
                                 apply_filters)
-from marginmine.langid import LangIdFilter, language_probs
-from marginmine.tokens import token_overlap, tokenize
+from marginmine.preprocess.langid import LangIdFilter, language_probs
+from marginmine.preprocess.tokens import token_overlap, tokenize
 
 
 def cand(src: str, tgt: str) -> Candidate:

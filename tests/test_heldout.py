@@ -1,4 +1,4 @@
-"""Held-out dev/test slices of one larger test set (marginmine.heldout)."""
+"""Held-out dev/test slices of one larger test set (marginmine.data.heldout)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from marginmine.errors import InputError
-from marginmine.heldout import distinct_pairs, slice_indices, write_slice
-from marginmine.normalize import match_form
+from marginmine.data.heldout import distinct_pairs, slice_indices, write_slice
+from marginmine.preprocess.normalize import match_form
 
 
 

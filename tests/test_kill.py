@@ -49,7 +49,7 @@ def mono_pairs(real_data: Path, tmp_path_factory: pytest.TempPathFactory) -> tup
 
 
 def score_argv(pairs: Path, x: Path, y: Path, out: Path, k: int = 4) -> list[str]:
-    return [sys.executable, "-m", "marginmine.cli", "score", "--input", str(pairs), "--src-embeddings", str(x),
+    return [sys.executable, "-m", "marginmine.cli.main", "score", "--input", str(pairs), "--src-embeddings", str(x),
             "--tgt-embeddings", str(y), "--scorers", "ratio,distance", "-k", str(k), "--batch-size", "250",
             "--threads", "1", "--output", str(out)]
 

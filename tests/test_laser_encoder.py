@@ -3,13 +3,9 @@ loading through the manifest, padding invariance, tamper refusal and resuming.""
 
 from __future__ import annotations
 
-import importlib
 import json
 import math
 import shutil
-import sys
-import types
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,15 +14,9 @@ import torch  # noqa: E402
 import fairseq  # noqa: E402,F401
 import sentencepiece  # noqa: E402,F401
 
-from marginmine.encoder import EncoderError, ParallelData, load_encoder  # noqa: E402
+from marginmine.encoders.base import EncoderError, ParallelData, load_encoder  # noqa: E402
 
-try:
-    from marginmine.encoders import laser
-except ImportError:  # encoders/__init__.py imports dual.py, which may not exist yet: bypass the package
-    _pkg = types.ModuleType("marginmine.encoders")
-    _pkg.__path__ = [str(Path(__file__).resolve().parents[1] / "src" / "marginmine" / "encoders")]
-    sys.modules["marginmine.encoders"] = _pkg
-    laser = importlib.import_module("marginmine.encoders.laser")
+from marginmine.encoders import laser, laser_common, laser_train  # noqa: E402
 
 TINY = {"embed_dim": 16, "encoder_hidden": 16, "encoder_layers": 1, "decoder_hidden": 32,
         "lang_embed_dim": 8, "bpe_vocab": 300, "max_epoch": 1, "max_tokens": 1000, "threads": 1,
@@ -65,11 +55,11 @@ def test_max_pool_masked_rejects_bad_input():
 
 
 def test_params_defaults_alias_and_validation():
-    p = laser.resolve_params({"bpe_merges": 40000, "encoder_hidden": 512})
+    p = laser_common.resolve_params({"bpe_merges": 40000, "encoder_hidden": 512})
     assert p["bpe_vocab"] == 40000 and p["encoder_hidden"] == 512 and p["embed_dim"] == 256
     assert p["lang_embed_dim"] == 32 and p["lr"] == 0.001 and p["dropout"] == 0.1
     with pytest.raises(EncoderError):
-        laser.resolve_params({"encoder_hidden": 0})
+        laser_common.resolve_params({"encoder_hidden": 0})
 
 
 def test_parse_fairseq_log():
@@ -80,7 +70,7 @@ def test_parse_fairseq_log():
         "stop_time_hours: 0.5 hour(s)",
         "2026 | INFO | train | epoch 004 | loss 7.05 | ppl 132.5 | wps 2300.1 | num_updates 175 | lr 0.001",
     ]
-    r = laser.parse_fairseq_log(lines)
+    r = laser_train.parse_fairseq_log(lines)
     assert r["resumed_from"] == {"epoch": 3, "num_updates": 120}
     assert r["epoch"] == 4 and r["num_updates"] == 175 and r["stopped_by_time"]
     assert r["wps"] == [2345.6] and r["epoch_stats"][-1]["wps"] == 2300.1

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from marginmine.ledger import Ledger, length_bucket
+from marginmine.preprocess.ledger import Ledger, length_bucket
 
 
 def test_buckets() -> None:

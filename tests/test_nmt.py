@@ -24,20 +24,13 @@ import sacremoses  # noqa: E402,F401
 
 from marginmine import cli
 from marginmine.errors import InputError
-from marginmine.evaluate import parse_hypotheses, score_bleu, translate, translate_files, write_bleu_report
-from marginmine.nmt import (
-    NmtError,
-    average_checkpoints,
-    average_state_dicts,
-    averaging_window,
-    fairseq_env,
-    last_epoch_checkpoints,
-    load_manifest,
-    parse_train_log,
-    resolve_device,
-    resolve_params,
-    train_nmt,
-)
+from marginmine.nmt.evaluate import (parse_hypotheses, score_bleu, translate, translate_files,
+                                     write_bleu_report)
+from marginmine.fairseq_process import parse_train_log
+from marginmine.nmt.checkpoints import (average_checkpoints, average_state_dicts, averaging_window,
+                                        last_epoch_checkpoints)
+from marginmine.nmt.params import NmtError, fairseq_env, resolve_device, resolve_params
+from marginmine.nmt.train import load_manifest, train_nmt
 
 TINY = {"encoder_layers": 1, "decoder_layers": 1, "encoder_embed_dim": 64, "decoder_embed_dim": 64,
         "encoder_ffn_embed_dim": 128, "decoder_ffn_embed_dim": 128, "encoder_attention_heads": 2,
@@ -130,13 +123,14 @@ def test_params_defaults_alias_and_validation():
 
 
 def test_pre_norm_reaches_fairseq_and_changes_the_model_fingerprint(tmp_path):
-    from marginmine.nmt import _MODEL_KEYS, _train_cmd
+    from marginmine.nmt.params import MODEL_KEYS
+    from marginmine.nmt.train import _train_cmd
 
     post = _train_cmd(tmp_path, "en", "de", resolve_params({}), "cpu", 1)
     pre = _train_cmd(tmp_path, "en", "de", resolve_params({"normalize_before": True}), "cpu", 1)
     assert "--encoder-normalize-before" not in post
     assert set(pre) - set(post) == {"--encoder-normalize-before", "--decoder-normalize-before"}
-    assert "normalize_before" in _MODEL_KEYS  # a resumed run with the other setting starts afresh
+    assert "normalize_before" in MODEL_KEYS  # a resumed run with the other setting starts afresh
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU is visible")
@@ -404,7 +398,7 @@ def test_one_call_for_several_files_gives_each_file_what_its_own_call_gives(trai
 def test_chunked_translation_resumes_after_a_kill_and_gives_the_same_file(trained, corpus, tmp_path, monkeypatch):
     """The corpus-translation API: chunks saved as they finish; a run killed after two chunks
     resumes at the third and ends with the bytes of an uninterrupted chunked run."""
-    import marginmine.evaluate as ev
+    import marginmine.nmt.evaluate as ev
 
     whole = tmp_path / "whole.de"
     translate_files(trained, [(corpus / "test.en", whole)], beam=5, batch_size=8, threads=THREADS, chunk_lines=10)
@@ -434,7 +428,7 @@ def test_chunked_translation_resumes_after_a_kill_and_gives_the_same_file(traine
 def test_rerun_does_not_retrain(trained, corpus, caplog):
     model = trained / "checkpoint_avg.pt"
     before = (model.stat().st_mtime_ns, (trained / "checkpoints" / "checkpoint_last.pt").stat().st_mtime_ns)
-    with caplog.at_level(logging.INFO, logger="marginmine.nmt"):
+    with caplog.at_level(logging.INFO, logger="marginmine.nmt.train"):
         train_nmt(corpus / "top.tsv.gz", corpus / "dev.en", corpus / "dev.de", trained, "en", "de", dict(TINY),
                   threads=THREADS, seed=3)
     assert "nothing to do" in caplog.text
@@ -448,7 +442,7 @@ def test_more_updates_resume_from_the_last_checkpoint(trained, corpus, tmp_path,
     first = load_manifest(work)["info"]
     bin_mtime = (work / "bin" / "train.en-de.en.bin").stat().st_mtime_ns
     stop = first["num_updates"] + first["num_updates"] // 2  # inside epoch 2, as a time budget would
-    with caplog.at_level(logging.INFO, logger="marginmine.nmt"):
+    with caplog.at_level(logging.INFO, logger="marginmine.nmt.train"):
         train_nmt(corpus / "top.tsv.gz", corpus / "dev.en", corpus / "dev.de", work, "en", "de",
                   dict(TINY, max_epoch=3, max_update=stop), threads=THREADS, seed=3)
     assert "reusing the BPE model and binarized data" in caplog.text
@@ -474,7 +468,7 @@ def test_a_killed_training_restarts_unless_resume_killed(trained, corpus, tmp_pa
                                                          resume_killed):
     """fairseq-train never returned (state.json still says it runs): the rerun trains from the start,
     since fairseq's resume is not byte-identical (tests/test_kill.py); resume_killed opts out."""
-    import marginmine.nmt as nmt
+    import marginmine.nmt.train as nmt
 
     work = tmp_path / "model"
     shutil.copytree(trained, work)
@@ -487,7 +481,7 @@ def test_a_killed_training_restarts_unless_resume_killed(trained, corpus, tmp_pa
         raise _Started
 
     monkeypatch.setattr(nmt, "run_fairseq", fake_fairseq)
-    with caplog.at_level(logging.WARNING, logger="marginmine.nmt"), pytest.raises(_Started):
+    with caplog.at_level(logging.WARNING, logger="marginmine.nmt.train"), pytest.raises(_Started):
         train_nmt(corpus / "top.tsv.gz", corpus / "dev.en", corpus / "dev.de", work, "en", "de",
                   dict(TINY, max_epoch=3, resume_killed=resume_killed), threads=THREADS, seed=3)
     assert ("checkpoint_last.pt" in seen["checkpoints"]) == resume_killed
@@ -505,13 +499,13 @@ def test_tampered_model_is_refused_before_fairseq_loads_it(trained, corpus, tmp_
     def no_fairseq(*args, **kwargs):
         raise AssertionError("fairseq started on an unverified checkpoint")
 
-    monkeypatch.setattr("marginmine.evaluate.run_fairseq", no_fairseq)
+    monkeypatch.setattr("marginmine.nmt.evaluate.run_fairseq", no_fairseq)
     with pytest.raises(NmtError, match="SHA-256"):
         translate(work, corpus / "test.en", tmp_path / "h.de")
 
 
 def test_length_batches_group_equal_lengths_in_input_order():
-    from marginmine.ctdecode import length_batches
+    from marginmine.nmt.ctdecode import length_batches
 
     pieces = [["a"] * n for n in (3, 1, 3, 2, 3, 1)]
     assert length_batches(pieces, 2) == [[1, 5], [3], [0, 2], [4]]
@@ -543,3 +537,18 @@ def test_ctranslate2_and_fairseq_decode_the_same_model_alike(trained, corpus, tm
     assert again.read_bytes() == ct2.read_bytes()
     with pytest.raises(NmtError, match="unknown decoder 'marian'"):
         translate(trained, corpus / "test.en", again, decoder="marian")
+
+
+def test_time_budget_of_a_fairseq_call(monkeypatch):
+    """One home for the budget of fairseq-train calls (NMT and the LASER-style encoder): fairseq's
+    --stop-time-hours counts the training time of earlier calls, a budget spent before the first
+    checkpoint is refused, and a late call still gets a second and a hard timeout."""
+    import marginmine.fairseq_process as fp
+
+    assert fp.time_budget(None, False, 0.0, None, "nmt", NmtError) == ([], None)
+    monkeypatch.setattr(fp.time, "monotonic", lambda: 1000.0)
+    args, timeout = fp.time_budget(1000.0 + fp.STARTUP_RESERVE_S + 600, True, 1800.0, 40, "nmt", NmtError)
+    assert args == ["--stop-time-hours", f"{(1800 + 600) / 3600:.6f}"] and timeout == 600 + 120
+    with pytest.raises(NmtError, match="nmt: the wall-clock budget \\(40 min\\) was used up"):
+        fp.time_budget(1000.0, False, 0.0, 40, "nmt", NmtError)
+    assert fp.time_budget(1000.0, True, 0.0, 40, "nmt", NmtError) == (["--stop-time-hours", f"{1 / 3600:.6f}"], 121.0)

@@ -9,7 +9,7 @@ import sys
 CODE = """
 import importlib, pkgutil, sys
 import marginmine
-names = [m.name for m in pkgutil.walk_packages(marginmine.__path__, 'marginmine.')]
+names = [m.name for m in pkgutil.walk_packages(marginmine.__path__, 'marginmine.') if not m.name.endswith('__main__')]
 for name in names:
     importlib.import_module(name)
 print(len(names), sorted(k for k in sys.modules if k.split('.')[0] == 'snakemake'))
@@ -21,3 +21,48 @@ def test_every_module_imports_without_snakemake() -> None:
     assert r.returncode == 0, r.stderr[-2000:]
     n, loaded = r.stdout.split(" ", 1)
     assert int(n) > 40 and loaded.strip() == "[]", r.stdout
+
+
+SRC = __import__("pathlib").Path(__file__).resolve().parents[1] / "src"
+
+
+def _module_imports() -> dict[str, set[str]]:
+    """Module -> the marginmine modules it imports at module level (imports inside functions are
+    deliberate: heavy libraries and late binding)."""
+    import ast
+
+    mods: dict[str, set[str]] = {}
+    for f in (SRC / "marginmine").rglob("*.py"):
+        name = ".".join(f.relative_to(SRC).with_suffix("").parts).removesuffix(".__init__")
+        deps = set()
+        for node in ast.parse(f.read_text()).body:
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("marginmine"):
+                deps.add(node.module)
+                deps |= {f"{node.module}.{a.name}" for a in node.names}
+        mods[name] = deps
+    return {n: {d for d in deps if d in mods and d != n} for n, deps in mods.items()}
+
+
+def test_no_import_cycle_and_no_module_over_420_lines() -> None:
+    graph = _module_imports()
+    state: dict[str, int] = {}
+    cycles: list[list[str]] = []
+
+    def visit(m: str, path: list[str]) -> None:
+        state[m] = 1
+        for d in sorted(graph[m]):
+            if state.get(d) == 1:
+                cycles.append(path[path.index(d):] + [d] if d in path else [m, d])
+            elif d not in state:
+                visit(d, path + [d])
+        state[m] = 2
+
+    for m in sorted(graph):
+        if m not in state:
+            visit(m, [m])
+    # a package's __init__ importing its own submodules is not a cycle of logic
+    cycles = [c for c in cycles if not all(x.startswith(c[0]) or c[0].startswith(x) for x in c)]
+    assert not cycles, cycles
+    long = {str(f.relative_to(SRC)): n for f in (SRC / "marginmine").rglob("*.py")
+            if (n := len(f.read_text().splitlines())) > 420}
+    assert not long, long

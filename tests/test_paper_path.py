@@ -21,9 +21,9 @@ import yaml
 
 from marginmine import knn as knn_mod
 from marginmine.errors import MarginmineError
-from marginmine.knn import (FLAT_UP_TO, IVF_PQ_FROM, IndexSpec, build_index, choose_index, default_nlist, knn,
+from marginmine.scoring.knn import (FLAT_UP_TO, IVF_PQ_FROM, IndexSpec, build_index, choose_index, default_nlist, knn,
                             recall_at_k, search)
-from marginmine.margin import filter_scores
+from marginmine.scoring.margin import filter_scores
 
 from doubles import TrigramEncoder
 
@@ -292,7 +292,7 @@ def test_fetch_testset_through_sacrebleu_archive_served_on_loopback(test_set: st
     line-aligned, in the langpair's direction."""
     import hashlib
 
-    from marginmine.cli import main
+    from marginmine.cli.main import main
     from sacrebleu.dataset import DATASETS
 
     served, base = loopback
@@ -333,7 +333,7 @@ def test_fetch_testset_failures_are_one_clear_error(real_data: Path, tmp_path: P
     import shutil
     import socket
 
-    from marginmine.cli import main
+    from marginmine.cli.main import main
     from sacrebleu.dataset import DATASETS
 
     served, base = loopback
@@ -372,7 +372,7 @@ def test_extract_archive_members_equal_the_real_files(real_data: Path, tmp_path:
     """`marginmine extract` on a Europarl-style .tgz (members nested in a folder) of real newstest
     files: by file name and by full member path, byte-identical; a missing member and a file that
     is no archive are one clear error each."""
-    from marginmine.cli import main
+    from marginmine.cli.main import main
 
     d = real_data / "wmt-newstest-ende"
     real = {f"newstest2013.{lang}": (d / f"newstest2013.{lang}").read_bytes() for lang in ("en", "de")}

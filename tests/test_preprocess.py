@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from marginmine.ledger import Ledger
-from marginmine.leakage import protected_keys
-from marginmine.preprocess import InputSpec, PreprocessSettings, preprocess
-from marginmine.shard import split_corpus
+from marginmine.preprocess.ledger import Ledger
+from marginmine.preprocess.leakage import protected_keys
+from marginmine.preprocess.pipeline import InputSpec, PreprocessSettings, preprocess
+from marginmine.preprocess.shard import split_corpus
 
 
 def run_paracrawl(tsv: Path, out: Path, workers: int = 1, **kw) -> Ledger:
@@ -103,7 +103,7 @@ def test_split_then_shards_chain_exactly(paracrawl_tsv: Path, tmp_path: Path) ->
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "marginmine.cli", *args], capture_output=True, text=True)
+    return subprocess.run([sys.executable, "-m", "marginmine.cli.main", *args], capture_output=True, text=True)
 
 
 def test_cli_reports_bad_input_without_traceback(tmp_path: Path) -> None:
@@ -127,7 +127,7 @@ def test_cli_placeholder_stage_says_not_implemented(monkeypatch: pytest.MonkeyPa
 
 
 def test_shard_ids_widen_past_ten_thousand() -> None:
-    from marginmine.shard import shard_ids
+    from marginmine.preprocess.shard import shard_ids
 
     assert shard_ids(3) == ["0000", "0001", "0002"]
     ids = shard_ids(12_000)

@@ -6,11 +6,11 @@ import logging
 
 import pytest
 
-from marginmine.progress import Progress
+from marginmine.io.progress import Progress
 
 
 def test_progress_logs_lines_when_not_a_terminal(caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.INFO, logger="marginmine.progress")
+    caplog.set_level(logging.INFO, logger="marginmine.io.progress")
     prog = Progress("work", every=0.0, total=3, unit="shards", bar=False)
     for _ in range(3):
         prog.tick()

@@ -1,4 +1,4 @@
-"""The report's figures and tables (marginmine.report) on small generated inputs."""
+"""The report's figures and tables (marginmine.report.figures) on small generated inputs."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from marginmine import report
-from marginmine.cli import main
+from marginmine.cli.main import main
 from marginmine.errors import InputError
-from marginmine.ledger import Ledger
+from marginmine.preprocess.ledger import Ledger
 
 BENCH_HEADER = "s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time\n"
 

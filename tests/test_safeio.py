@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 
 from marginmine import cli
-from marginmine.cli_paths import PATHS
+from marginmine.cli.paths import PATHS
 from marginmine.errors import InputError
-from marginmine.ledger import Ledger
-from marginmine.safeio import AtomicWriter, Role, check_paths, temporary, write_text
-from marginmine.textio import open_text_out
+from marginmine.preprocess.ledger import Ledger
+from marginmine.io.safe import AtomicWriter, Role, check_paths, temporary, write_text
+from marginmine.io.text import open_text_out
 
 
 def sha256(path: Path) -> str:
@@ -26,7 +26,7 @@ def sha256(path: Path) -> str:
 
 
 def run_cli(*argv: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "marginmine.cli", *argv], cwd=cwd, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "marginmine.cli.main", *argv], cwd=cwd, capture_output=True,
                           text=True, timeout=120)
 
 

@@ -5,7 +5,6 @@ defaults the CLI and the schema share."""
 from __future__ import annotations
 
 import re
-import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
@@ -13,14 +12,15 @@ from typing import ClassVar
 import numpy as np
 import pytest
 import yaml
+import toy_scores  # noqa: F401  (registers the kind length-ratio, as a user's plugin module does)
 from doubles import TrigramEncoder
 from test_workflow import REPO, copy_workflow, job_counts, snakemake
 
 from marginmine.errors import MarginmineError
-from marginmine.filtereval import read_paracrawl_eval
-from marginmine.margin import filter_scores
-from marginmine.scorers import KINDS, Batch, kind_params, load_plugins, make_kind, parse_scorers, register
-from marginmine.scoring import EncoderEmbeddings, ScoreSettings, score_batch
+from marginmine.scoring.filtereval import read_paracrawl_eval
+from marginmine.scoring.margin import filter_scores
+from marginmine.scoring import KINDS, Batch, kind_params, load_plugins, make_kind, parse_scorers, register
+from marginmine.scoring.files import EncoderEmbeddings, ScoreSettings, score_batch
 
 SCHEMA = yaml.safe_load((REPO / "config" / "schema.yaml").read_text())["properties"]
 
@@ -29,7 +29,7 @@ def test_the_cli_and_dataclass_defaults_are_the_schemas() -> None:
     """Each default has one home for the workflow (the schema); the CLI's come from the settings
     dataclasses; the two must agree."""
     from marginmine import defaults
-    from marginmine.preprocess import PreprocessSettings
+    from marginmine.preprocess.pipeline import PreprocessSettings
 
     assert SCHEMA["scoring"]["properties"]["k"]["default"] == defaults.K
     assert kind_params("ratio") == {"k": defaults.K}
@@ -57,37 +57,24 @@ def test_registry_refuses_unknown_kinds_params_and_names() -> None:
         load_plugins(["no_such_module_xyz"])
 
 
-def test_a_kind_registered_in_a_test_scores_beside_the_built_in_ones(paracrawl_tsv: Path) -> None:
-    """A new kind is one registered class: it gets its column from the same batch machinery; the
-    built-in kinds give exactly the margins of marginmine.margin on the real ParaCrawl pairs. (That
-    the ratio scorer separates human-labelled good pairs from bad is tested on the trained smoke
-    DAN: test_smoke.py.)"""
+def test_a_plugin_kind_scores_beside_the_built_in_ones(paracrawl_tsv: Path) -> None:
+    """A new kind is one registered class (tests/toy_scores.py, a user's plugin module): it gets its
+    column from the same batch machinery; the built-in kinds give exactly the margins of
+    marginmine.scoring.margin on the real ParaCrawl pairs. (That the ratio scorer separates
+    human-labelled good pairs from bad is tested on the trained smoke DAN: test_smoke.py.)"""
 
-    @register("test-length-ratio")
-    @dataclass(frozen=True)
-    class LengthRatio:
-        mines: ClassVar[str | None] = None
-
-        def score(self, batch: Batch) -> np.ndarray:
-            a = np.array([len(s) for s in batch.src], float)
-            b = np.array([len(t) for t in batch.tgt], float)
-            return (np.minimum(a, b) / np.maximum(np.maximum(a, b), 1)).astype(np.float32)
-
-    try:
-        data = read_paracrawl_eval(paracrawl_tsv)
-        kinds = parse_scorers({"ratio": {"kind": "ratio"}, "len": {"kind": "test-length-ratio"},
-                               "cos": {"kind": "cosine"}})
-        scores = score_batch(data.src, data.tgt, 0, EncoderEmbeddings(TrigramEncoder(), "en", "de"),
-                             ScoreSettings(tuple(kinds.items())))
-        assert list(scores) == ["ratio", "len", "cos"] and all(len(v) == len(data.src) for v in scores.values())
-        lengths = [min(len(s), len(t)) / max(len(s), len(t), 1) for s, t in zip(data.src, data.tgt)]
-        assert np.allclose(scores["len"], lengths, atol=1e-6)
-        enc = TrigramEncoder()
-        ref = filter_scores(enc.encode(data.src, "en").astype(np.float16), enc.encode(data.tgt, "de").astype(np.float16),
-                            data.src, data.tgt, 4, ["ratio"])
-        assert np.array_equal(scores["ratio"], ref["ratio"]) and np.array_equal(scores["cos"], ref["cosine"])
-    finally:
-        del KINDS["test-length-ratio"]
+    data = read_paracrawl_eval(paracrawl_tsv)
+    kinds = parse_scorers({"ratio": {"kind": "ratio"}, "len": {"kind": "length-ratio"},
+                           "cos": {"kind": "cosine"}})
+    scores = score_batch(data.src, data.tgt, 0, EncoderEmbeddings(TrigramEncoder(), "en", "de"),
+                         ScoreSettings(tuple(kinds.items())))
+    assert list(scores) == ["ratio", "len", "cos"] and all(len(v) == len(data.src) for v in scores.values())
+    lengths = [min(len(s), len(t)) / max(len(s), len(t), 1) for s, t in zip(data.src, data.tgt)]
+    assert np.allclose(scores["len"], lengths, atol=1e-6)
+    enc = TrigramEncoder()
+    ref = filter_scores(enc.encode(data.src, "en").astype(np.float16), enc.encode(data.tgt, "de").astype(np.float16),
+                        data.src, data.tgt, 4, ["ratio"])
+    assert np.array_equal(scores["ratio"], ref["ratio"]) and np.array_equal(scores["cos"], ref["cosine"])
 
 
 def test_a_kind_must_return_one_score_per_pair() -> None:
@@ -138,6 +125,13 @@ def test_the_demo_scores_selects_and_evaluates_the_random_twin_without_training_
         line = re.search(rf"marginmine {cmd} [^\n]*", r.stdout).group(0)
         assert "--encoder dan=results/demo/encoder dan-random=work/demo/encoders-random/dan" in line, line
     assert "nmt/dan-random-ratio" not in r.stdout
+    # the twin is built by the DAN's own trainer, untrained, from the DAN's own params (the workflow
+    # knows no encoder internals such as max_steps)
+    train = {m.group(1): m.group(0) for m in re.finditer(r"marginmine train-encoder [^\n]*--output (\S+) [^\n]*", r.stdout)}
+    dan, twin = train["results/demo/encoder"], train["work/demo/encoders-random/dan"]
+    params = [re.search(r"--params ('[^']*')", c).group(1) for c in (dan, twin)]
+    assert params[0] == params[1] and "--untrained" in twin and "--untrained" not in dan
+    assert "--max-minutes" in dan and "--max-minutes" not in twin
 
 
 @pytest.mark.parametrize("change,message", [
@@ -172,3 +166,101 @@ def test_the_top_level_seed_reaches_every_seeded_step(tmp_path: Path) -> None:
         assert re.search(rf"marginmine select [^\n]*--method random [^\n]*--seed {seed} ", out)
         assert re.search(rf"marginmine bucc-data [^\n]*--seed {seed} ", out)
         assert re.search(rf"marginmine train-encoder [^\n]*--seed {seed} ", out)
+
+
+def test_eq9_and_eq10_rescoring_from_the_definitions(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Yang et al. (2019) Sec. 6.1: s = phi / margin + phi; Eq. 9's margin averages the k-NN
+    similarities of x (among the batch's targets) and of y (among its sources), Eq. 10's is x's
+    alone - and Eq. 10 searches once."""
+    import marginmine.scoring.knn as knn_module
+    from marginmine.scoring import Batch
+    from marginmine.scoring.margin import unique_groups
+
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(40, 16))
+    y = x + 0.8 * rng.normal(size=(40, 16))
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    y /= np.linalg.norm(y, axis=1, keepdims=True)
+    src = [f"s{i % 35}" for i in range(40)]  # repeated sentences: neighbour lists hold distinct ones
+    tgt = [f"t{i}" for i in range(40)]
+    fx, gx = unique_groups(src)
+    fy, gy = unique_groups(tgt)
+    xu, yu = x[fx].astype(np.float32), y[fy].astype(np.float32)
+    k = 4
+    cos = np.einsum("ij,ij->i", xu[gx].astype(np.float64), yu[gy].astype(np.float64))
+    fwd = np.sort(xu.astype(np.float64) @ yu.T.astype(np.float64), axis=1)[:, -k:].mean(axis=1)[gx]
+    bwd = np.sort(yu.astype(np.float64) @ xu.T.astype(np.float64), axis=1)[:, -k:].mean(axis=1)[gy]
+    calls = []
+    real = knn_module.knn
+    monkeypatch.setattr(knn_module, "knn", lambda *a, **kw: calls.append(1) or real(*a, **kw))
+    got10 = make_kind("eq10").score(Batch(src, tgt, xu, yu, gx, gy))
+    assert len(calls) == 1  # one kNN search: the source side's
+    got9 = make_kind("eq9").score(Batch(src, tgt, xu, yu, gx, gy))
+    assert np.allclose(got9, cos / ((fwd + bwd) / 2) + cos, atol=1e-5)
+    assert np.allclose(got10, cos / fwd + cos, atol=1e-5)
+    ratio = make_kind("ratio").score(Batch(src, tgt, xu, yu, gx, gy))
+    assert np.allclose(got9, ratio + cos, atol=1e-5)  # Eq. 9 is the ratio margin plus the cosine
+
+
+
+def test_eq9_and_eq10_in_the_intrinsic_retrieval_evaluation() -> None:
+    """Forward retrieval by the best score among the k nearest neighbours, with hubs in the target
+    set (vectors close to every query, no one's translation): Eq. 9 penalises their dense
+    neighbourhood as the ratio margin does and retrieves fewer of them than cosine; Eq. 10's margin
+    is the query's own neighbourhood, the same for all of a query's candidates, so it ranks them
+    exactly as cosine does (it changes scores across queries - thresholds - not retrieval)."""
+    from marginmine.encoders.intrinsic import retrieval_error
+
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(300, 32))
+    y = x + 1.2 * rng.normal(size=(300, 32))
+    y = np.vstack([y, x.mean(axis=0)[None, :] * 8 + 0.5 * rng.normal(size=(30, 32))])  # 30 hubs
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    y /= np.linalg.norm(y, axis=1, keepdims=True)
+    x, y = x.astype(np.float32), y.astype(np.float32)
+    errors = {m: retrieval_error(x, y, m, 4) for m in ("absolute", "ratio", "eq9", "eq10")}
+    assert errors["eq9"] < errors["absolute"] - 0.02 and errors["ratio"] < errors["absolute"] - 0.02, errors
+    assert errors["eq10"] == errors["absolute"], errors
+
+
+def test_without_a_cosine_scorer_composition_still_writes_its_density_table(tmp_path: Path) -> None:
+    def ratio_only(c: dict) -> None:
+        c["scorers"] = {"ratio": {"kind": "ratio"}}
+        c["selection"]["methods"] = ["ratio", "random"]
+        c["eval"]["extra"]["newstest2014"]["methods"] = ["ratio"]
+
+    r = plan(tmp_path, "config/demo.yaml", ratio_only, "demo")
+    assert r.returncode == 0, (r.stdout + r.stderr)[-2000:]
+    cmd = re.search(r"marginmine composition [^\n]*", r.stdout).group(0)
+    assert "--density-tsv results/demo/select/density.tsv" in cmd and "--scores" not in cmd
+
+
+def test_every_planned_marginmine_command_parses(real_data: Path, tmp_path: Path) -> None:
+    """Each marginmine call the demo and the paper configs plan is accepted by the CLI's own parser
+    (a rule passing two values after a one-value flag stopped a demo run at eval_filter)."""
+    import shlex
+
+    from marginmine.cli.main import build_parser
+
+    copy_workflow(tmp_path)
+    parser = build_parser()
+    seen = set()
+    for args, cwd in ((("demo", "--configfile", "config/demo.yaml", "--config", f"data_dir={real_data}"), tmp_path),
+                      (("results/bleu_10M.txt",), REPO)):  # the paper's config.yaml, planned where it lives
+        r = snakemake("-n", "-p", *args, cwd=cwd)
+        assert r.returncode == 0, r.stderr[-2000:]
+        for line in r.stdout.splitlines():
+            if "marginmine " not in line:
+                continue
+            line = line[line.index("marginmine "):]
+            for part in line.replace("(", " ").replace(")", " ").split("&&"):
+                part = part.split(" > ")[0].strip()
+                if not part.startswith("marginmine "):
+                    continue
+                argv = shlex.split(part)[1:]
+                try:
+                    parser.parse_args(argv)
+                except SystemExit:
+                    pytest.fail(f"the CLI refuses the planned command: {part}")
+                seen.add(argv[0])
+    assert {"score", "select", "eval-filter", "eval-mining", "train-encoder", "evaluate", "compare"} <= seen, seen

@@ -11,15 +11,16 @@ import numpy as np
 import pytest
 from doubles import TrigramEncoder
 
-from marginmine.bucc import build_benchmark, evaluate_split_pair, read_split
-from marginmine.cli import main
+from marginmine.scoring.bucc import build_benchmark, evaluate_split_pair, read_split
+from marginmine.cli.main import main
 from marginmine.errors import InputError, MarginmineError
-from marginmine.filtereval import precision_at, read_paracrawl_eval, roc_auc
-from marginmine.mining import Sentences, check_pairs, embed_unique, mine_arrays
-from marginmine.preprocess import PreprocessSettings
-from marginmine.scorers import make_kind
-from marginmine.scoring import EncoderEmbeddings, ScoreSettings, iter_pairs, read_score_names, read_scores, score_file
-from marginmine.selection import Source, optimal_threshold, parse_count, prf_at, select
+from marginmine.scoring.filtereval import precision_at, read_paracrawl_eval, roc_auc
+from marginmine.scoring.mining import Sentences, check_pairs, embed_unique, mine_arrays
+from marginmine.preprocess.pipeline import PreprocessSettings
+from marginmine.scoring import make_kind
+from marginmine.scoring.files import (EncoderEmbeddings, ScoreSettings, iter_pairs, read_score_names,
+                                      read_scores, score_file)
+from marginmine.scoring.selection import Source, optimal_threshold, parse_count, prf_at, select
 
 
 def settings_of(kinds: tuple[str, ...] = ("ratio", "cosine"), k: int = 4, batch: int = 5_000_000) -> ScoreSettings:
@@ -269,3 +270,22 @@ def test_score_files_are_found_by_column_name_and_headerless_ones_refused(tmp_pa
     err = capsys.readouterr().err
     assert rc == 2 and f"{old}:1: has no header line naming its score columns" in err and "re-run" in err, err
     assert not (tmp_path / "o.tsv.gz").exists() and not (tmp_path / "d.tsv.gz").exists()
+
+
+def test_eq9_and_eq10_mine_on_the_bucc_style_benchmark(bucc_dir: Path) -> None:
+    """Both kinds are margin functions the mining benchmark retrieves with (every retrieval); with
+    a perfect encoder they find the gold pairs."""
+    data = []
+    for split in ("train", "test"):
+        sp = read_split(bucc_dir, split)
+        rng = np.random.default_rng(0)
+        x = rng.normal(size=(len(sp.src), 64))
+        y = rng.normal(size=(len(sp.tgt), 64))
+        for i, j in sp.gold:
+            y[j] = x[i]
+        x /= np.linalg.norm(x, axis=1, keepdims=True)
+        y /= np.linalg.norm(y, axis=1, keepdims=True)
+        data.append((x.astype(np.float32), y.astype(np.float32), sp))
+    rows = evaluate_split_pair(data[0], data[1], 4, [("e9", "eq9"), ("e10", "eq10")], "perfect")
+    assert {(r.scorer, r.retrieval) for r in rows} == {(s, r) for s in ("e9", "e10") for r in ("fwd", "bwd", "intersect", "max")}
+    assert all(r.precision == 1.0 and r.f1 > 0.98 for r in rows), rows

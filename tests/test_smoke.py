@@ -27,7 +27,7 @@ import pytest
 
 from smokerun import (DOWNSTREAM_OF_THE_ENCODER, K, ONE_SYSTEM, SCORING, SHARDS, SYSTEMS, final_outputs, nmt_checkpoint_exists,
                       run_until, running_for, smoke_command)
-from marginmine.significance import SEED_TABLE_HEADER
+from marginmine.nmt.significance import SEED_TABLE_HEADER
 from test_workflow import snakemake
 
 BATCH = SCORING["batch_size"]  # each smoke shard is one batch
@@ -207,27 +207,6 @@ def test_smoke_run_killed_three_times_ends_byte_identical(smoke: Path, real_data
     assert "Nothing to be done" in r.stdout + r.stderr, (r.stdout + r.stderr)[-3000:]
 
 
-TOY_SCORES = '''
-from dataclasses import dataclass
-from typing import ClassVar
-
-import numpy as np
-
-from marginmine.scorers import Batch, register
-
-
-@register("length-ratio")
-@dataclass(frozen=True)
-class LengthRatio:
-    """Shorter side's characters over the longer side's: a toy score kind from a user's module."""
-
-    mines: ClassVar[str | None] = None
-
-    def score(self, batch: Batch) -> np.ndarray:
-        a = np.array([len(s) for s in batch.src], float)
-        b = np.array([len(t) for t in batch.tgt], float)
-        return np.minimum(a, b) / np.maximum(np.maximum(a, b), 1)
-'''
 TOY_OVERLAY = """plugins: [toy_scores]
 scorers: {lenratio: {kind: length-ratio}}
 selection: {sizes: [2k], methods: [lenratio]}
@@ -245,7 +224,7 @@ def test_a_users_score_kind_plugs_in_through_the_config_alone(smoke: Path, real_
     d = tmp_path / "plugin"
     shutil.copytree(smoke, d, symlinks=True)
     (tmp_path / "mods").mkdir()
-    (tmp_path / "mods" / "toy_scores.py").write_text(TOY_SCORES)
+    shutil.copy(Path(__file__).with_name("toy_scores.py"), tmp_path / "mods")  # the user's module, outside the repo
     (d / "toy.yaml").write_text(TOY_OVERLAY)
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(tmp_path / "mods"),
                                                                     os.environ.get("PYTHONPATH")])))

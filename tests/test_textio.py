@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from marginmine.errors import InputError
-from marginmine.textio import ReadStats, read_parallel, read_tsv
+from marginmine.io.text import ReadStats, read_parallel, read_tsv
 
 
 def write(path: Path, data: bytes) -> Path:

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .errors import MarginmineError
+from marginmine.errors import MarginmineError
 
 log = logging.getLogger(__name__)
 
@@ -81,6 +81,27 @@ def run_fairseq(cmd: Sequence[str], env: Mapping[str, str] | None, logfile: Path
         tail = "\n".join(x for x in lines[-25:] if not GEN_OUTPUT_RE.match(x))
         raise error(f"{prefix}{what} failed (exit code {rc}); full log in {logfile}; last lines:\n{tail}")
     return lines, killed.is_set()
+
+
+#: fairseq start-up plus the work after training (averaging, export), not counted by --stop-time-hours
+STARTUP_RESERVE_S = 30.0
+
+
+def time_budget(deadline: float | None, has_checkpoint: bool, train_seconds: float, max_minutes: float | None,
+                what: str, error: type[MarginmineError]) -> tuple[list[str], float | None]:
+    """The ``--stop-time-hours`` arguments and the hard timeout of one fairseq-train call that must
+    end by ``deadline`` (``time.monotonic()``; None: no budget). fairseq compares its CUMULATIVE
+    training time (kept in the checkpoint) with the limit, so ``train_seconds`` of earlier calls is
+    added. A budget used up before the first checkpoint is an error (nothing would be trained)."""
+    if deadline is None:
+        return [], None
+    remaining = deadline - time.monotonic() - STARTUP_RESERVE_S
+    if remaining <= 0 and not has_checkpoint:
+        raise error(f"{what}: the wall-clock budget ({max_minutes} min) was used up by BPE and binarization; "
+                    "nothing trained (raise max_minutes; rerunning resumes)")
+    remaining = max(remaining, 1.0)
+    hours = (float(train_seconds) + remaining) / 3600.0
+    return ["--stop-time-hours", f"{hours:.6f}"], remaining + max(120.0, 0.1 * remaining)  # hard stop on overshoot
 
 
 def log_value(v: str) -> Any:

@@ -1,4 +1,7 @@
-"""Built-in encoder kinds; importing this package registers their loaders and trainers.
+"""The encoders stage (rules/encoder.smk): the interface (:mod:`.base`), the encoder kinds, their
+training data (:mod:`.data`), embedding (:mod:`.embed`) and intrinsic evaluation (:mod:`.intrinsic`).
+
+The kinds, listed here and imported only when used (they need torch):
 
 * ``dual``  - dual encoder (DAN / transformer) trained with in-batch negatives and an additive
   margin (Guo et al. 2018; Yang et al. 2019): :mod:`marginmine.encoders.dual`
@@ -6,12 +9,23 @@
   :mod:`marginmine.encoders.laser`
 
 A trainer is ``train(data, out_dir, params, *, seed, max_minutes) -> Path`` and leaves a
-directory that :func:`marginmine.encoder.load_encoder` loads.
+directory that :func:`marginmine.encoders.base.load_encoder` loads.
 """
 
 from __future__ import annotations
 
-from ..encoder import Trainer
-from . import dual, laser
+import importlib
+from types import ModuleType
 
-TRAINERS: dict[str, Trainer] = {"dual": dual.train, "laser": laser.train}
+#: encoder kind -> the module holding its ``train`` and ``load`` (a new kind: one module, one line)
+KINDS = {"dual": "marginmine.encoders.dual", "laser": "marginmine.encoders.laser"}
+
+
+def kind_module(kind: str, where: str = "encoder") -> ModuleType:
+    """The module of an encoder kind (``train(data, out_dir, params, *, seed, max_minutes)`` and
+    ``load(directory, manifest, device)``)."""
+    from marginmine.encoders.base import EncoderError
+
+    if kind not in KINDS:
+        raise EncoderError(f"{where}: unknown encoder kind {kind!r} (known: {', '.join(sorted(KINDS))})")
+    return importlib.import_module(KINDS[kind])

@@ -1,0 +1,157 @@
+"""Subcommands of the encoders stage: ``encoder-data``, ``train-encoder``, ``embed``,
+``eval-encoder``, ``encoder-report``. Registered by :mod:`marginmine.cli.main`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+from pathlib import Path
+from typing import Callable
+
+from marginmine.defaults import K, SEED
+from marginmine.errors import MarginmineError
+from marginmine.cli.score import ALLOW_EMPTY_HELP
+
+log = logging.getLogger("marginmine")
+Handler = Callable[[argparse.Namespace], int]
+
+
+def cmd_encoder_data(args: argparse.Namespace) -> int:
+    from marginmine.encoders.data import TrainingSource, prepare
+
+    spec = json.loads(Path(args.sources).read_text(encoding="utf-8")) if args.sources.endswith(".json") \
+        else json.loads(args.sources)
+    sources = [TrainingSource(s["name"], s["src_lang"], s["tgt_lang"], tuple(s["files"]),
+                              tuple(s.get("columns", (0, 1))), s.get("detokenize")) for s in spec]
+    prepare(sources, args.outdir, args.protect, args.exclude_corpus)
+    return 0
+
+
+def cmd_train_encoder(args: argparse.Namespace) -> int:
+    from marginmine.encoders.base import read_training_data
+    from marginmine.encoders import kind_module
+
+    module = kind_module(args.kind, "--kind")
+    params = json.loads(args.params) if args.params else {}
+    if args.threads and "threads" not in params:
+        params["threads"] = args.threads
+    out = Path(args.output)
+    work = Path(args.workdir) if args.workdir else out
+    module.train(read_training_data(args.data), work, params, seed=args.seed, max_minutes=args.max_minutes,
+                 untrained=args.untrained)
+    if work != out:
+        from marginmine.encoders.base import export_encoder
+
+        export_encoder(work, out)
+    return 0
+
+
+def _torch_threads(n: int | None) -> None:
+    """Pin torch's CPU threads to the job's share (oversubscribed cores slow LSTMs down 4-70x)."""
+    if n:
+        import torch
+
+        torch.set_num_threads(n)
+
+
+def cmd_embed(args: argparse.Namespace) -> int:
+    from marginmine.encoders.embed import embed_file
+
+    _torch_threads(args.threads)
+    from marginmine.encoders.base import load_encoder, read_manifest
+
+    encoder = load_encoder(args.encoder, args.device)
+    ident = read_manifest(args.encoder, verify=False)["sha256"]
+    embed_file(encoder, args.lang, args.input, args.output, column=args.column, dtype=args.dtype,
+               chunk_size=args.chunk_size, encoder_id=json.dumps(ident, sort_keys=True),
+               allow_empty=args.allow_empty)
+    return 0
+
+
+def cmd_eval_encoder(args: argparse.Namespace) -> int:
+    from marginmine.encoders.base import load_encoder, read_manifest
+    from marginmine.encoders.intrinsic import GoldSet, evaluate
+    from marginmine.io.safe import write_text
+
+    _torch_threads(args.threads)
+    sets = [GoldSet(name, sl, tl, Path(a), Path(b), kind)
+            for name, kind, sl, tl, a, b in (item.split(",") for item in args.set)]
+    from marginmine.scoring.margin import MARGINS
+
+    margins = [m for m in args.margins.split(",") if m]
+    unknown = [m for m in margins if m not in MARGINS]
+    if unknown or not margins:
+        raise MarginmineError(f"--margins: {unknown or 'none given'} (choose from {', '.join(MARGINS)})")
+    rows = evaluate(load_encoder(args.encoder, args.device), sets, k=args.k, seed=args.seed, margins=margins)
+    info = read_manifest(args.encoder, verify=False).get("info", {})
+    result = {"encoder": args.name, "dir": args.encoder, "info": info, "rows": rows}
+    write_text(args.output, json.dumps(result, indent=1) + "\n")
+    for r in rows:
+        log.info("%s %s %s: %.1f%% / %.1f%% (avg %.1f%%)", args.name, r["set"], r["margin"], r["err_src2tgt"],
+                 r["err_tgt2src"], r["err_avg"])
+    return 0
+
+
+def cmd_encoder_report(args: argparse.Namespace) -> int:
+    from marginmine.encoders.intrinsic import write_report
+
+    write_report([Path(p) for p in args.inputs], Path(args.tsv), Path(args.md))
+    return 0
+
+
+def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> None:
+    p = sub.add_parser("encoder-data", help="clean encoder training data and remove dev/test leakage")
+    p.add_argument("--sources", required=True,
+                   help="JSON list (or .json file) of {name, src_lang, tgt_lang, files, columns, detokenize}")
+    p.add_argument("--outdir", required=True)
+    p.add_argument("--protect", nargs="*", default=[], help="dev/test files whose sentences must not be trained on")
+    p.add_argument("--exclude-corpus", nargs="*", default=[], help="corpus TSVs the encoder will score")
+    handlers["encoder-data"] = cmd_encoder_data
+
+    p = sub.add_parser("train-encoder", help="train a sentence encoder (dual or laser)")
+    p.add_argument("--kind", required=True, help="dual | laser")
+    p.add_argument("--data", required=True, help="manifest.json written by encoder-data")
+    p.add_argument("--output", required=True, help="encoder directory")
+    p.add_argument("--workdir", default=None,
+                   help="where training runs and checkpoints live (resumable); default: --output")
+    p.add_argument("--params", default=None, help="JSON dict of hyper-parameters")
+    p.add_argument("--seed", type=int, default=SEED)
+    p.add_argument("--max-minutes", type=float, default=None, help="wall-clock budget")
+    p.add_argument("--threads", type=int, default=None, help="CPU threads for training")
+    p.add_argument("--untrained", action="store_true",
+                   help="the random-init twin: the same subwords and network, not trained (what training buys)")
+    handlers["train-encoder"] = cmd_train_encoder
+
+    p = sub.add_parser("embed", help="embed a text file (or TSV column) into a memory-mapped .npy")
+    p.add_argument("--encoder", required=True, help="encoder directory (with encoder.json)")
+    p.add_argument("--lang", required=True)
+    p.add_argument("--input", required=True)
+    p.add_argument("--output", required=True, help=".npy file")
+    p.add_argument("--column", type=int, default=None, help="0-based TSV column (default: whole line)")
+    p.add_argument("--dtype", default="float16", choices=["float16", "float32"])
+    p.add_argument("--chunk-size", type=int, default=50_000, help="sentences per written chunk")
+    p.add_argument("--device", default="cpu", help="cpu or cuda[:N] (fails if no GPU is visible)")
+    p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
+    p.add_argument("--allow-empty", action="store_true", help=ALLOW_EMPTY_HELP)
+    handlers["embed"] = cmd_embed
+
+    p = sub.add_parser("eval-encoder", help="Tatoeba retrieval / newstest alignment error rates")
+    p.add_argument("--encoder", required=True)
+    p.add_argument("--name", required=True)
+    p.add_argument("--set", action="append", required=True, metavar="NAME,KIND,SRC_LANG,TGT_LANG,SRC,TGT",
+                   help="a gold set; KIND is tatoeba or alignment; repeatable")
+    p.add_argument("-k", type=int, default=K, help="neighbours per sentence of the margins (default %(default)s)")
+    p.add_argument("--seed", type=int, default=SEED)
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    p.add_argument("--output", required=True, help="JSON")
+    p.add_argument("--margins", default="absolute,ratio",
+                   help="comma list: absolute (cosine), distance, ratio, eq9, eq10 (default: the paper's two)")
+    handlers["eval-encoder"] = cmd_eval_encoder
+
+    p = sub.add_parser("encoder-report", help="one TSV + Markdown table of encoder evaluations")
+    p.add_argument("--inputs", nargs="+", required=True)
+    p.add_argument("--tsv", required=True)
+    p.add_argument("--md", required=True)
+    handlers["encoder-report"] = cmd_encoder_report

@@ -1,0 +1,144 @@
+"""Subcommands of the NMT stage (issue #5): ``train-nmt`` and ``evaluate``. Registered by
+:mod:`marginmine.cli.main`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from marginmine.errors import MarginmineError
+
+log = logging.getLogger("marginmine")
+Handler = Callable[[argparse.Namespace], int]
+
+
+def _params(text: str | None) -> dict[str, Any]:
+    """``--params``: a JSON object, inline or in a ``.json`` file."""
+    if not text:
+        return {}
+    src = text
+    if text.endswith(".json") and not text.lstrip().startswith("{"):
+        try:
+            src = Path(text).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise MarginmineError(f"{text}: cannot read --params file ({exc.strerror or exc})") from exc
+    try:
+        params = json.loads(src)
+    except json.JSONDecodeError as exc:
+        raise MarginmineError(f"--params is not valid JSON ({exc}); e.g. '{{\"max_epoch\": 5}}'") from exc
+    if not isinstance(params, dict):
+        raise MarginmineError("--params must be a JSON object, e.g. '{\"max_epoch\": 5}'")
+    return params
+
+
+def cmd_train_nmt(args: argparse.Namespace) -> int:
+    from marginmine.nmt.train import train_nmt
+
+    params = _params(args.params)
+    if args.arch:
+        params["arch"] = args.arch
+    out = train_nmt(args.train, args.dev_src, args.dev_ref, args.workdir, args.src_lang, args.tgt_lang, params,
+                    threads=args.threads or 0, max_minutes=args.max_minutes, seed=args.seed)
+    print(out)
+    return 0
+
+
+def _extra(text: str) -> tuple[str, str, str]:
+    parts = text.split(",")
+    if len(parts) != 3 or not all(parts):
+        raise argparse.ArgumentTypeError(f"expected NAME,SRC,REF (got {text!r})")
+    return parts[0], parts[1], parts[2]
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    from marginmine.nmt.evaluate import score_bleu, translate_files, write_bleu_report
+    from marginmine.nmt.train import load_manifest
+
+    manifest = load_manifest(args.workdir, verify=True)
+    tgt = manifest["tgt_lang"]
+    sets: list[tuple[str, str, str]] = [("test", args.test_src, args.test_ref)]
+    if bool(args.dev_src) != bool(args.dev_ref):
+        raise MarginmineError("give both --dev-src and --dev-ref, or neither")
+    if args.dev_src:
+        sets.append(("dev", args.dev_src, args.dev_ref))
+    sets += list(args.extra)
+    names = [name for name, _, _ in sets]
+    if len(set(names)) != len(names):
+        raise MarginmineError(f"set names must be unique (got {', '.join(names)}; 'test' and 'dev' are taken)")
+    out = Path(args.output)
+    hyp_dir = Path(args.hyp_dir) if args.hyp_dir else out.with_name(out.stem + ".hyp")
+    results: dict[str, dict[str, Any]] = {}
+    hyps = [hyp_dir / f"{name}.{tgt}" for name, _, _ in sets]
+    stats = translate_files(args.workdir, [(src, hyp) for (_, src, _), hyp in zip(sets, hyps)], beam=args.beam,
+                            batch_size=args.batch_size, max_tokens=args.max_tokens, threads=args.threads or 0,
+                            device=args.device, lenpen=args.lenpen, max_len_a=args.max_len_a,
+                            max_len_b=args.max_len_b, decoder=args.decoder)
+    for (name, _, ref), hyp, st in zip(sets, hyps, stats):
+        results[name] = {**st, **score_bleu(hyp, ref, lang=tgt)}
+        log.info("evaluate: %s sacreBLEU %.2f, tokenised BLEU %.2f", name, results[name]["bleu"],
+                 results[name]["tok_bleu"])
+    info = manifest["info"]
+    p = manifest["params"]
+    meta = {"workdir": str(args.workdir), "direction": f"{manifest['src_lang']}-{tgt}", "arch": manifest["arch"],
+            "model_sizes": {k: p[k] for k in ("encoder_layers", "encoder_embed_dim", "encoder_ffn_embed_dim",
+                                              "encoder_attention_heads", "decoder_layers", "decoder_embed_dim")
+                            if p.get(k) is not None},
+            "train_tsv": info.get("train_tsv"), "train_pairs": info.get("train_pairs"),
+            "bpe_vocab": info.get("bpe_vocab"), "epoch": info.get("epoch"), "num_updates": info.get("num_updates"),
+            "averaged": info.get("averaged"), "dev_loss": info.get("dev_loss"),
+            "stopped_by_time": info.get("stopped_by_time"), "early_stop": info.get("early_stop"),
+            "train_seconds_total": info.get("train_seconds_total"), "seed": info.get("seed"),
+            "decoding": {"decoder": args.decoder, "beam": args.beam, "lenpen": args.lenpen,
+                         "max_len_a": args.max_len_a, "max_len_b": args.max_len_b}}
+    write_bleu_report(out, results["test"], results.get("dev"),
+                      {name: results[name] for name, _, _ in sets if name not in ("test", "dev")}, meta)
+    log.info("evaluate: test sacreBLEU %.2f -> %s", results["test"]["bleu"], out)
+    return 0
+
+
+def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> None:
+    p = sub.add_parser("train-nmt", help="BPE + fairseq transformer on selected pairs, last checkpoints averaged")
+    p.add_argument("--train", required=True, help="TSV (.gz allowed): source and target in the first two columns")
+    p.add_argument("--dev-src", required=True, help="dev source (validation loss, early stopping)")
+    p.add_argument("--dev-ref", required=True)
+    p.add_argument("--workdir", required=True, help="model directory (resumable; evaluate needs only it)")
+    p.add_argument("--src-lang", required=True)
+    p.add_argument("--tgt-lang", required=True)
+    p.add_argument("--params", default=None, help="JSON object (inline or a .json file) of NMT params")
+    p.add_argument("--arch", default=None, help="fairseq arch (overrides params' arch; default transformer)")
+    p.add_argument("--threads", type=int, default=None, help="CPU threads (OMP/MKL, sentencepiece)")
+    p.add_argument("--max-minutes", type=float, default=None, help="wall-clock budget; rerunning continues")
+    p.add_argument("--seed", type=int, default=1)
+    handlers["train-nmt"] = cmd_train_nmt
+
+    p = sub.add_parser("evaluate", help="beam-search test (and dev, extra) sets; sacreBLEU + tokenised BLEU")
+    p.add_argument("--workdir", required=True, help="directory written by train-nmt")
+    p.add_argument("--test-src", required=True)
+    p.add_argument("--test-ref", required=True)
+    p.add_argument("--dev-src", default=None)
+    p.add_argument("--dev-ref", default=None)
+    p.add_argument("--extra", type=_extra, nargs="*", default=[], metavar="NAME,SRC,REF",
+                   help="further test sets, e.g. newstest2014,nt14.en,nt14.de")
+    p.add_argument("--output", required=True, help="report: first line the test sacreBLEU (a .json beside it)")
+    p.add_argument("--hyp-dir", default=None, help="hypotheses (default: OUTPUT without suffix + .hyp/)")
+    p.add_argument("--beam", type=int, default=5)
+    p.add_argument("--batch-size", type=int, default=64, help="sentences per decoding batch")
+    p.add_argument("--max-tokens", type=int, default=None, help="source tokens per decoding batch")
+    p.add_argument("--lenpen", type=float, default=1.0)
+    p.add_argument("--max-len-a", type=float, default=1.5, help="hypothesis <= a * source pieces + b")
+    p.add_argument("--max-len-b", type=int, default=10)
+    p.add_argument("--threads", type=int, default=None, help="CPU threads of the decoder")
+    p.add_argument("--device", default="auto", help="auto, cpu or cuda (fails if no GPU is visible)")
+    p.add_argument("--decoder", default=_default_decoder(), choices=("ctranslate2", "fairseq"),
+                   help="beam search by CTranslate2 (default; the checkpoint converted once) or fairseq-generate")
+    handlers["evaluate"] = cmd_evaluate
+
+
+def _default_decoder() -> str:
+    from marginmine.nmt.evaluate import DEFAULT_DECODER
+
+    return DEFAULT_DECODER

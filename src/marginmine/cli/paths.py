@@ -1,0 +1,141 @@
+"""Which arguments of each subcommand are inputs and which are outputs, so that
+:func:`marginmine.io.safe.check_paths` can refuse an output that would overwrite an input (or another
+output) before the command does any work.
+
+Every subcommand has an entry (a test checks it). Roles: ``in`` / ``indir`` are read, ``out`` /
+``outdir`` are written; ``outdir`` means the command fills the directory, so no input may lie in it
+(``train-nmt --workdir`` resumes from its own directory and is therefore ``out`` with its derived
+files, not ``outdir``). Files a command derives from an output (a ledger's ``.tsv`` twin, the BLEU
+report's ``.json`` sidecar, the shard files of ``split``) are outputs too.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Callable, Iterator
+
+from marginmine.io.safe import Role
+
+Derived = Callable[[argparse.Namespace], Iterator[Role]]
+
+
+def _ledger_twin(dest: str) -> Derived:
+    def derive(args: argparse.Namespace) -> Iterator[Role]:
+        from marginmine.preprocess.ledger import Ledger
+
+        value = getattr(args, dest)
+        if value:
+            yield Role(f"(the .tsv twin of --{dest} {value})", Ledger.tsv_path(value))
+    return derive
+
+
+def _split_shards(args: argparse.Namespace) -> Iterator[Role]:
+    from marginmine.preprocess.shard import shard_ids
+
+    for i in shard_ids(args.shards):
+        yield Role("--outdir (shard file)", Path(args.outdir) / f"{args.prefix}{i}.tsv.gz")
+
+
+def _bleu_sidecar(args: argparse.Namespace) -> Iterator[Role]:
+    out = Path(args.output)
+    yield Role(f"(the .json sidecar of --output {out})", out.with_suffix(".json"))
+    yield Role("--hyp-dir", Path(args.hyp_dir) if args.hyp_dir else out.with_name(out.stem + ".hyp"), True)
+
+
+def _demo_summary(args: argparse.Namespace) -> Iterator[Role]:
+    yield Role(f"(the summary of --labels {args.labels})", Path(args.labels).with_suffix(".summary.json"))
+    for split in (args.heldout or {}):
+        for suffix in ("en", "de", "labels.tsv"):
+            yield Role(f"--heldout-prefix ({split})", Path(f"{args.heldout_prefix}.{split}.{suffix}"))
+
+
+def _report_files(args: argparse.Namespace) -> Iterator[Role]:
+    from dataclasses import astuple
+
+    from marginmine.report.figures import ReportOutputs
+
+    for path in astuple(ReportOutputs.in_dir(args.outdir)):
+        yield Role("--outdir (report file)", path)
+
+
+def _bucc_files(args: argparse.Namespace) -> Iterator[Role]:
+    from marginmine.scoring.bucc import benchmark_files
+
+    for path in benchmark_files(args.output_dir):
+        yield Role("--output-dir (benchmark file)", path)
+
+
+def _encoder_workdir(args: argparse.Namespace) -> Iterator[Role]:
+    if args.workdir and Path(args.workdir) != Path(args.output):
+        yield Role("--workdir", Path(args.workdir), True)
+
+
+#: command -> ((dest, role), ...), derived outputs
+PATHS: dict[str, tuple[tuple[tuple[str, str], ...], tuple[Derived, ...]]] = {
+    "preprocess": ((("input", "in"), ("protect", "in"), ("langid_model", "in"), ("output", "out"),
+                    ("rejects", "out"), ("ledger", "out")), (_ledger_twin("ledger"),)),
+    "split": ((("input", "in"), ("rejects", "out"), ("ledger", "out")), (_ledger_twin("ledger"), _split_shards)),
+    "ledger": ((("first", "in"), ("shards", "in"), ("output", "out")), (_ledger_twin("output"),)),
+    "download": ((("output", "out"),), ()),
+    "extract": ((("archive", "in"), ("output", "out")), ()),
+    "fetch-testset": ((("src", "out"), ("ref", "out")), ()),
+    "demo-corpus": ((("data_dir", "indir"), ("output", "out"), ("labels", "out")), (_demo_summary,)),
+    "check-overlap": ((("corpus", "in"), ("protect", "in"), ("output", "out")), ()),
+    "tatoeba-share": ((("data_dir", "indir"), ("en", "out"), ("de", "out")), ()),
+    "heldout": ((("src", "in"), ("tgt", "in"), ("out_src", "out"), ("out_tgt", "out")), ()),
+    "encoder-data": ((("protect", "in"), ("exclude_corpus", "in"), ("outdir", "outdir")), ()),
+    "train-encoder": ((("data", "in"), ("output", "outdir")), (_encoder_workdir,)),
+    "embed": ((("encoder", "indir"), ("input", "in"), ("output", "out")), ()),
+    "eval-encoder": ((("encoder", "indir"), ("output", "out")), ()),
+    "encoder-report": ((("inputs", "in"), ("tsv", "out"), ("md", "out")), ()),
+    "score": ((("input", "in"), ("encoder", "indir"), ("src_embeddings", "in"), ("tgt_embeddings", "in"),
+               ("output", "out")), ()),
+    "mine": ((("src", "in"), ("tgt", "in"), ("encoder", "indir"), ("output", "out"), ("ledger", "out")),
+             (_ledger_twin("ledger"),)),
+    "select": ((("pairs", "in"), ("scores", "in"), ("output", "out"), ("report", "out")), ()),
+    "composition": ((("labels", "in"), ("selections", "in"), ("pairs", "in"), ("scores", "in"), ("tsv", "out"),
+                     ("md", "out"), ("density_tsv", "out")), ()),
+    "bucc-data": ((("mono_src", "in"), ("mono_tgt", "in")), (_bucc_files,)),
+    "eval-mining": ((("encoder", "indir"), ("data", "indir"), ("tsv", "out"), ("md", "out")), ()),
+    "eval-filter": ((("encoder", "indir"), ("paracrawl", "in"), ("demo_labels", "in"), ("pairs", "in"),
+                     ("scores", "in"), ("tsv", "out"), ("md", "out"), ("json", "out")), ()),
+    "train-nmt": ((("train", "in"), ("dev_src", "in"), ("dev_ref", "in"), ("workdir", "out")), ()),
+    "evaluate": ((("workdir", "indir"), ("test_src", "in"), ("test_ref", "in"), ("dev_src", "in"),
+                  ("dev_ref", "in"), ("output", "out")), (_bleu_sidecar,)),
+    "compare": ((("inputs", "in"), ("tsv", "out"), ("md", "out"), ("runs", "out"), ("png", "out")), ()),
+    "headline": ((("inputs", "in"), ("output", "out")), ()),
+    # --work, --results, --benchmarks are where it looks for files, not inputs as a whole
+    "report-figures": ((("ledger", "in"), ("select", "in"), ("tables", "in")), (_report_files,)),
+}
+
+#: commands whose ``--gold-*`` / ``--extra`` values pack several paths into one argument
+_PACKED = {"bucc-data": ("gold_train", "gold_test"), "evaluate": ("extra",), "compare": ("subsets",)}
+
+
+def _values(value: object) -> list[str]:
+    if value is None or value is False:
+        return []
+    if isinstance(value, (list, tuple)):
+        return [str(v) for v in value if v]
+    return [str(value)]
+
+
+def roles(command: str, args: argparse.Namespace) -> tuple[list[Role], list[Role]]:
+    """The (inputs, outputs) of one parsed command line."""
+    spec, derived = PATHS[command]
+    ins: list[Role] = []
+    outs: list[Role] = []
+    for dest, role in spec:
+        for v in _values(getattr(args, dest, None)):
+            r = Role(f"--{dest.replace('_', '-')}", Path(v), role.endswith("dir"))
+            (ins if role.startswith("in") else outs).append(r)
+    for dest in _PACKED.get(command, ()):
+        for item in getattr(args, dest, None) or []:
+            # evaluate's --extra parses to (name, src, ref), compare's --subsets to (name, labels);
+            # bucc-data's --gold-* are "SRC,TGT" strings
+            fields = list(item[1:]) if isinstance(item, (list, tuple)) else str(item).split(",")
+            ins.extend(Role(f"--{dest.replace('_', '-')}", Path(f)) for f in fields if f)
+    for derive in derived:
+        outs.extend(derive(args))
+    return ins, outs

@@ -1,0 +1,116 @@
+"""Subcommands ``compare`` (the BLEU table and plot of the selection methods) and
+``report-figures``: the figures and tables of the Snakemake report (ledger, score
+histograms, result tables, wall time and throughput per rule). Registered by :mod:`marginmine.cli.main`."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from collections.abc import Callable
+from pathlib import Path
+
+from marginmine.errors import MarginmineError
+
+log = logging.getLogger("marginmine")
+Handler = Callable[[argparse.Namespace], int]
+
+#: result tables rendered when --results is given and they exist (relative to the results directory)
+DEFAULT_TABLES = ("encoders/intrinsic.tsv", "mining/bucc.tsv", "filtering/quality.tsv", "select/composition.tsv",
+                  "select/density.tsv", "comparison.tsv", "comparison_runs.tsv")
+
+
+def cmd_report_figures(args: argparse.Namespace) -> int:
+    from marginmine.report.figures import write_report_figures
+
+    results = Path(args.results) if args.results else None
+    ledger = args.ledger or (results / "preprocess" / "ledger.json" if results else None)
+    if ledger is None:
+        raise MarginmineError("give --ledger (or --results DIR with preprocess/ledger.json)")
+    selections = args.select
+    if selections is None:
+        selections = sorted(str(p) for p in (results / "select").glob("*.json")) if results else []
+    tables = args.tables
+    if tables is None:
+        tables = [str(results / t) for t in DEFAULT_TABLES if (results / t).is_file()] if results else []
+    work = Path(args.work)
+    out = write_report_figures(ledger, selections, args.benchmarks or work / "benchmarks", work, args.outdir,
+                               tables=tables, methods=args.methods, title=args.title)
+    log.info("report figures written to %s", out.ledger_png.parent)
+    return 0
+
+
+def _subset(text: str) -> tuple[str, str]:
+    name, _, path = text.partition("=")
+    if not name or not path:
+        raise argparse.ArgumentTypeError(f"expected TEST_SET=LABELS_TSV (got {text!r})")
+    return name, path
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from marginmine.nmt.comparison import compare_runs, read_run, read_subsets, write_comparison
+    from marginmine.nmt.significance import SignificanceSettings
+
+    runs = [read_run(p) for p in args.inputs]
+    try:
+        settings = SignificanceSettings(resamples=args.resamples, seed=args.bootstrap_seed)
+    except ValueError as exc:
+        raise MarginmineError(f"--resamples: {exc}") from exc
+    subsets = read_subsets(dict(args.subsets or []))
+    rows = compare_runs(runs, args.headline, subsets, settings)
+    write_comparison(rows, runs, args.headline, args.tsv, args.md, args.runs, args.png, args.title, settings)
+    for r in rows:
+        t = r.test
+        log.info("%s %s %s: %.2f over %d seed(s)%s", r.test_set, r.method, r.n, r.summary.mean, r.summary.n_seeds,
+                 "" if t is None else f", {t.diff:+.2f} vs {args.headline} (p {t.p_value:.3f})")
+    return 0
+
+
+def cmd_headline(args: argparse.Namespace) -> int:
+    from marginmine.nmt.comparison import headline_text, read_run
+    from marginmine.io.safe import write_text
+
+    text = headline_text([read_run(p) for p in args.inputs])
+    write_text(args.output, text)
+    log.info("headline: %s", text.splitlines()[2])
+    return 0
+
+
+def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> None:
+    p = sub.add_parser("compare", help="BLEU of every selection method, N and training seed: mean, sd and a "
+                                       "seed-and-sentence bootstrap against the headline method (TSV, Markdown, plot)")
+    p.add_argument("--inputs", nargs="+", required=True,
+                   help="bleu.json files below <method>.<N>/seed<S>/ directories")
+    p.add_argument("--headline", required=True, help="the method every other one is tested against")
+    p.add_argument("--subsets", nargs="*", type=_subset, default=None, metavar="TEST_SET=LABELS_TSV",
+                   help="score a test set also per origin (the held-out set's labels: id, origin, kind, clean)")
+    p.add_argument("--resamples", type=int, default=1000, help="bootstrap rounds")
+    p.add_argument("--bootstrap-seed", type=int, default=12345)
+    p.add_argument("--tsv", required=True)
+    p.add_argument("--md", required=True)
+    p.add_argument("--runs", default=None, help="one row per trained system (TSV)")
+    p.add_argument("--png", default=None)
+    p.add_argument("--title", default="")
+    handlers["compare"] = cmd_compare
+
+    p = sub.add_parser("headline", help="bleu_<N>.txt: the headline method's mean test BLEU over its seeds")
+    p.add_argument("--inputs", nargs="+", required=True, help="the headline method's bleu.json files, one per seed")
+    p.add_argument("--output", required=True)
+    handlers["headline"] = cmd_headline
+
+    p = sub.add_parser("report-figures",
+                       help="figures and tables for the Snakemake report (ledger, score histograms, benchmarks)")
+    p.add_argument("--results", default=None,
+                   help="results/<exp>: defaults for --ledger, --select and --tables found below it")
+    p.add_argument("--work", required=True, help="work/<exp>: shard ledgers and kept shards (item counts)")
+    p.add_argument("--outdir", required=True, help="ledger.png/.html, score_histograms.png, tables.html, "
+                                                   "benchmarks.html/.tsv are written here")
+    p.add_argument("--ledger", default=None, help="the corpus ledger JSON (results/<exp>/preprocess/ledger.json)")
+    p.add_argument("--select", nargs="*", default=None, metavar="JSON",
+                   help="selection reports <method>.<N>.json (default: all below --results/select)")
+    p.add_argument("--tables", nargs="*", default=None, metavar="TSV",
+                   help="result TSVs shown as HTML tables (default: the known ones below --results)")
+    p.add_argument("--benchmarks", default=None,
+                   help="Snakemake benchmark directory, read recursively (default: --work/benchmarks)")
+    p.add_argument("--methods", nargs="*", default=[], help="panel order of the selection methods")
+    p.add_argument("--title", default="", help="prefix of figure and page titles, e.g. the experiment")
+    handlers["report-figures"] = cmd_report_figures

@@ -1,0 +1,273 @@
+"""Subcommands of the scoring stage: ``score``, ``mine``, ``select`` and their evaluations
+(``composition``, ``bucc-data``, ``eval-mining``, ``eval-filter``). Registered by :mod:`marginmine.cli.main`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import Callable
+
+from marginmine.defaults import BATCH_SIZE, K, SEED
+from marginmine.errors import MarginmineError
+
+log = logging.getLogger("marginmine")
+ALLOW_EMPTY_HELP = "an empty input (an empty shard of split) gives empty outputs instead of an error"
+Handler = Callable[[argparse.Namespace], int]
+
+
+def add_filter_settings(p: argparse.ArgumentParser, protect: bool = True) -> None:
+    """The pair filters' flags, shared by ``preprocess`` and ``mine``; defaults are
+    :class:`marginmine.preprocess.pipeline.PreprocessSettings`'s (the schema's ``preprocess`` agrees, tested)."""
+    from marginmine.preprocess.pipeline import PreprocessSettings
+
+    d = {f: PreprocessSettings.__dataclass_fields__[f].default
+         for f in ("min_tokens", "max_tokens", "max_overlap", "max_ratio", "langid_min_prob")}
+    p.add_argument("--src-lang", required=True)
+    p.add_argument("--tgt-lang", required=True)
+    p.add_argument("--min-tokens", type=int, default=d["min_tokens"], help="default %(default)s")
+    p.add_argument("--max-tokens", type=int, default=d["max_tokens"], help="default %(default)s")
+    p.add_argument("--max-overlap", type=float, default=d["max_overlap"],
+                   help="drop pairs whose content tokens overlap this much or more (default %(default)s)")
+    p.add_argument("--max-ratio", type=float, default=d["max_ratio"],
+                   help="drop pairs with a token length ratio above (default %(default)s)")
+    p.add_argument("--langid-min-prob", type=float, default=d["langid_min_prob"],
+                   help="fastText probability each side's expected language needs (default %(default)s)")
+    p.add_argument("--no-langid", action="store_true", help="skip language identification")
+    p.add_argument("--langid-model", default=None, help="fastText LID model (default: bundled lid.176.ftz)")
+    if protect:
+        p.add_argument("--protect", nargs="*", default=[], metavar="FILE",
+                       help="dev/test files: pairs with a side found in them are removed (test_set_overlap)")
+
+
+def torch_threads(n: int | None) -> None:
+    if n:
+        import torch
+
+        torch.set_num_threads(n)
+        import faiss
+
+        faiss.omp_set_num_threads(n)
+
+
+def index_spec(args: argparse.Namespace):
+    from marginmine.scoring.knn import IndexSpec, check_device
+
+    check_device(args.device)
+    return IndexSpec(kind=args.index, nprobe=args.nprobe, device=args.device)
+
+
+def add_knn(p: argparse.ArgumentParser, k: bool = True) -> None:
+    if k:
+        p.add_argument("-k", "--neighbourhood", dest="k", type=int, default=K,
+                       help=f"neighbours per sentence (default {K})")
+    p.add_argument("--index", default="flat", choices=["auto", "flat", "ivf", "ivfpq"],
+                   help="FAISS index: exact flat (default), IVF, IVF-PQ, or auto by size")
+    p.add_argument("--nprobe", type=int, default=16, help="IVF cells visited per query")
+    p.add_argument("--device", default="cpu", help="cpu or cuda[:N] (fails if no GPU is visible)")
+    p.add_argument("--threads", type=int, default=None, help="CPU threads for the encoder and FAISS")
+
+
+def add_scorers(p: argparse.ArgumentParser, default: str | None = "ratio,cosine") -> None:
+    p.add_argument("--scorers", default=default, required=default is None,
+                   help="the score columns: a JSON object {name: {kind, params...}} (what the workflow passes) "
+                        "or a comma list of kinds or name=kind (default %(default)s); kinds: ratio, distance, "
+                        "cosine, absolute and those of --plugin modules")
+    p.add_argument("-k", "--neighbourhood", dest="k", type=int, default=None,
+                   help=f"k of every scorer whose kind has one and whose JSON does not set it "
+                        f"(default {K})")
+    p.add_argument("--plugin", action="append", default=[], metavar="MODULE",
+                   help="import this module first (it registers score kinds of your own); repeatable")
+
+
+def scorer_spec(args: argparse.Namespace) -> dict[str, dict]:
+    """--scorers as {name: {kind, params}}, -k filled into kinds that take k."""
+    from marginmine.scoring import kind_params, load_plugins
+
+    load_plugins(args.plugin)
+    text = args.scorers.strip()
+    if text.startswith("{"):
+        try:
+            spec = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise MarginmineError(f"--scorers: not valid JSON ({exc})") from exc
+        if not isinstance(spec, dict) or not all(isinstance(v, dict) for v in spec.values()):
+            raise MarginmineError("--scorers: give a JSON object {name: {\"kind\": ..., params...}}")
+    else:
+        spec = {}
+        for item in filter(None, text.split(",")):
+            name, _, kind = item.partition("=")
+            spec[name] = {"kind": kind or name}
+    if args.k is not None:
+        from marginmine.scoring import KINDS
+
+        for entry in spec.values():
+            if entry.get("kind") in KINDS and "k" in kind_params(entry["kind"]):
+                entry.setdefault("k", args.k)
+    return spec
+
+
+def score_settings(args: argparse.Namespace, batch_size: int | None = None):
+    from marginmine.scoring import parse_scorers
+    from marginmine.scoring.files import ScoreSettings
+
+    kinds = parse_scorers(scorer_spec(args))
+    extra = {} if batch_size is None else {"batch_size": batch_size}
+    return ScoreSettings(tuple(kinds.items()), index=index_spec(args), **extra)
+
+
+def cli_encoder(args: argparse.Namespace):
+    from marginmine.encoders.base import load_encoder
+
+    if not args.encoder:
+        raise MarginmineError("give --encoder DIR (or precomputed --src-embeddings/--tgt-embeddings)")
+    return load_encoder(args.encoder, args.device)
+
+
+def cmd_score(args: argparse.Namespace) -> int:
+    from marginmine.scoring.files import ArrayEmbeddings, EncoderEmbeddings, score_file
+
+    torch_threads(args.threads)
+    settings = score_settings(args, args.batch_size)
+    if args.src_embeddings or args.tgt_embeddings:
+        if not (args.src_embeddings and args.tgt_embeddings):
+            raise MarginmineError("give both --src-embeddings and --tgt-embeddings")
+        emb = ArrayEmbeddings.load(args.src_embeddings, args.tgt_embeddings)
+        ident = {"embeddings": [args.src_embeddings, args.tgt_embeddings]}
+    else:
+        from marginmine.encoders.base import read_manifest
+
+        emb = EncoderEmbeddings(cli_encoder(args), args.src_lang, args.tgt_lang)
+        ident = {"encoder": read_manifest(args.encoder, verify=False)["sha256"], "langs": [args.src_lang, args.tgt_lang]}
+    n = score_file(args.input, args.output, emb, settings, tuple(args.columns), ident, args.allow_empty)
+    log.info("scored %d pairs -> %s (columns: %s)", n, args.output, ", ".join(settings.names))
+    return 0
+
+
+def cmd_mine(args: argparse.Namespace) -> int:
+    from marginmine.scoring.mining import Sentences, check_pairs, embed_unique, mine_arrays, write_mined
+    from marginmine.preprocess.pipeline import PreprocessSettings
+
+    torch_threads(args.threads)
+    spec = index_spec(args)
+    src, tgt = Sentences.read_file(args.src), Sentences.read_file(args.tgt)
+    log.info("%s: %d distinct sentences of %d lines; %s: %d of %d", args.src, len(src.texts), src.read,
+             args.tgt, len(tgt.texts), tgt.read)
+    encoder = cli_encoder(args)
+    x = embed_unique(encoder, src.texts, args.src_lang)
+    y = embed_unique(encoder, tgt.texts, args.tgt_lang)
+    mined = mine_arrays(x, y, args.k, args.margin, args.retrieval, spec)
+    settings = None if args.no_checks else PreprocessSettings(
+        args.src_lang, args.tgt_lang, args.min_tokens, args.max_tokens, args.max_overlap, args.max_ratio,
+        not args.no_langid, args.langid_min_prob, args.langid_model)
+    keep, ledger = check_pairs(mined, src, tgt, settings, args.threshold)
+    n = write_mined(args.output, mined, keep, src, tgt)
+    if args.ledger:
+        ledger.write(args.ledger, Path(args.ledger).with_suffix(".tsv"))
+    print(ledger.summary(), file=sys.stderr)
+    log.info("mined %d pairs (%s retrieval, %s margin, k=%d) -> %s", n, args.retrieval, args.margin, args.k, args.output)
+    return 0
+
+
+def cmd_select(args: argparse.Namespace) -> int:
+    from marginmine.scoring.selection import Source, parse_count, select
+
+    if args.scores and len(args.scores) != len(args.pairs):
+        raise MarginmineError(f"--scores has {len(args.scores)} files for {len(args.pairs)} --pairs files")
+    if args.method in ("random", "unfiltered"):
+        sources = [Source(Path(p), None) for p in args.pairs]
+    else:
+        if not args.scores:
+            raise MarginmineError(f"method {args.method} needs --scores (files with a column named {args.method})")
+        sources = [Source(Path(p), Path(s)) for p, s in zip(args.pairs, args.scores)]
+    n = parse_count(args.n) if args.n else None
+    report = select(sources, args.output, args.method, n, args.threshold, args.seed)
+    if args.report:
+        report.write(args.report)
+    return 0
+
+
+def cmd_composition(args: argparse.Namespace) -> int:
+    from marginmine.scoring.composition import (Composition, count_groups, group_density, read_groups,
+                                                selection_ids, selection_name, write_composition)
+
+    groups = read_groups(args.labels)
+    rows = []
+    for path in args.selections:
+        method, n = selection_name(path)
+        rows.append(Composition(method, n, count_groups(selection_ids(path), groups)))
+    if bool(args.pairs) != bool(args.scores) or (args.scores and not args.density_tsv):
+        raise MarginmineError("give --pairs and --scores together, with --density-tsv (or neither: --density-tsv "
+                              "alone writes an empty table)")
+    density = (group_density(args.pairs, args.scores, groups, args.margin, args.margin_column, args.cosine_column)
+               if args.scores else [])
+    write_composition(rows, args.tsv, args.md, args.title, density, args.density_tsv)
+    log.info("composition of %d selections -> %s", len(rows), args.md)
+    return 0
+
+
+def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler], columns_type: Callable) -> None:
+    p = sub.add_parser("score", help="margin-score given pairs in batches (filtering mode)")
+    p.add_argument("--input", nargs="+", required=True, metavar="FILE",
+                   help="a TSV (source and target in --columns) or two line-aligned files; .gz allowed")
+    p.add_argument("--columns", type=columns_type, default=(0, 1), help="0-based source,target columns (default 0,1)")
+    p.add_argument("--output", required=True,
+                   help="a header naming the scorers, then one line per input line: their scores (.gz allowed)")
+    p.add_argument("--encoder", default=None, help="encoder directory (or give precomputed embeddings)")
+    p.add_argument("--src-embeddings", default=None, help=".npy of the source side, line-aligned with --input")
+    p.add_argument("--tgt-embeddings", default=None, help=".npy of the target side")
+    p.add_argument("--src-lang", default="en")
+    p.add_argument("--tgt-lang", default="de")
+    add_scorers(p)
+    p.add_argument("--batch-size", type=int, default=BATCH_SIZE,
+                   help="pairs per kNN batch (paper 5M, the default); scores depend on it, nothing else")
+    p.add_argument("--allow-empty", action="store_true", help=ALLOW_EMPTY_HELP)
+    add_knn(p, k=False)
+    handlers["score"] = cmd_score
+
+    p = sub.add_parser("mine", help="mine parallel sentences from two monolingual files")
+    p.add_argument("--src", required=True)
+    p.add_argument("--tgt", required=True)
+    add_filter_settings(p, protect=False)
+    p.add_argument("--encoder", required=True)
+    p.add_argument("--margin", default="ratio", choices=["absolute", "distance", "ratio", "eq9", "eq10"])
+    p.add_argument("--retrieval", default="max", choices=["fwd", "bwd", "intersect", "max"])
+    p.add_argument("--threshold", type=float, default=None, help="keep pairs scoring at least this")
+    p.add_argument("--output", required=True, help="TSV sorted by score: src, tgt, score, src_line, tgt_line")
+    p.add_argument("--ledger", default=None, help="JSON ledger of removed candidates (a .tsv beside it)")
+    p.add_argument("--no-checks", action="store_true", help="skip the language-id / length / copy / ratio checks")
+    add_knn(p)
+    handlers["mine"] = cmd_mine
+
+    p = sub.add_parser("select", help="top-N (or threshold) pairs over all shards for one method")
+    p.add_argument("--pairs", nargs="+", required=True, help="shard TSVs (src, tgt, ...)")
+    p.add_argument("--scores", nargs="*", default=[], help="score files, one per shard, same order")
+    p.add_argument("--method", required=True,
+                   help="a scorer: the name of a score-file column (e.g. ratio, cosine); or random, unfiltered")
+    p.add_argument("-n", default=None, help="how many pairs: 500, 20k, 10M")
+    p.add_argument("--threshold", type=float, default=None, help="instead of -n: keep scores >= this")
+    p.add_argument("--seed", type=int, default=SEED, help="seed of the random method (default %(default)s)")
+    p.add_argument("--output", required=True, help="TSV: src, tgt, score, further shard columns")
+    p.add_argument("--report", default=None, help="JSON: counts, threshold, score histogram")
+    handlers["select"] = cmd_select
+
+    p = sub.add_parser("composition", help="what each selection is made of, by the corpus' pair labels")
+    p.add_argument("--labels", required=True, help="sidecar TSV: id, origin, kind, clean (the demo corpus')")
+    p.add_argument("--selections", nargs="+", required=True, help="select's <method>.<N>.tsv.gz files")
+    p.add_argument("--pairs", nargs="*", default=None, help="the preprocessed shards (pair id in column 3)")
+    p.add_argument("--scores", nargs="*", default=None, help="their score files, in shard order")
+    p.add_argument("--margin", choices=("ratio", "distance", "absolute"), default="ratio",
+                   help="the kind of --margin-column (absolute: no neighbourhood to recover)")
+    p.add_argument("--margin-column", default="ratio", help="score-file column of a margin scorer")
+    p.add_argument("--cosine-column", default="cosine", help="score-file column of a cosine scorer (same encoder)")
+    p.add_argument("--density-tsv", default=None, help="per group: pairs, share, mean cosine, mean kNN similarity")
+    p.add_argument("--tsv", required=True)
+    p.add_argument("--md", required=True)
+    p.add_argument("--title", default="")
+    handlers["composition"] = cmd_composition
+
+    from marginmine.cli.score_eval import register as register_evaluations
+
+    register_evaluations(sub, handlers)

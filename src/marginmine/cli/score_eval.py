@@ -1,0 +1,198 @@
+"""Subcommands that evaluate the scorers: ``bucc-data``, ``eval-mining`` (the BUCC-style mining
+benchmark) and ``eval-filter`` (ROC-AUC and precision on human-labelled pairs). Registered by
+:mod:`marginmine.cli.score`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+from pathlib import Path
+from typing import Callable
+
+from marginmine.cli.score import add_knn, add_scorers, index_spec, scorer_spec, torch_threads
+from marginmine.defaults import K, SEED
+from marginmine.errors import MarginmineError
+
+log = logging.getLogger("marginmine")
+Handler = Callable[[argparse.Namespace], int]
+
+
+def cmd_bucc_data(args: argparse.Namespace) -> int:
+    from marginmine.scoring.bucc import build_benchmark
+    from marginmine.io.text import read_lines
+
+    def pairs(items: list[str]) -> list[tuple[str, str]]:
+        out = []
+        for item in items:
+            a, _, b = item.partition(",")
+            if not b:
+                raise MarginmineError(f"--gold-train/--gold-test take SRC,TGT file pairs, got {item!r}")
+            out.append((a, b))
+        return out
+
+    mono_src = [t for p in args.mono_src for t in read_lines(p)]
+    mono_tgt = [t for p in args.mono_tgt for t in read_lines(p)]
+    summary = build_benchmark({"train": pairs(args.gold_train), "test": pairs(args.gold_test)}, mono_src, mono_tgt,
+                              args.output_dir, args.share, args.distractors, args.seed)
+    for split in ("train", "test"):
+        s = summary[split]
+        log.info("%s: %d src, %d tgt sentences, %d gold pairs (%.1f%%)", split, s["src"], s["tgt"], s["gold"],
+                 100 * s["gold_share_src"])
+    return 0
+
+
+def _encoder_dirs(args: argparse.Namespace) -> dict[str, str]:
+    out = {}
+    for item in args.encoder or []:
+        name, sep, path = item.partition("=")
+        if not sep or not name or not path:
+            raise MarginmineError(f"--encoder takes NAME=DIR, got {item!r}")
+        out[name] = path
+    return out
+
+
+def _named_scorers(args: argparse.Namespace, dirs: dict[str, str]) -> dict[str, tuple[str, object]]:
+    """--scorers with each scorer's encoder: name -> (encoder name, kind). A scorer without an
+    ``encoder`` entry uses the only --encoder given."""
+    from marginmine.scoring import parse_scorers
+
+    spec = scorer_spec(args)
+    kinds = parse_scorers(spec)
+    out = {}
+    for name, kind in kinds.items():
+        enc = spec[name].get("encoder") or (next(iter(dirs)) if len(dirs) == 1 else None)
+        if enc not in dirs:
+            raise MarginmineError(f"--scorers {name}: encoder {enc!r} is not among --encoder "
+                                  f"({', '.join(dirs) or 'none given'}); give it as --encoder {enc}=DIR")
+        out[name] = (enc, kind)
+    return out
+
+
+def _load_encoders(dirs: dict[str, str], args: argparse.Namespace, used: set[str]) -> dict[str, object]:
+    from marginmine.encoders.base import load_encoder
+
+    return {n: load_encoder(d, args.device) for n, d in dirs.items() if n in used}
+
+
+def cmd_eval_mining(args: argparse.Namespace) -> int:
+    from marginmine.scoring.bucc import evaluate, write_table
+
+    torch_threads(args.threads)
+    dirs = _encoder_dirs(args)
+    scorers = _named_scorers(args, dirs)
+    encoders = _load_encoders(dirs, args, {e for e, _ in scorers.values()})
+    rows, cannot = evaluate(encoders, scorers, args.data, args.src_lang, args.tgt_lang, K)
+    title = f"BUCC-style mining, {args.src_lang}-{args.tgt_lang} (test split; thresholds from train)"
+    write_table(rows, args.tsv, args.md, title, cannot)
+    for r in rows:
+        log.info("%s (%s)/%s: P %.1f R %.1f F1 %.1f", r.scorer, r.encoder, r.retrieval, 100 * r.precision,
+                 100 * r.recall, 100 * r.f1)
+    return 0
+
+
+def cmd_eval_filter(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from marginmine.scoring.filtereval import (quality_rows, read_demo_labels, read_paracrawl_eval,
+                                               write_quality_table)
+    from marginmine.scoring.files import (EncoderEmbeddings, ScoreSettings, read_score_names, read_scores,
+                                          score_batch)
+
+    torch_threads(args.threads)
+    rows = []
+    if args.paracrawl:
+        dirs = _encoder_dirs(args)
+        scorers = _named_scorers(args, dirs)
+        encoders = _load_encoders(dirs, args, {e for e, _ in scorers.values()})
+        data = read_paracrawl_eval(args.paracrawl)
+        scores: dict[str, np.ndarray] = {}
+        for enc_name, encoder in encoders.items():  # one batch: the whole file, as the paper's filtering
+            mine = tuple((n, kind) for n, (e, kind) in scorers.items() if e == enc_name)
+            emb = EncoderEmbeddings(encoder, args.src_lang, args.tgt_lang)  # type: ignore[arg-type]
+            settings = ScoreSettings(mine, batch_size=max(1, len(data.src)), index=index_spec(args))  # type: ignore[arg-type]
+            scores.update(score_batch(data.src, data.tgt, 0, emb, settings))
+        scores = {n: scores[n] for n in scorers}  # config order
+        scores.update({f"{k} (shipped)": v for k, v in data.shipped.items()})
+        rows += quality_rows(Path(args.paracrawl).parent.name, scores, data.positive, args.top_n)
+    if args.demo_labels:
+        from marginmine.io.text import iter_sentences
+
+        labels = read_demo_labels(args.demo_labels)
+        groups = args.scores or []
+        if not groups:
+            raise MarginmineError("--demo-labels needs --scores (one group of shard score files per encoder)")
+        ids = [i for p in args.pairs for i in iter_sentences(p, column=args.id_column)]
+        values: dict[str, list[np.ndarray]] = {}
+        for files in groups:
+            if len(files) != len(args.pairs):
+                raise MarginmineError(f"--scores {files[0]} ...: {len(files)} score files for {len(args.pairs)} "
+                                      "--pairs shards (give one group per encoder, one file per shard, shard order)")
+            for f in files:
+                for name in read_score_names(f):
+                    values.setdefault(name, []).append(read_scores(f, name))
+        missing = [i for i in ids if i not in labels]
+        if missing:
+            raise MarginmineError(f"{len(missing)} pair ids (e.g. {missing[0]!r}) are not in {args.demo_labels}")
+        positive = np.array([labels[i] for i in ids])
+        demo_scores = {k: np.concatenate(v) for k, v in values.items()}
+        for name, v in demo_scores.items():
+            if len(v) != len(ids):
+                raise MarginmineError(f"score column {name}: {len(v)} scores for {len(ids)} pairs in --pairs "
+                                      "(two score-file groups hold the same column name, or a file is stale)")
+        rows += quality_rows("demo corpus (preprocessed)", demo_scores, positive, args.top_n)
+    if not rows:
+        raise MarginmineError("nothing to evaluate: give --paracrawl and/or --demo-labels")
+    write_quality_table(rows, args.tsv, args.md, "Filtering quality (ROC-AUC, precision of the top N)")
+    for r in rows:
+        log.info("%s / %s: AUC %.3f", r["data"], r["scorer"], r["auc"])
+    if args.json:
+        from marginmine.io.safe import write_text
+
+        write_text(args.json, json.dumps(rows, indent=1) + "\n")
+    return 0
+
+
+def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> None:
+    p = sub.add_parser("bucc-data", help="build the BUCC-style mining benchmark from real text")
+    p.add_argument("--gold-train", nargs="+", required=True, metavar="SRC,TGT")
+    p.add_argument("--gold-test", nargs="+", required=True, metavar="SRC,TGT")
+    p.add_argument("--mono-src", nargs="+", required=True)
+    p.add_argument("--mono-tgt", nargs="+", required=True)
+    p.add_argument("--share", type=float, default=0.025, help="gold share of each pool (BUCC: 2-3%%)")
+    p.add_argument("--distractors", type=int, default=2000, help="unpaired gold-domain lines per side")
+    p.add_argument("--seed", type=int, default=SEED)
+    p.add_argument("--output-dir", required=True)
+    handlers["bucc-data"] = cmd_bucc_data
+
+    p = sub.add_parser("eval-mining", help="P/R/F1 of every scorer x retrieval on the BUCC-style benchmark")
+    p.add_argument("--encoder", nargs="+", action="extend", required=True, metavar="NAME=DIR",
+                   help="an encoder the scorers name; repeatable")
+    add_scorers(p)
+    p.add_argument("--data", required=True, help="directory written by bucc-data")
+    p.add_argument("--src-lang", required=True)
+    p.add_argument("--tgt-lang", required=True)
+    p.add_argument("--tsv", required=True)
+    p.add_argument("--md", required=True)
+    add_knn(p, k=False)
+    handlers["eval-mining"] = cmd_eval_mining
+
+    p = sub.add_parser("eval-filter", help="ROC-AUC / precision@N of every scorer vs BiCleaner/Zipporah")
+    p.add_argument("--encoder", nargs="+", action="extend", default=[], metavar="NAME=DIR",
+                   help="an encoder the scorers name (for --paracrawl); repeatable")
+    add_scorers(p)
+    p.add_argument("--paracrawl", default=None, help="ParaCrawl human-evaluation TSV (9 columns)")
+    p.add_argument("--src-lang", default="en")
+    p.add_argument("--tgt-lang", default="de")
+    p.add_argument("--demo-labels", default=None, help="demo corpus sidecar labels TSV")
+    p.add_argument("--pairs", nargs="*", default=[], help="preprocessed shards (with the id column)")
+    p.add_argument("--scores", nargs="+", action="append", default=None, metavar="FILE",
+                   help="score files, one per shard in shard order; repeat the flag per encoder's group. Every "
+                        "named column becomes a row")
+    p.add_argument("--id-column", type=int, default=2)
+    p.add_argument("--top-n", type=int, nargs="+", default=[500, 1000])
+    p.add_argument("--tsv", required=True)
+    p.add_argument("--md", required=True)
+    p.add_argument("--json", default=None)
+    add_knn(p, k=False)
+    handlers["eval-filter"] = cmd_eval_filter

@@ -1,0 +1,145 @@
+"""Embedding a text file (or one column of a TSV shard) into a memory-mapped ``.npy``.
+
+Long jobs never die silently and never start over: rows are written in chunks into
+``OUTPUT.part.npy`` (plain positioned writes into a pre-sized ``.npy``, so RAM stays flat
+whatever the file size; readers memory-map the result), a small state file
+records how many rows are complete, and a rerun after a kill continues from the last complete
+chunk. The finished file is renamed into place only when every line is embedded, so the presence
+of OUTPUT means "complete" (what Snakemake relies on).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+
+from marginmine.encoders.base import SentenceEncoder
+from marginmine.errors import InputError
+from marginmine.io.safe import write_text
+from marginmine.io.text import count_lines, iter_sentences
+
+log = logging.getLogger(__name__)
+
+def _fingerprint(path: Path, column: int | None, lang: str, encoder_id: str) -> dict[str, object]:
+    st = path.stat()
+    return {"input": str(path), "size": st.st_size, "mtime_ns": st.st_mtime_ns, "column": column,
+            "lang": lang, "encoder": encoder_id}
+
+
+def _write_state(path: Path, state: dict[str, object]) -> None:
+    write_text(path, json.dumps(state) + "\n")
+
+
+def embed_file(encoder: SentenceEncoder, lang: str, input_path: str | Path, output: str | Path, *,
+               column: int | None = None, dtype: str = "float16", chunk_size: int = 50_000,
+               encoder_id: str = "", log_every: float = 10.0, allow_empty: bool = False) -> Path:
+    """Embed every line of ``input_path`` into ``output`` (``.npy``, L2-normalised rows).
+
+    An empty input is an error unless ``allow_empty`` (an empty shard): then ``output`` holds
+    0 rows of ``encoder.dim`` columns."""
+    src, out = Path(input_path), Path(output)
+    n = count_lines(src)
+    part = out.with_name(out.name.removesuffix(".npy") + ".part.npy")
+    state_path = out.with_name(out.name + ".state.json")
+    if n == 0:
+        if not allow_empty:
+            raise InputError(str(src), "is empty: nothing to embed", hint="check the previous step's output")
+        log.warning("%s is empty: writing %s with 0 rows", src, out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        np.save(part, np.empty((0, encoder.dim), dtype=np.dtype(dtype)))
+        os.replace(part, out)
+        state_path.unlink(missing_ok=True)
+        return out
+    fp = _fingerprint(src, column, lang, encoder_id)
+    state = json.loads(state_path.read_text()) if state_path.exists() and part.exists() else None
+    if state and not _whole(part, n, encoder.dim, np.dtype(dtype)):
+        log.warning("%s: %s is not the size its header promises (torn): embedding from the start", out, part.name)
+        state = None
+    elif state and state.get("fingerprint") != fp:
+        log.warning("%s: input or encoder changed since the interrupted run: embedding from the start", out)
+    if state and state.get("fingerprint") == fp and state.get("rows") == n and state.get("dtype") == dtype:
+        done = int(state["done"])
+        log.info("resuming %s at line %d of %d", out, done, n)
+    else:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        done = 0
+        # header + full size now; rows are written in place below
+        np.lib.format.open_memmap(part, mode="w+", dtype=np.dtype(dtype), shape=(n, encoder.dim)).flush()
+        state = {"fingerprint": fp, "rows": n, "dtype": dtype, "done": 0}
+        _write_state(state_path, state)
+    sink = _RowWriter(part, np.dtype(dtype), encoder.dim)
+    t0 = last = time.monotonic()
+    start_done = done
+    batch: list[str] = []
+    for text in iter_sentences(src, column, start=done):
+        batch.append(text)
+        if len(batch) == chunk_size:
+            done = _write_chunk(encoder, lang, batch, sink, done, state, state_path)
+            batch = []
+            now = time.monotonic()
+            if now - last >= log_every:
+                last = now
+                log.info("%s: %d/%d sentences, %.0f sentences/s", out.name, done, n,
+                         (done - start_done) / (now - t0))
+    if batch:
+        done = _write_chunk(encoder, lang, batch, sink, done, state, state_path)
+    sink.close()
+    if done != n:
+        raise InputError(str(src), f"changed while embedding: expected {n} lines, read {done}",
+                         hint="rerun; the partial output will be discarded")
+    os.replace(part, out)
+    state_path.unlink(missing_ok=True)
+    dt = time.monotonic() - t0
+    log.info("%s: %d sentences in %.1f s (%.0f sentences/s)", out, n - start_done, dt, (n - start_done) / max(dt, 1e-9))
+    return out
+
+
+def _whole(part: Path, n: int, dim: int, dtype: np.dtype) -> bool:
+    """Whether ``part`` is a readable ``.npy`` of shape ``(n, dim)`` with every byte on disk."""
+    try:
+        with open(part, "rb") as fh:
+            major, _ = np.lib.format.read_magic(fh)
+            shape, _, dt = (np.lib.format.read_array_header_1_0 if major == 1
+                            else np.lib.format.read_array_header_2_0)(fh)
+            offset = fh.tell()
+    except (OSError, ValueError):
+        return False
+    return shape == (n, dim) and dt == dtype and part.stat().st_size == offset + n * dim * dtype.itemsize
+
+
+class _RowWriter:
+    """Positioned writes of rows into an existing ``.npy`` (no mapping: resident memory stays flat)."""
+
+    def __init__(self, path: Path, dtype: np.dtype, dim: int):
+        with open(path, "rb") as fh:
+            major, _ = np.lib.format.read_magic(fh)
+            (np.lib.format.read_array_header_1_0 if major == 1 else np.lib.format.read_array_header_2_0)(fh)
+            self.offset = fh.tell()
+        self.fh = open(path, "r+b")
+        self.dtype, self.row_bytes = dtype, dtype.itemsize * dim
+
+    def write(self, start: int, rows: np.ndarray) -> None:
+        self.fh.seek(self.offset + start * self.row_bytes)
+        self.fh.write(np.ascontiguousarray(rows, dtype=self.dtype).tobytes())
+        self.fh.flush()
+        os.fsync(self.fh.fileno())
+
+    def close(self) -> None:
+        self.fh.close()
+
+
+def _write_chunk(encoder: SentenceEncoder, lang: str, batch: list[str], sink: _RowWriter, done: int,
+                 state: dict[str, object], state_path: Path) -> int:
+    emb = encoder.encode(batch, lang)
+    if emb.shape != (len(batch), encoder.dim):
+        raise RuntimeError(f"encoder returned shape {emb.shape} for {len(batch)} sentences")
+    sink.write(done, emb)
+    done += len(batch)
+    state["done"] = done
+    _write_state(state_path, state)
+    return done

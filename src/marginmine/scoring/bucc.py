@@ -1,0 +1,210 @@
+"""A BUCC-style mining benchmark built from real text, and its evaluation (the paper's Table 2).
+
+Gold translation pairs (e.g. newstest2015-2018 en-de) are hidden in larger monolingual pools made
+of unrelated monolingual text plus *unpaired* news sentences (one side of other newstest lines:
+same domain, hard distractors), so that about ``share`` (BUCC: 2-3%) of each pool is parallel.
+A ``train`` split (its own gold files and half of the monolingual text) is used to choose each
+method's threshold, which is then applied to a disjoint ``test`` split: precision, recall and F1
+for every scorer x retrieval combination (each scorer's kind supplies the margin function; kinds
+that are no margin function, e.g. a text-only score, cannot mine and are listed as such).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from marginmine.defaults import SEED
+from marginmine.encoders.base import SentenceEncoder
+from marginmine.errors import InputError
+from marginmine.scoring.margin import RETRIEVALS, neighbourhoods, retrieve
+from marginmine.scoring.mining import embed_unique
+from marginmine.preprocess.normalize import sentence_key
+from marginmine.scoring.selection import optimal_threshold, prf_at
+from marginmine.io.text import open_text_out, read_aligned, read_lines
+from marginmine.io.safe import write_text
+
+log = logging.getLogger(__name__)
+SPLITS = ("train", "test")
+
+
+@dataclass(frozen=True)
+class Split:
+    src: list[str]
+    tgt: list[str]
+    gold: list[tuple[int, int]]  # 0-based (src row, tgt row)
+
+
+def _aligned(src_path: str, tgt_path: str) -> list[tuple[str, str]]:
+    a, b = read_aligned(src_path, tgt_path, hint="gold files must be line-aligned")
+    return [(s.strip(), t.strip()) for s, t in zip(a, b) if s.strip() and t.strip()]
+
+
+def _distinct(items: Sequence[str], taken: set[bytes]) -> list[str]:
+    out = []
+    for t in items:
+        key = sentence_key(t)
+        if t and key not in taken:
+            taken.add(key)
+            out.append(t)
+    return out
+
+
+def build_split(gold_pairs: Sequence[tuple[str, str]], mono_src: Sequence[str], mono_tgt: Sequence[str],
+                share: float, distractors: int, rng: np.random.Generator) -> Split:
+    """One split: gold pairs + unpaired distractor lines + monolingual text, shuffled."""
+    seen_s: set[bytes] = set()
+    seen_t: set[bytes] = set()
+    distinct = []
+    for s, t in gold_pairs:  # neighbour lists must not hold the same sentence twice
+        ks, kt = sentence_key(s), sentence_key(t)
+        if ks not in seen_s and kt not in seen_t:
+            seen_s.add(ks)
+            seen_t.add(kt)
+            distinct.append((s, t))
+    gold_pairs = distinct
+    order = rng.permutation(len(gold_pairs))
+    pool_src = len(mono_src) + distractors
+    pool_tgt = len(mono_tgt) + distractors
+    n_gold = round(share * (pool_src + pool_tgt) / 2 / (1 - share))
+    if n_gold + 2 * distractors > len(gold_pairs):
+        raise InputError("gold files", f"have {len(gold_pairs)} pairs, need {n_gold + 2 * distractors}",
+                         hint="give more gold pairs or fewer distractors")
+    pairs = [gold_pairs[i] for i in order]
+    gold = pairs[:n_gold]
+    only_src = [s for s, _ in pairs[n_gold:n_gold + distractors]]
+    only_tgt = [t for _, t in pairs[n_gold + distractors:n_gold + 2 * distractors]]
+    seen_src = {sentence_key(s) for s, _ in gold}
+    seen_tgt = {sentence_key(t) for _, t in gold}
+    src = [s for s, _ in gold] + _distinct(only_src + list(mono_src), seen_src)
+    tgt = [t for _, t in gold] + _distinct(only_tgt + list(mono_tgt), seen_tgt)
+    ps, pt = rng.permutation(len(src)), rng.permutation(len(tgt))
+    pos_s, pos_t = np.argsort(ps), np.argsort(pt)
+    return Split([src[i] for i in ps], [tgt[i] for i in pt],
+                 sorted((int(pos_s[g]), int(pos_t[g])) for g in range(len(gold))))
+
+
+def benchmark_files(out: str | Path) -> list[Path]:
+    """Every file :func:`build_benchmark` writes into ``out``."""
+    d = Path(out)
+    return [d / f"{split}.{part}" for split in SPLITS for part in ("src", "tgt", "gold")] + [d / "summary.json"]
+
+
+def build_benchmark(gold: dict[str, list[tuple[str, str]]], mono_src: Sequence[str], mono_tgt: Sequence[str],
+                    out_dir: str | Path, share: float = 0.025, distractors: int = 2000, seed: int = SEED) -> dict:
+    """Write ``{split}.src``, ``{split}.tgt``, ``{split}.gold`` (1-based src/tgt line numbers) and
+    ``summary.json`` for the train and test splits. ``gold`` maps split -> [(src_file, tgt_file)]."""
+    rng = np.random.default_rng(seed)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    src_mono = _distinct(mono_src, set())
+    tgt_mono = _distinct(mono_tgt, set())
+    half_s, half_t = len(src_mono) // 2, len(tgt_mono) // 2
+    mono = {"train": (src_mono[:half_s], tgt_mono[:half_t]), "test": (src_mono[half_s:], tgt_mono[half_t:])}
+    summary: dict[str, object] = {"share": share, "distractors": distractors, "seed": seed}
+    for split in SPLITS:
+        pairs = [p for s, t in gold[split] for p in _aligned(s, t)]
+        sp = build_split(pairs, *mono[split], share, distractors, rng)
+        write_text(out / f"{split}.src", "".join(s + "\n" for s in sp.src))
+        write_text(out / f"{split}.tgt", "".join(t + "\n" for t in sp.tgt))
+        write_text(out / f"{split}.gold", "".join(f"{i + 1}\t{j + 1}\n" for i, j in sp.gold))
+        summary[split] = {"src": len(sp.src), "tgt": len(sp.tgt), "gold": len(sp.gold),
+                          "gold_share_src": len(sp.gold) / len(sp.src), "gold_files": gold[split]}
+    write_text(out / "summary.json", json.dumps(summary, indent=1) + "\n")
+    return summary
+
+
+def read_split(directory: str | Path, split: str) -> Split:
+    d = Path(directory)
+    gold = []
+    for n, line in enumerate(read_lines(d / f"{split}.gold"), 1):
+        try:
+            i, j = (int(v) - 1 for v in line.split("\t"))
+        except ValueError as exc:
+            raise InputError(str(d / f"{split}.gold"), "expected two line numbers", line=n) from exc
+        gold.append((i, j))
+    return Split(read_lines(d / f"{split}.src"), read_lines(d / f"{split}.tgt"), gold)
+
+
+@dataclass(frozen=True)
+class MiningResult:
+    scorer: str
+    encoder: str
+    margin: str
+    retrieval: str
+    threshold: float
+    train_f1: float
+    precision: float
+    recall: float
+    f1: float
+    candidates: int
+
+
+def evaluate_split_pair(train: tuple[np.ndarray, np.ndarray, Split], test: tuple[np.ndarray, np.ndarray, Split],
+                        k: int, margins: Sequence[tuple[str, str]], encoder: str = "",
+                        retrievals: Sequence[str] = RETRIEVALS) -> list[MiningResult]:
+    """Every ``(scorer, margin function)`` x retrieval with one neighbourhood size ``k``: the
+    threshold with the best F1 on train, P/R/F1 at it on test."""
+    nbs = {name: (neighbourhoods(x, y, k), set(sp.gold), len(sp.gold))
+           for name, (x, y, sp) in (("train", train), ("test", test))}
+    rows = []
+    for scorer, margin in margins:
+        for retrieval in retrievals:
+            found = {}
+            for name, (nb, gold, n_gold) in nbs.items():
+                mined = retrieve(nb, margin, retrieval)
+                correct = np.fromiter(((i, j) in gold for i, j in zip(mined.src.tolist(), mined.tgt.tolist())),
+                                      bool, len(mined))
+                found[name] = (mined.score, correct, n_gold)
+            best = optimal_threshold(*found["train"])
+            res = prf_at(*found["test"], best.threshold)
+            rows.append(MiningResult(scorer, encoder, margin, retrieval, best.threshold, best.f1, res.precision,
+                                     res.recall, res.f1, len(found["test"][0])))
+    return rows
+
+
+def evaluate(encoders: dict[str, SentenceEncoder], scorers: dict[str, tuple[str, object]], directory: str | Path,
+             src_lang: str, tgt_lang: str, default_k: int) -> tuple[list[MiningResult], list[str]]:
+    """Rows for every scorer that can mine (``scorers``: name -> (encoder name, kind instance)),
+    each encoder's pools embedded once; and the names of the scorers that cannot mine."""
+    rows: list[MiningResult] = []
+    cannot = [n for n, (_, kind) in scorers.items() if getattr(kind, "mines", None) is None]
+    for enc_name, encoder in encoders.items():
+        mine = [(n, kind) for n, (e, kind) in scorers.items() if e == enc_name and n not in cannot]
+        if not mine:
+            continue
+        data = {}
+        for split in SPLITS:
+            sp = read_split(directory, split)
+            data[split] = (embed_unique(encoder, sp.src, src_lang), embed_unique(encoder, sp.tgt, tgt_lang), sp)
+        by_k: dict[int, list[tuple[str, str]]] = {}
+        for n, kind in mine:
+            by_k.setdefault(int(getattr(kind, "k", default_k)), []).append((n, kind.mines))  # type: ignore[attr-defined]
+        for k, margins in by_k.items():
+            rows += evaluate_split_pair(data["train"], data["test"], k, margins, enc_name)
+    order = list(scorers)
+    rows.sort(key=lambda r: order.index(r.scorer))  # stable: retrievals keep their order
+    return rows, cannot
+
+
+def write_table(rows: Sequence[MiningResult], tsv: str | Path, md: str | Path, title: str,
+                cannot_mine: Sequence[str] = ()) -> None:
+    fields = list(asdict(rows[0])) if rows else []
+    with open_text_out(tsv) as fh:
+        fh.write("\t".join(fields) + "\n")
+        for r in rows:
+            fh.write("\t".join(f"{v:.4f}" if isinstance(v, float) else str(v) for v in asdict(r).values()) + "\n")
+    lines = [f"# {title}", "",
+             "| scorer | encoder | margin | retrieval | P | R | F1 | threshold (from train) | train F1 |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r.scorer} | {r.encoder} | {r.margin} | {r.retrieval} | {100 * r.precision:.1f} | "
+                     f"{100 * r.recall:.1f} | {100 * r.f1:.1f} | {r.threshold:.4f} | {100 * r.train_f1:.1f} |")
+    if cannot_mine:
+        lines += ["", f"Not mining scores (no margin function to retrieve with): {', '.join(cannot_mine)}."]
+    write_text(md, "\n".join(lines) + "\n")

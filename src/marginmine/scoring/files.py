@@ -1,0 +1,331 @@
+"""Filtering mode: scores for a given list of pairs (the paper's ParaCrawl experiment).
+
+The pairs are cut into batches of ``batch_size`` consecutive lines (paper: 5M); within a batch
+the distinct source sentences are searched against the distinct target sentences and back, and
+every pair gets one score per configured scorer (a named score kind, :mod:`marginmine.scoring`),
+six decimals. The output is self-describing: a header line names the columns (the scorer names),
+then one line per input line, same order. Readers find a column by name
+(:func:`read_scores`) and refuse files without the header.
+
+Batches depend only on their own lines, so a file scored in one job and the same file cut into
+batch-sized pieces scored as separate jobs give byte-identical lines after the header (tested).
+Long runs log pairs/s, write each finished batch (a gzip member of its own for ``.gz``) and resume
+after a kill from the last complete batch.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import logging
+import os
+import time
+from itertools import zip_longest
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Iterator, Protocol, Sequence
+
+import numpy as np
+
+from marginmine.defaults import BATCH_SIZE
+from marginmine.encoders.base import SentenceEncoder
+from marginmine.errors import InputError
+from marginmine.scoring.knn import IndexSpec, first_nonfinite_row
+from marginmine.scoring.margin import unique_groups
+from marginmine.scoring import NAME, Batch, ScoreKind, describe
+from marginmine.io.safe import write_text
+from marginmine.io.text import MAX_LINE_BYTES, count_lines, iter_raw_lines, iter_sentences, open_binary
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ScoreSettings:
+    """What a score file holds: ``scorers`` as ``(name, kind)`` in column order, scored in batches
+    of ``batch_size`` pairs with kNN ``index``. The defaults here are the CLI's; the workflow's
+    come from config/schema.yaml (a test checks they agree)."""
+
+    scorers: tuple[tuple[str, ScoreKind], ...]
+    batch_size: int = BATCH_SIZE
+    index: IndexSpec = IndexSpec(kind="flat")
+
+    def __post_init__(self) -> None:
+        names = [n for n, _ in self.scorers]
+        if not names:
+            raise ValueError("no scorer given")
+        bad = [n for n in names if not NAME.fullmatch(n)]
+        if bad or len(set(names)) != len(names):
+            raise ValueError(f"scorer names must be distinct and match {NAME.pattern}: {names}")
+        if self.batch_size < 1:
+            raise ValueError("batch_size must be positive")
+
+    @property
+    def names(self) -> list[str]:
+        return [n for n, _ in self.scorers]
+
+    def describe(self) -> dict[str, object]:
+        """JSON-able: the scorers with their kinds and params, batch size and index."""
+        return {"scorers": {n: describe(n, k) for n, k in self.scorers}, "batch_size": self.batch_size,
+                "index": asdict(self.index)}
+
+
+def iter_pairs(paths: Sequence[str], columns: tuple[int, int] = (0, 1)) -> Iterator[tuple[str, str]]:
+    """``(src, tgt)`` of every line: one TSV (``columns``) or two line-aligned files. Nothing is
+    skipped; a line without the columns, or files of different length, is an error."""
+    if len(paths) == 1:
+        path = str(paths[0])
+        for n, text in enumerate(iter_sentences(path), 1):
+            cols = text.split("\t")
+            if max(columns) >= len(cols):
+                raise InputError(path, f"has {len(cols)} column(s), needs columns {columns[0]},{columns[1]}",
+                                 line=n, hint="give a TSV with source and target, or two aligned files")
+            yield cols[columns[0]], cols[columns[1]]
+        return
+    if len(paths) != 2:
+        raise InputError(", ".join(map(str, paths)), "expected one TSV or two line-aligned files")
+    a, b = (str(p) for p in paths)
+    n = 0
+    for n, (s, t) in enumerate(zip_longest(iter_sentences(a), iter_sentences(b)), 1):
+        if s is None or t is None:
+            longer, other = (b, a) if s is None else (a, b)
+            raise InputError(longer, f"has more lines than {other} (which ends after line {n - 1})",
+                             hint="the two files must be line-aligned")
+        yield s, t
+
+
+class Embeddings(Protocol):
+    """Where a batch's unique sentences get their vectors from."""
+
+    def unique_rows(self, start: int, texts: Sequence[str], first: np.ndarray, side: str) -> np.ndarray: ...
+
+    def check_input(self, input_path: str) -> None:
+        """Raise if these embeddings cannot belong to ``input_path``."""
+
+
+@dataclass
+class EncoderEmbeddings:
+    """Embed each batch's distinct sentences with an encoder (stored as float16, as on disk)."""
+
+    encoder: SentenceEncoder
+    src_lang: str
+    tgt_lang: str
+    dtype: str = "float16"
+    chunk: int = 50_000
+
+    def unique_rows(self, start: int, texts: Sequence[str], first: np.ndarray, side: str) -> np.ndarray:
+        lang = self.src_lang if side == "src" else self.tgt_lang
+        sentences = [texts[i] for i in first]
+        out = np.empty((len(sentences), self.encoder.dim), dtype=self.dtype)
+        for a in range(0, len(sentences), self.chunk):
+            out[a:a + self.chunk] = self.encoder.encode(sentences[a:a + self.chunk], lang)
+        return out
+
+    def check_input(self, input_path: str) -> None:
+        return None  # computed from the input's own lines
+
+
+@dataclass
+class ArrayEmbeddings:
+    """Precomputed line-aligned embeddings (``marginmine embed`` output, memory-mapped)."""
+
+    src: np.ndarray
+    tgt: np.ndarray
+    paths: tuple[str, str] = ("<src embeddings>", "<tgt embeddings>")
+
+    @classmethod
+    def load(cls, src: str | Path, tgt: str | Path) -> "ArrayEmbeddings":
+        arrays = []
+        for p in (src, tgt):
+            try:
+                arrays.append(np.load(p, mmap_mode="r"))
+            except (OSError, ValueError) as exc:
+                raise InputError(str(p), f"cannot read embeddings: {exc}", hint="re-run marginmine embed") from exc
+        if arrays[0].shape != arrays[1].shape:
+            raise InputError(str(tgt), f"shape {arrays[1].shape} differs from {src}'s {arrays[0].shape}")
+        return cls(arrays[0], arrays[1], (str(src), str(tgt)))
+
+    def check_input(self, input_path: str) -> None:
+        """One row per input line, or refuse: a longer or shorter ``.npy`` belongs to another file."""
+        n_lines = count_lines(input_path)
+        rows = len(self.src)
+        if rows != n_lines:
+            raise InputError(self.paths[0], f"has {rows} embedding rows (and {self.paths[1]} too), but "
+                             f"{input_path} has {n_lines} lines",
+                             hint="embed the same file that is being scored (marginmine embed --input "
+                                  "<the scored file>), or score the file these embeddings were made from")
+
+    def unique_rows(self, start: int, texts: Sequence[str], first: np.ndarray, side: str) -> np.ndarray:
+        arr, path = (self.src, self.paths[0]) if side == "src" else (self.tgt, self.paths[1])
+        if start + len(texts) > len(arr):
+            raise InputError(path, f"has {len(arr)} rows, the input has more lines",
+                             hint="embed the same file that is being scored")
+        rows = np.asarray(arr[start + first])
+        bad = first_nonfinite_row(rows)
+        if bad is not None:
+            row = start + int(first[bad])
+            raise InputError(path, f"embedding row {row} (0-based; line {row + 1} of the scored input) holds "
+                             "NaN or inf", hint="re-run marginmine embed; if it recurs, the encoder is broken")
+        return rows
+
+
+def score_batch(src: Sequence[str], tgt: Sequence[str], start: int, emb: Embeddings,
+                settings: ScoreSettings) -> dict[str, np.ndarray]:
+    """Every scorer's scores of one batch of pairs (lines ``start ..`` of the input)."""
+    fx, gx = unique_groups(src)
+    fy, gy = unique_groups(tgt)
+    xu = emb.unique_rows(start, src, fx, "src")
+    yu = emb.unique_rows(start, tgt, fy, "tgt")
+    batch = Batch(src, tgt, xu, yu, gx, gy, settings.index)
+    out = {}
+    for name, kind in settings.scorers:
+        values = np.asarray(kind.score(batch))
+        if values.shape != (len(src),):
+            raise ValueError(f"scorer {name} ({type(kind).__name__}) returned shape {values.shape} for a batch of "
+                             f"{len(src)} pairs: a score kind must return one score per pair")
+        out[name] = values
+    return out
+
+
+def header_line(names: Sequence[str]) -> bytes:
+    """The first line of a score file: its column names."""
+    return ("\t".join(names) + "\n").encode()
+
+
+def format_scores(scores: dict[str, np.ndarray], names: Sequence[str]) -> bytes:
+    cols = [scores[m] for m in names]
+    lines = ["\t".join(f"{v:.6f}" for v in row) for row in zip(*(c.tolist() for c in cols))]
+    return ("\n".join(lines) + "\n").encode() if lines else b""
+
+
+def _batches(pairs: Iterator[tuple[str, str]], size: int) -> Iterator[tuple[list[str], list[str]]]:
+    src: list[str] = []
+    tgt: list[str] = []
+    for s, t in pairs:
+        src.append(s)
+        tgt.append(t)
+        if len(src) == size:
+            yield src, tgt
+            src, tgt = [], []
+    if src:
+        yield src, tgt
+
+
+def _check_finite_scores(scores: dict[str, np.ndarray], start: int, path: str) -> None:
+    for name, values in scores.items():
+        bad = first_nonfinite_row(values)
+        if bad is not None:
+            raise InputError(path, f"the {name} score of this pair is {values[bad]} (not a finite number)",
+                             line=start + bad + 1,
+                             hint="its embeddings are degenerate (e.g. zero vectors): check the encoder")
+
+
+def score_file(inputs: Sequence[str], output: str | Path, emb: Embeddings, settings: ScoreSettings,
+               columns: tuple[int, int] = (0, 1), fingerprint: dict[str, object] | None = None,
+               allow_empty: bool = False) -> int:
+    """Score every pair of ``inputs`` into ``output``; returns the number of pairs. Resumes from
+    ``OUTPUT.part`` after an interruption when inputs and settings are unchanged.
+
+    Embeddings with another row count than the input has lines are refused before any work, and
+    NaN/inf embeddings or scores when met (naming the file and row/line). An empty input is an
+    error unless ``allow_empty`` (an empty shard): then ``output`` is empty."""
+    emb.check_input(str(inputs[0]))
+    out = Path(output)
+    part = out.with_name(out.name + ".part")
+    state_path = out.with_name(out.name + ".state.json")
+    fp = {"inputs": [[str(p), os.stat(p).st_size, os.stat(p).st_mtime_ns] for p in inputs],
+          "columns": list(columns), "settings": settings.describe(), **(fingerprint or {})}
+    fp = json.loads(json.dumps(fp))
+    state = json.loads(state_path.read_text()) if state_path.exists() and part.exists() else {}
+    if state and state.get("fingerprint") != fp:
+        log.warning("%s: inputs or settings changed since the interrupted run: scoring from the start", out)
+    elif state and part.stat().st_size < int(state["bytes"]):  # torn: the state promises more than is there
+        log.warning("%s: %s holds %d bytes, its state says %d: scoring from the start", out, part.name,
+                    part.stat().st_size, int(state["bytes"]))
+        state = {}
+    if state.get("fingerprint") == fp:
+        done_lines, done_bytes = int(state["lines"]), int(state["bytes"])
+        with open(part, "r+b") as fh:
+            fh.truncate(done_bytes)  # drops a batch written after the last state update
+        log.info("resuming %s after %d scored pairs", out, done_lines)
+    else:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        head = header_line(settings.names)
+        part.write_bytes(gzip.compress(head, compresslevel=3, mtime=0) if out.suffix == ".gz" else head)
+        done_lines, done_bytes = 0, part.stat().st_size
+    gz = out.suffix == ".gz"
+    t0 = time.monotonic()
+    line = 0
+    with open(part, "ab") as fh:
+        for src, tgt in _batches(iter_pairs(inputs, columns), settings.batch_size):
+            start, line = line, line + len(src)
+            if line <= done_lines:
+                continue
+            scores = score_batch(src, tgt, start, emb, settings)
+            _check_finite_scores(scores, start, str(inputs[0]))
+            data = format_scores(scores, settings.names)
+            fh.write(gzip.compress(data, compresslevel=3, mtime=0) if gz else data)
+            fh.flush()
+            os.fsync(fh.fileno())
+            done_bytes = fh.tell()
+            write_text(state_path, json.dumps({"fingerprint": fp, "lines": line, "bytes": done_bytes}) + "\n")
+            dt = time.monotonic() - t0
+            log.info("%s: %d pairs scored (batch of %d), %.0f pairs/s", out.name, line, len(src),
+                     (line - done_lines) / max(dt, 1e-9))
+    if line == 0 and not allow_empty:
+        raise InputError(", ".join(map(str, inputs)), "is empty: nothing to score",
+                         hint="check the previous step's output")
+    if line < done_lines:
+        raise InputError(", ".join(map(str, inputs)), "is shorter than when scoring started", hint="rerun")
+    os.replace(part, out)
+    state_path.unlink(missing_ok=True)
+    return line
+
+
+_HEADLESS_HINT = ("it was written before score files named their columns: delete it and re-run `marginmine score` "
+                  "(in the workflow: remove work/<exp>/score/ and run snakemake again)")
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def read_score_names(path: str | Path) -> list[str]:
+    """The column names of a score file (its header line); a file without one is refused."""
+    p = str(path)
+    with open_binary(p) as fh:
+        first = fh.readline()
+    names = first.decode("utf-8", errors="replace").rstrip("\r\n").split("\t")
+    if not first or all(_is_number(n) for n in names) or not all(NAME.fullmatch(n) for n in names):
+        raise InputError(p, "has no header line naming its score columns", line=1, hint=_HEADLESS_HINT)
+    return names
+
+
+def read_scores(path: str | Path, name: str) -> np.ndarray:
+    """The column named ``name`` of a score file as float64 (errors name the file and line)."""
+    p = str(path)
+    names = read_score_names(p)
+    if name not in names:
+        raise InputError(p, f"has no score column {name!r} (its columns: {', '.join(names)})",
+                         hint="score with that scorer (config scorers:, or marginmine score --scorers)")
+    column = names.index(name)
+    values = []
+    with open_binary(p) as fh:
+        for n, (raw, _) in enumerate(iter_raw_lines(fh, MAX_LINE_BYTES, p), 1):
+            if n == 1:
+                continue
+            cols = raw.split(b"\t")
+            try:
+                values.append(float(cols[column]))
+            except (IndexError, ValueError) as exc:
+                raise InputError(p, f"no number in column {column + 1} ({name})", line=n,
+                                 hint="give a score file written by marginmine score") from exc
+    out = np.asarray(values, dtype=np.float64)
+    bad = first_nonfinite_row(out)
+    if bad is not None:
+        raise InputError(p, f"column {name} holds {out[bad]}, not a finite score", line=bad + 2,
+                         hint="re-run marginmine score for this file (it refuses NaN/inf embeddings)")
+    return out

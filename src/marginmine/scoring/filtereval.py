@@ -1,0 +1,123 @@
+"""How well a filter's scores separate good pairs from bad ones: ROC-AUC and precision at top-N.
+
+Two real labelled sets: the ParaCrawl v3 human evaluation (label ``V`` = valid; BiCleaner,
+Zipporah and hunalign scores shipped in the same rows, so they are compared on exactly the same
+pairs), and the demo noisy corpus, whose sidecar labels say which pairs are clean.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from marginmine.io.text import read_label_rows
+from marginmine.errors import InputError
+from marginmine.io.text import open_binary, open_text_out
+from marginmine.io.safe import write_text
+
+log = logging.getLogger(__name__)
+
+#: columns of paracrawl-v3-validation-data.sorted.*.tsv
+PARACRAWL_COLUMNS = ("url_src", "url_tgt", "src", "tgt", "hunalign", "zipporah", "bicleaner", "label", "comment")
+SHIPPED_SCORES = ("bicleaner", "zipporah", "hunalign")
+
+
+def average_ranks(values: np.ndarray) -> np.ndarray:
+    """1-based ranks, ties sharing their average rank."""
+    values = np.asarray(values, np.float64)
+    order = np.argsort(values, kind="stable")
+    ranks = np.empty(len(values))
+    s = values[order]
+    starts = np.r_[0, np.flatnonzero(s[1:] != s[:-1]) + 1]
+    ends = np.r_[starts[1:], len(s)]
+    for a, b in zip(starts, ends):
+        ranks[order[a:b]] = (a + b + 1) / 2
+    return ranks
+
+
+def roc_auc(scores: np.ndarray, positive: np.ndarray) -> float:
+    """Area under the ROC curve (Mann-Whitney U, ties counted half); NaN without both classes."""
+    positive = np.asarray(positive, bool)
+    n_pos, n_neg = int(positive.sum()), int((~positive).sum())
+    if n_pos == 0 or n_neg == 0:
+        return float("nan")
+    ranks = average_ranks(scores)
+    return float((ranks[positive].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
+
+
+def precision_at(scores: np.ndarray, positive: np.ndarray, n: int) -> float:
+    """Share of positives among the n best-scoring items (ties broken by position)."""
+    n = min(n, len(scores))
+    if n == 0:
+        return float("nan")
+    top = np.argsort(-np.asarray(scores, np.float64), kind="stable")[:n]
+    return float(np.asarray(positive, bool)[top].mean())
+
+
+@dataclass(frozen=True)
+class LabelledPairs:
+    src: list[str]
+    tgt: list[str]
+    positive: np.ndarray
+    shipped: dict[str, np.ndarray]
+
+
+def read_paracrawl_eval(path: str | Path) -> LabelledPairs:
+    """The ParaCrawl v3 human-evaluation TSV (9 columns; label V = valid)."""
+    src, tgt, labels = [], [], []
+    shipped: dict[str, list[float]] = {k: [] for k in SHIPPED_SCORES}
+    with open_binary(path) as fh:
+        for n, raw in enumerate(fh, 1):
+            cols = raw.decode("utf-8").rstrip("\n").split("\t")
+            if len(cols) < 8:
+                raise InputError(str(path), f"has {len(cols)} columns, expected {len(PARACRAWL_COLUMNS)}", line=n)
+            row = dict(zip(PARACRAWL_COLUMNS, cols))
+            src.append(row["src"])
+            tgt.append(row["tgt"])
+            labels.append(row["label"].strip())
+            for k in SHIPPED_SCORES:
+                try:
+                    shipped[k].append(float(row[k]))
+                except ValueError as exc:
+                    raise InputError(str(path), f"column {k} is not a number: {row[k]!r}", line=n) from exc
+    return LabelledPairs(src, tgt, np.array([lab == "V" for lab in labels]),
+                         {k: np.asarray(v) for k, v in shipped.items()})
+
+
+def read_demo_labels(path: str | Path) -> dict[str, bool]:
+    """The demo corpus sidecar: pair id -> clean."""
+    return {row["id"]: row["clean"] == "1" for row in read_label_rows(path)}
+
+
+def quality_rows(name: str, scores: dict[str, np.ndarray], positive: np.ndarray,
+                 top_n: Sequence[int]) -> list[dict[str, object]]:
+    """One row per scorer: data set, scorer, pairs, positives, ROC-AUC, precision at each N."""
+    rows = []
+    for scorer, values in scores.items():
+        row: dict[str, object] = {"data": name, "scorer": scorer, "pairs": len(values),
+                                  "positives": int(np.asarray(positive).sum()), "auc": roc_auc(values, positive)}
+        for n in top_n:
+            row[f"p@{n}"] = precision_at(values, positive, n) if n <= len(values) else None
+        rows.append(row)
+    return rows
+
+
+def write_quality_table(rows: Sequence[dict[str, object]], tsv: str | Path, md: str | Path, title: str) -> None:
+    fields: list[str] = []
+    for r in rows:
+        fields += [k for k in r if k not in fields]
+
+    def fmt(v: object) -> str:
+        return f"{v:.3f}" if isinstance(v, float) else ("" if v is None else str(v))
+
+    with open_text_out(tsv) as fh:
+        fh.write("\t".join(fields) + "\n")
+        for r in rows:
+            fh.write("\t".join(fmt(r.get(f)) for f in fields) + "\n")
+    lines = [f"# {title}", "", "| " + " | ".join(fields) + " |", "|" + "---|" * len(fields)]
+    lines += ["| " + " | ".join(fmt(r.get(f)) for f in fields) + " |" for r in rows]
+    write_text(md, "\n".join(lines) + "\n")

@@ -1,0 +1,177 @@
+"""The score-kind plug-in interface: what turns one batch of pairs into one score per pair.
+
+A *scorer* is a name given in the config (``scorers:``): an encoder, a *kind* and the kind's
+params. A kind is a frozen dataclass registered with :func:`register`; its fields are its params
+(their defaults are the CLI's defaults; the schema's ``scoring.k`` must agree, tested), and it
+scores a :class:`Batch`:
+
+    @register("length-ratio")
+    @dataclass(frozen=True)
+    class LengthRatio:
+        mines: ClassVar[str | None] = None        # no margin function: not usable for mining
+        def score(self, batch: Batch) -> np.ndarray:
+            ...one float per pair...
+
+Kinds that are a margin function of the kNN neighbourhoods set ``mines`` to that function's name
+(:mod:`marginmine.scoring.margin`), which lets the BUCC-style mining benchmark retrieve with them. A
+user's own kinds live in any importable module named in the config's ``plugins:`` list (the CLI
+imports it before looking kinds up); nothing in the workflow changes.
+
+A :class:`Batch` computes what several kinds share once: the pairs' cosines and, per ``k``, the
+neighbourhood means. Kinds must score each pair from its batch only (the scoring contract in
+:mod:`marginmine.scoring.files`: split files give byte-identical scores).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable, ClassVar, Mapping, Protocol, Sequence
+
+import numpy as np
+
+from marginmine.errors import MarginmineError
+from marginmine.scoring.knn import IndexSpec
+
+#: scorer names: also file-name parts (``<name>.<N>.tsv.gz``) and score-file column names
+NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
+#: selection methods that are not scorers
+BUILTIN_METHODS = ("random", "unfiltered")
+
+
+@dataclass
+class Batch:
+    """One scoring batch: the pairs' texts, the distinct sentences' embeddings (``xu[gx[i]]`` is
+    pair i's source), and the kNN index to search them with. Shared results are cached."""
+
+    src: Sequence[str]
+    tgt: Sequence[str]
+    xu: np.ndarray
+    yu: np.ndarray
+    gx: np.ndarray
+    gy: np.ndarray
+    spec: IndexSpec = IndexSpec(kind="flat")
+    _cos: np.ndarray | None = field(default=None, repr=False)
+    _means: dict[tuple[str, int], np.ndarray] = field(default_factory=dict, repr=False)
+
+    def __len__(self) -> int:
+        return len(self.gx)
+
+    def cosine(self) -> np.ndarray:
+        """float32 cosine of every pair (unit rows, accumulated in float64)."""
+        if self._cos is None:
+            from marginmine.scoring.margin import gathered_cosines
+
+            self._cos = gathered_cosines(self.xu, self.yu, self.gx, self.gy)
+        return self._cos
+
+    def side_mean(self, side: str, k: int) -> np.ndarray:
+        """float32 per distinct sentence of ``side`` (``src``: its k-NN among the batch's distinct
+        targets; ``tgt``: among the distinct sources): the mean similarity. One kNN search per side
+        and k, shared by every scorer."""
+        if (side, k) not in self._means:
+            from marginmine.scoring.knn import knn
+            from marginmine.scoring.margin import knn_mean
+
+            query, base = (self.xu, self.yu) if side == "src" else (self.yu, self.xu)
+            self._means[(side, k)] = knn_mean(knn(query, base, k, spec=self.spec)[0])
+        return self._means[(side, k)]
+
+    def neighbourhood_mean(self, k: int) -> np.ndarray:
+        """float64 per pair: the mean of its source's k-NN similarity (among the batch's distinct
+        targets) and its target's (among the distinct sources), averaged - the margin's ``b``."""
+        if len(self) == 0:
+            return np.zeros(0)
+        return (self.side_mean("src", k)[self.gx].astype(np.float64)
+                + self.side_mean("tgt", k)[self.gy].astype(np.float64)) / 2
+
+    def source_mean(self, k: int) -> np.ndarray:
+        """float64 per pair: its source's k-NN similarity alone (a one-sided margin's ``b``)."""
+        if len(self) == 0:
+            return np.zeros(0)
+        return self.side_mean("src", k)[self.gx].astype(np.float64)
+
+
+class ScoreKind(Protocol):
+    """A registered kind (a frozen dataclass whose fields are its params)."""
+
+    mines: ClassVar[str | None]
+
+    def score(self, batch: Batch) -> np.ndarray: ...
+
+
+KINDS: dict[str, type] = {}
+
+
+def register(name: str) -> Callable[[type], type]:
+    """Class decorator: make a score kind available under ``name`` (config ``kind:``)."""
+    if not NAME.fullmatch(name):
+        raise ValueError(f"score kind name {name!r}: letters, digits, '_' and '-', starting with a letter")
+
+    def deco(cls: type) -> type:
+        if name in KINDS and KINDS[name] is not cls:
+            raise ValueError(f"score kind {name!r} is registered twice ({KINDS[name].__module__}, {cls.__module__})")
+        if not dataclasses.is_dataclass(cls) or not callable(getattr(cls, "score", None)):
+            raise TypeError(f"score kind {name!r}: register a dataclass with a score(batch) method")
+        cls.kind_name = name  # type: ignore[attr-defined]
+        KINDS[name] = cls
+        return cls
+
+    return deco
+
+
+def load_plugins(modules: Sequence[str]) -> None:
+    """Import the user's modules that register further kinds (config ``plugins:``)."""
+    for mod in modules:
+        try:
+            importlib.import_module(mod)
+        except ImportError as exc:
+            raise MarginmineError(f"plugins: cannot import {mod!r} ({exc}); it must be importable "
+                                  "(on PYTHONPATH or installed)") from exc
+
+
+def kind_params(kind: str) -> dict[str, Any]:
+    """A registered kind's params and their defaults."""
+    return {f.name: f.default for f in dataclasses.fields(KINDS[kind]) if f.init}
+
+
+def make_kind(kind: str, params: Mapping[str, Any] | None = None, where: str = "scorer") -> ScoreKind:
+    """An instance of a registered kind; unknown kinds and params are refused naming ``where``."""
+    if kind not in KINDS:
+        raise MarginmineError(f"{where}: score kind {kind!r} is not registered (known: {', '.join(sorted(KINDS))}; "
+                              "a kind of your own is registered by a module listed in the config's plugins)")
+    params = dict(params or {})
+    allowed = kind_params(kind)
+    unknown = sorted(set(params) - set(allowed))
+    if unknown:
+        raise MarginmineError(f"{where}: kind {kind} takes no param(s) {unknown} "
+                              f"(its params: {', '.join(allowed) or 'none'})")
+    try:
+        return KINDS[kind](**params)
+    except (TypeError, ValueError) as exc:
+        raise MarginmineError(f"{where}: {exc}") from exc
+
+
+def describe(name: str, kind: ScoreKind) -> dict[str, Any]:
+    """``{"kind": ..., **params}``: what a scorer is, for fingerprints and reports."""
+    return {"kind": type(kind).kind_name, **dataclasses.asdict(kind)}  # type: ignore[attr-defined]
+
+
+def parse_scorers(spec: Mapping[str, Mapping[str, Any]], where: str = "--scorers") -> dict[str, ScoreKind]:
+    """``{name: {"kind": K, **params}}`` (the form rules pass) -> ``{name: kind instance}``. An
+    ``encoder`` entry is ignored here (the caller chose the encoder)."""
+    out: dict[str, ScoreKind] = {}
+    for name, entry in spec.items():
+        if not NAME.fullmatch(name) or name in BUILTIN_METHODS:
+            raise MarginmineError(f"{where}: scorer name {name!r} must match {NAME.pattern} and not be "
+                                  f"{' or '.join(BUILTIN_METHODS)}")
+        entry = dict(entry)
+        entry.pop("encoder", None)
+        if "kind" not in entry:
+            raise MarginmineError(f"{where}: scorer {name!r} names no kind")
+        out[name] = make_kind(entry.pop("kind"), entry, f"{where} {name}")
+    if not out:
+        raise MarginmineError(f"{where}: no scorer given")
+    return out
