@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 import yaml
 
-from marginmine import knn as knn_mod
+from marginmine.scoring import knn as knn_mod
 from marginmine.errors import MarginmineError
 from marginmine.scoring.knn import (FLAT_UP_TO, IVF_PQ_FROM, IndexSpec, build_index, choose_index, default_nlist, knn,
                             recall_at_k, search)

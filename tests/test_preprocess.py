@@ -118,7 +118,9 @@ def test_cli_reports_bad_input_without_traceback(tmp_path: Path) -> None:
 
 def test_cli_placeholder_stage_says_not_implemented(monkeypatch: pytest.MonkeyPatch,
                                                     capsys: pytest.CaptureFixture[str]) -> None:
-    from marginmine import cli as cli_module
+    import importlib
+
+    cli_module = importlib.import_module("marginmine.cli.main")  # the module, not the package's main()
 
     monkeypatch.setattr(cli_module, "PLANNED", {"future-stage": 99})  # every real stage is implemented
     assert cli_module.main(["future-stage"]) == 2

@@ -3,6 +3,8 @@ complete; compressed outputs are byte-deterministic."""
 
 from __future__ import annotations
 
+import importlib
+
 import gzip
 import hashlib
 import os
@@ -13,12 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from marginmine import cli
 from marginmine.cli.paths import PATHS
+
 from marginmine.errors import InputError
 from marginmine.preprocess.ledger import Ledger
 from marginmine.io.safe import AtomicWriter, Role, check_paths, temporary, write_text
 from marginmine.io.text import open_text_out
+
+cli = importlib.import_module("marginmine.cli.main")  # the module (the package's `main` is the function)
 
 
 def sha256(path: Path) -> str:
