@@ -283,7 +283,10 @@ def encoder_params_json(encdir):
 
 
 def encoder_budget_arg(encdir):
-    minutes = None if is_twin(encdir) else encoder_model(encdir).get("max_minutes")
+    """--max-minutes of a trained encoder; a twin is built untrained, without a budget."""
+    if is_twin(encdir):
+        return "--untrained"
+    minutes = encoder_model(encdir).get("max_minutes")
     return f"--max-minutes {minutes}" if minutes else ""
 
 

@@ -70,8 +70,7 @@ rule train_encoder:
         kind=lambda wc: encoder_model(wc.encdir)["kind"],
         json=lambda wc: encoder_params_json(wc.encdir),
         seed=lambda wc: encoder_model(wc.encdir).get("seed", config["seed"]),
-        budget=lambda wc: encoder_budget_arg(wc.encdir),
-        untrained=lambda wc: "--untrained" if is_twin(wc.encdir) else "",
+        budget=lambda wc: encoder_budget_arg(wc.encdir),  # a twin: --untrained (no budget)
         workdir=lambda wc: f"{WORK}/encoders/{encoder_name(wc.encdir)}",
         outdir=lambda wildcards, output: os.path.dirname(output[0]),
     wildcard_constraints:
@@ -85,7 +84,7 @@ rule train_encoder:
         "../envs/encoder.yaml"
     shell:
         "marginmine train-encoder --kind {params.kind:q} --data {input.data:q} --output {params.outdir:q} "
-        "--workdir {params.workdir:q} --params {params.json:q} --seed {params.seed:q} {params.budget} {params.untrained} "
+        "--workdir {params.workdir:q} --params {params.json:q} --seed {params.seed:q} {params.budget} "
         "--threads {threads} "
         "> {log:q} 2>&1"
 
