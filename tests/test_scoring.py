@@ -227,7 +227,8 @@ def test_bucc_benchmark_hides_real_gold_pairs(real_data: Path, bucc_dir: Path) -
     assert not set(sp.src) & set(test.src), "train and test pools are disjoint"
 
 
-def test_bucc_evaluation_with_a_perfect_encoder_scores_one(bucc_dir: Path) -> None:
+def perfect_embeddings(bucc_dir: Path) -> list:
+    """(x, y, split) of train and test with a perfect encoder: gold pairs share one random vector."""
     data = []
     for split in ("train", "test"):
         sp = read_split(bucc_dir, split)
@@ -239,6 +240,11 @@ def test_bucc_evaluation_with_a_perfect_encoder_scores_one(bucc_dir: Path) -> No
         x /= np.linalg.norm(x, axis=1, keepdims=True)
         y /= np.linalg.norm(y, axis=1, keepdims=True)
         data.append((x.astype(np.float32), y.astype(np.float32), sp))
+    return data
+
+
+def test_bucc_evaluation_with_a_perfect_encoder_scores_one(bucc_dir: Path) -> None:
+    data = perfect_embeddings(bucc_dir)
     rows = evaluate_split_pair(data[0], data[1], 4, [("ratio", "ratio")], "perfect", retrievals=["max", "intersect"])
     assert all(r.train_f1 == pytest.approx(1.0) and r.precision == 1.0 and r.f1 > 0.98 for r in rows), rows
 
@@ -275,17 +281,7 @@ def test_score_files_are_found_by_column_name_and_headerless_ones_refused(tmp_pa
 def test_eq9_and_eq10_mine_on_the_bucc_style_benchmark(bucc_dir: Path) -> None:
     """Both kinds are margin functions the mining benchmark retrieves with (every retrieval); with
     a perfect encoder they find the gold pairs."""
-    data = []
-    for split in ("train", "test"):
-        sp = read_split(bucc_dir, split)
-        rng = np.random.default_rng(0)
-        x = rng.normal(size=(len(sp.src), 64))
-        y = rng.normal(size=(len(sp.tgt), 64))
-        for i, j in sp.gold:
-            y[j] = x[i]
-        x /= np.linalg.norm(x, axis=1, keepdims=True)
-        y /= np.linalg.norm(y, axis=1, keepdims=True)
-        data.append((x.astype(np.float32), y.astype(np.float32), sp))
+    data = perfect_embeddings(bucc_dir)
     rows = evaluate_split_pair(data[0], data[1], 4, [("e9", "eq9"), ("e10", "eq10")], "perfect")
     assert {(r.scorer, r.retrieval) for r in rows} == {(s, r) for s in ("e9", "e10") for r in ("fwd", "bwd", "intersect", "max")}
     assert all(r.precision == 1.0 and r.f1 > 0.98 for r in rows), rows
