@@ -39,7 +39,26 @@ PICKLED = (".bin", ".pt", ".pth", ".pkl", ".pickle", ".ckpt")
 MODEL_DIR = "model"
 
 
+def _hide_broken_torchaudio() -> None:
+    """fairseq pins torchaudio 2.11, whose compiled library does not load with our torch 2.13;
+    transformers imports torchaudio whenever it is installed. A torchaudio that fails to load is
+    hidden from it (marked absent), so text models load; a working one is left alone."""
+    import sys
+
+    if "torchaudio" in sys.modules:
+        return
+    try:
+        import torchaudio  # noqa: F401
+    except OSError:
+        for name in [n for n in sys.modules if n == "torchaudio" or n.startswith("torchaudio.")]:
+            del sys.modules[name]
+        sys.modules["torchaudio"] = None  # type: ignore[assignment]  # find_spec -> None: "not installed"
+    except ImportError:
+        pass
+
+
 def _require_library() -> Any:
+    _hide_broken_torchaudio()
     try:
         import sentence_transformers
     except ImportError as exc:
@@ -81,7 +100,8 @@ def train(data: Sequence[ParallelData], out_dir: Path, params: dict, *, seed: in
     for rel in rel_files:
         place(src / rel, out / MODEL_DIR / rel)
     probe = _open(out / MODEL_DIR, "cpu", p)
-    dim = int(probe.get_sentence_embedding_dimension() or probe.encode(["a"]).shape[1])
+    get_dim = getattr(probe, "get_embedding_dimension", None) or probe.get_sentence_embedding_dimension
+    dim = int(get_dim() or probe.encode(["a"]).shape[1])
     write_manifest(out, KIND, dim, langs, {f"file:{rel}": f"{MODEL_DIR}/{rel}" for rel in rel_files},
                    {"settings": {k: p.get(k, v) for k, v in SETTINGS.items()}, "source": str(src)})
     return out
