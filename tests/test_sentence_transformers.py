@@ -28,19 +28,18 @@ def pairs(real_data):
     return list(zip(en[:N], de[:N]))
 
 
-@pytest.fixture(scope="module")
-def st_dir(tmp_path_factory, pairs):
-    """A 1-layer BERT with mean pooling, saved as a sentence-transformers directory (safetensors)."""
+def build_model(base, sentences):
+    """A 1-layer BERT (random weights, seed 0) with mean pooling and a WordPiece vocabulary learned
+    from ``sentences``, saved as a sentence-transformers directory (safetensors) below ``base``."""
     sbert._require_library()  # hides fairseq's broken torchaudio from transformers
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.sentence_transformer import modules as models
     from tokenizers import Tokenizer, models as tmodels, pre_tokenizers, trainers
     from transformers import BertConfig, BertModel, PreTrainedTokenizerFast
 
-    base = tmp_path_factory.mktemp("st")
     tok = Tokenizer(tmodels.WordPiece(unk_token="[UNK]"))
     tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    tok.train_from_iterator([s for p in pairs for s in p], trainers.WordPieceTrainer(
+    tok.train_from_iterator(list(sentences), trainers.WordPieceTrainer(
         vocab_size=2000, special_tokens=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]))
     fast = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]",
                                    cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]")
@@ -56,6 +55,11 @@ def st_dir(tmp_path_factory, pairs):
     model.save(str(out))
     assert (out / "modules.json").is_file() and list(out.glob("*.safetensors"))
     return out
+
+
+@pytest.fixture(scope="module")
+def st_dir(tmp_path_factory, pairs):
+    return build_model(tmp_path_factory.mktemp("st"), [s for p in pairs for s in p])
 
 
 @pytest.fixture(scope="module")
