@@ -83,3 +83,32 @@ def test_own_corpus_template_to_bleu_and_filtered_tsv(tmp_path, real_data):
     for col, lang in ((1, "en"), (2, "de")):
         with gzip.open(res / f"filtered/ratio.1k.{lang}.gz", "rt", encoding="utf-8") as fh:
             assert fh.read().splitlines() == [cols[col] for cols in out]
+
+
+def test_template_plans_pretrained_files_given_by_url(tmp_path, real_data):
+    """A pre-trained file given as {url, sha256}: the plan downloads it (digest checked) and the
+    import reads the download with the same pin; a url without its sha256 is refused at plan time."""
+    d, data = tmp_path / "wf", tmp_path / "my-data"
+    d.mkdir()
+    data.mkdir()
+    copy_workflow(d)
+    rows = write_user_files(data, real_data)
+    digest = "ab" * 32
+    overlay = {"data_dir": str(data),
+               "corpus": {"source": {"kind": "local", "format": "tsv", "path": "corpus.tsv.gz", "columns": [1, 2]},
+                          "expected_pairs": len(rows)},
+               "encoder": {"models": {"laser2": {"params": {
+                   "model": {"url": "file:///models/laser2.pt", "sha256": digest}}}}}}
+    (d / "mine.yaml").write_text(yaml.safe_dump(overlay), encoding="utf-8")
+    r = snakemake("-n", "-p", "filtered", "all", "--configfile", "config/own-corpus.yaml", "mine.yaml", cwd=d)
+    assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
+    plan = r.stdout
+    assert f"marginmine download --url file:///models/laser2.pt --output data/downloads/encoder-laser2-model/laser2.pt --sha256 {digest}" in plan
+    train = next(line for line in plan.splitlines() if "marginmine train-encoder" in line)
+    assert "--kind laser-pretrained" in train and '"model": "data/downloads/encoder-laser2-model/laser2.pt"' in train
+    assert f'"model": "{digest}"' in train  # the import checks the same pin
+    assert "export-filtered" in plan and "--columns 1,2" in plan
+    overlay["encoder"]["models"]["laser2"]["params"]["model"] = {"url": "file:///models/laser2.pt"}
+    (d / "mine.yaml").write_text(yaml.safe_dump(overlay), encoding="utf-8")
+    r = snakemake("-n", "filtered", "--configfile", "config/own-corpus.yaml", "mine.yaml", cwd=d)
+    assert r.returncode != 0 and "encoder.models.laser2.params.model: a url needs its sha256" in r.stdout + r.stderr
