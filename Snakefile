@@ -67,6 +67,12 @@ rule scoring:
         scoring_targets(),
 
 
+rule filtered:
+    """Every selection (scorer or method x N) as a filtered corpus: results/<exp>/filtered/."""
+    input:
+        expand(rules.export_filtered.output, method=SELECTED, N=SIZES),
+
+
 rule nmt:
     """The headline BLEU files and the comparison of selection methods (TSV, Markdown, plot)."""
     input:

@@ -278,8 +278,45 @@ def encoder_model(encdir):
     return ENC["models"][name.removesuffix("-random") if is_twin(encdir) else name]
 
 
+def _model_downloads():
+    """Encoder params given as {url, sha256} (e.g. a released LASER2 checkpoint): fetched by the
+    download rule into data/downloads/, the param replaced by the file and its digest pinned."""
+    out = {}
+    for name, model in ENC["models"].items():
+        for key, value in (model.get("params") or {}).items():
+            if isinstance(value, dict) and "url" in value:
+                if not value.get("sha256"):
+                    raise ValueError(
+                        f"encoder.models.{name}.params.{key}: a url needs its sha256 (pre-trained files "
+                        "are loaded only when the config pins their digest)"
+                    )
+                out[f"encoder-{name}-{key}"] = {"url": value["url"], "sha256": value["sha256"], "model": name, "key": key}
+    return out
+
+
+MODEL_DOWNLOADS = _model_downloads()
+URL_SOURCES.update(MODEL_DOWNLOADS)
+
+
+def encoder_params(encdir):
+    """An encoder's params, downloaded files replaced by their local paths (pins filled in)."""
+    model = encoder_model(encdir)
+    params = json.loads(json.dumps(model.get("params", {})))
+    for source, item in MODEL_DOWNLOADS.items():
+        if ENC["models"][item["model"]] is model:
+            params[item["key"]] = download_path(source)
+            params.setdefault("sha256", {})[item["key"]] = item["sha256"]
+    return params
+
+
 def encoder_params_json(encdir):
-    return json.dumps(encoder_model(encdir).get("params", {}), sort_keys=True)
+    return json.dumps(encoder_params(encdir), sort_keys=True)
+
+
+def encoder_downloads(encdir):
+    """The downloaded files an encoder's import needs (none for a trained encoder)."""
+    model = encoder_model(encdir)
+    return [download_path(s) for s, item in MODEL_DOWNLOADS.items() if ENC["models"][item["model"]] is model]
 
 
 def encoder_budget_arg(encdir):

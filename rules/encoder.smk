@@ -57,9 +57,11 @@ rule encoder_data:
 
 
 rule train_encoder:
-    """Train one configured encoder; checkpoints in work/ make an interrupted run resume."""
+    """Train one configured encoder (a pre-trained kind is imported: pins checked, files linked);
+    checkpoints in work/ make an interrupted run resume."""
     input:
         data=rules.encoder_data.output.manifest,
+        downloads=lambda wc: encoder_downloads(wc.encdir),  # pre-trained files given by url
     output:
         f"{{encdir}}/encoder.json",
     log:

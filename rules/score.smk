@@ -71,6 +71,34 @@ rule select_top:
         "{params.seed:q} --output {output.pairs:q} --report {output.report:q} > {log:q} 2>&1"
 
 
+rule export_filtered:
+    """A selection in the formats filtered corpora travel in: the corpus TSV's own columns with the
+    score appended (as bicleaner-ai writes), and two line-aligned text files."""
+    input:
+        rules.select_top.output.pairs,
+    output:
+        tsv=f"{RESULTS}/filtered/{{method}}.{{N}}.tsv.gz",
+        src=f"{RESULTS}/filtered/{{method}}.{{N}}.{SRC}.gz",
+        tgt=f"{RESULTS}/filtered/{{method}}.{{N}}.{TGT}.gz",
+    log:
+        f"{LOGS}/filtered/{{method}}.{{N}}.log",
+    benchmark:
+        f"{BENCH}/filtered/{{method}}.{{N}}.tsv"
+    params:
+        columns=source_columns(config["corpus"]["source"]),
+    wildcard_constraints:
+        method="|".join(map(re.escape, SELECTED)),
+    threads: 1
+    resources:
+        mem_mb=500,
+        runtime=120,
+    conda:
+        "../envs/score.yaml"
+    shell:
+        "marginmine export-filtered --selection {input:q} --columns {params.columns:q} --tsv {output.tsv:q} "
+        "--src {output.src:q} --tgt {output.tgt:q} > {log:q} 2>&1"
+
+
 rule selection_composition:
     """What each selection is made of, by the labelled corpus' origins and noise kinds (the demo's
     sidecar): how much noise a method let through and which clean domain it preferred; and why, per

@@ -203,3 +203,141 @@ def test_rerun_resumes_from_last_checkpoint(trained, tiny_data, tmp_path):
     with pytest.raises(EncoderError, match="different run"):
         laser.train(tiny_data, again, dict(TINY, max_epoch=3, encoder_hidden=8), seed=7)
     assert load_encoder(again).dim == 32  # ... and leave the exported encoder intact
+
+
+# ---------------------------------------------------------------------------------------------
+# LASER's own format: export-encoder --format laser, the laser-pretrained kind, the official package
+
+
+def real_sentences(real_data, n=1000):
+    """``n`` real German news and web sentences (ParaCrawl's odd punctuation and characters included)."""
+    news = (real_data / "wmt-newstest-ende/newstest2013.de").read_text(encoding="utf-8").splitlines()
+    web = [row.split("\t")[3] for row in (real_data / "paracrawl-human-eval-en-de"
+                                         / "paracrawl-v3-validation-data.sorted.en-de.tsv")
+           .read_text(encoding="utf-8").splitlines()]
+    return news[: n // 2] + web[: n - n // 2]
+
+
+def sha(path):
+    from marginmine.io.safe import sha256_file
+
+    return sha256_file(path)
+
+
+@pytest.fixture(scope="module")
+def exported(trained, tmp_path_factory):
+    """Our laser encoder in LASER's format, written by the CLI."""
+    from marginmine.cli.main import main
+
+    out = tmp_path_factory.mktemp("laser_export") / "mine"
+    assert main(["export-encoder", "--encoder", str(trained), "--format", "laser", "--output", str(out)]) == 0
+    return {ext: out.with_name("mine." + ext) for ext in ("pt", "spm", "cvocab")}
+
+
+def import_pretrained(files, out, langs=("de", "en"), untrained=False, **extra):
+    from marginmine.encoders import laser_pretrained
+
+    params = {"model": str(files["pt"]), "spm": str(files["spm"]), "langs": list(langs),
+              "sha256": {"model": sha(files["pt"]), "spm": sha(files["spm"])}, **extra}
+    return laser_pretrained.train([], out, params, seed=3, untrained=untrained)
+
+
+def test_export_loads_without_unpickling_code(exported):
+    ckpt = torch.load(exported["pt"], weights_only=True)  # only tensors, numbers and strings inside
+    assert set(ckpt) == {"params", "model", "dictionary"}
+    assert ckpt["params"]["bidirectional"] is True and ckpt["params"]["hidden_size"] == 16
+    assert [ckpt["dictionary"][s] for s in ("<s>", "<pad>", "</s>", "<unk>")] == [0, 1, 2, 3]
+
+
+def test_laser_tokenizer_matches_laser_encoders(exported, real_data):
+    """Our text preparation and the official LaserTokenizer give the same pieces on real text."""
+    from laser_encoders.laser_tokenizer import LaserTokenizer as Official
+    from pathlib import Path
+
+    from marginmine.encoders.laser_format import LaserTokenizer
+
+    sents = real_sentences(real_data) + ["«Ça coûte 5 €», sagte er – „wirklich“?\u200b \u2018x\u2019 \u201ay\u201c"]
+    ours = LaserTokenizer(exported["spm"], {})
+    official = Official(spm_model=Path(exported["spm"]))
+    differ = [s for s in sents if " ".join(ours.pieces(s)) != official.tokenize(s)]
+    assert not differ, differ[:3]
+
+
+def test_exported_encoder_embeds_as_laser_encoders_does(exported, trained, real_data, tmp_path):
+    """Acceptance (issue 16): the official SentenceEncoder and our laser-pretrained loader embed
+    1,000 real sentences within 1e-5; on text LASER's tokeniser leaves unchanged (normalised,
+    lower-cased) both equal our own laser kind, so the export is faithful."""
+    from laser_encoders.models import SentenceEncoder
+
+    from marginmine.encoders.laser_format import normalize
+
+    sents = real_sentences(real_data)
+    official = SentenceEncoder(str(exported["pt"]), spm_model=str(exported["spm"]), cpu=True, max_sentences=64)
+    theirs = official(sents)
+    theirs = theirs / np.linalg.norm(theirs, axis=1, keepdims=True)
+    ours = load_encoder(import_pretrained(exported, tmp_path / "imported"))
+    assert ours.kind == "laser-pretrained" and ours.dim == 32
+    mine = ours.encode(sents, "de")
+    assert mine.shape == (1000, 32)
+    assert float(np.abs(mine - theirs).max()) <= 1e-5
+    prepared = [normalize(s) for s in sents[:200]]
+    direct = load_encoder(trained).encode(prepared, "de")
+    assert float(np.abs(direct - ours.encode(prepared, "de")).max()) <= 1e-5
+
+
+def test_pretrained_import_refuses_unpinned_mismatched_and_foreign_files(exported, trained, tmp_path):
+    from marginmine.encoders import laser_pretrained
+
+    ok = {"model": str(exported["pt"]), "spm": str(exported["spm"]), "langs": ["de", "en"],
+          "sha256": {"model": sha(exported["pt"]), "spm": sha(exported["spm"])}}
+    with pytest.raises(EncoderError, match=r"params.sha256.spm: no SHA-256 pinned"):
+        laser_pretrained.train([], tmp_path / "a", {**ok, "sha256": {"model": ok["sha256"]["model"]}})
+    with pytest.raises(EncoderError, match="differs from params.sha256.model"):
+        laser_pretrained.train([], tmp_path / "b", {**ok, "sha256": {**ok["sha256"], "model": "0" * 64}})
+    # our fairseq training checkpoint is not LASER's format (and needs unpickling: refused unpinned)
+    foreign = {**ok, "model": str(trained / "model.pt"),
+               "sha256": {**ok["sha256"], "model": sha(trained / "model.pt")}}
+    with pytest.raises(EncoderError, match="not LASER's checkpoint format"):
+        laser_pretrained.train([], tmp_path / "c", foreign)
+    with pytest.raises(EncoderError, match="params.langs"):
+        laser_pretrained.train([], tmp_path / "d", {**ok, "langs": []})
+    with pytest.raises(EncoderError, match="unknown key"):
+        laser_pretrained.train([], tmp_path / "e", {**ok, "modle": "x"})
+
+
+def test_laser3_checkpoint_covers_one_language(exported, tmp_path):
+    """A LASER3 (transformer) checkpoint asked for languages it does not cover: a clear error."""
+    from argparse import Namespace
+
+    from marginmine.encoders import laser_pretrained
+
+    fake = tmp_path / "laser3-wol_Latn.v1.pt"
+    torch.save({"cfg": {"model": Namespace(encoder_embed_dim=32)},
+                "model": {"encoder.layers.0.fc1.weight": torch.zeros(2, 2)}}, fake)
+    cvocab = exported["cvocab"]
+    params = {"model": str(fake), "spm": str(exported["spm"]), "cvocab": str(cvocab), "langs": ["wo", "en"],
+              "sha256": {"model": sha(fake), "spm": sha(exported["spm"]), "cvocab": sha(cvocab)}}
+    with pytest.raises(EncoderError, match=r"covers one language \(wol_Latn\)"):
+        laser_pretrained.train([], tmp_path / "x", params)
+    # unpinned, such a checkpoint is never unpickled
+    from marginmine.encoders.laser_format import read_checkpoint
+
+    with pytest.raises(EncoderError, match="not pinned"):
+        read_checkpoint(fake, pinned=False)
+    # with LASER2 as the main model, a language outside both is refused when asked for
+    enc = load_encoder(import_pretrained(exported, tmp_path / "y", langs=("de", "en")))
+    with pytest.raises(EncoderError, match=r"no model for language 'wo'"):
+        enc.encode(["Jamm nga fanaane?"], "wo")
+
+
+def test_pretrained_twin_and_cuda_without_gpu(exported, tmp_path):
+    twin = load_encoder(import_pretrained(exported, tmp_path / "twin", untrained=True))
+    real = load_encoder(import_pretrained(exported, tmp_path / "real"))
+    s = ["Das ist ein Test.", "Noch ein Satz."]
+    a, b = twin.encode(s, "de"), real.encode(s, "de")
+    assert a.shape == b.shape and float(np.abs(a - b).max()) > 0.05  # random weights, same network
+    np.testing.assert_array_equal(a, load_encoder(import_pretrained(exported, tmp_path / "twin2",
+                                                                    untrained=True)).encode(s, "de"))
+    if not torch.cuda.is_available():
+        with pytest.raises(EncoderError, match="no CUDA GPU"):
+            load_encoder(tmp_path / "real", device="cuda")

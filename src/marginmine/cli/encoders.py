@@ -47,6 +47,19 @@ def cmd_train_encoder(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_export_encoder(args: argparse.Namespace) -> int:
+    if args.format == "laser":
+        from marginmine.encoders.laser_format import export_laser
+
+        for path in export_laser(args.encoder, args.output):
+            log.info("wrote %s", path)
+        return 0
+    from marginmine.encoders.base import export_encoder
+
+    export_encoder(args.encoder, args.output)
+    return 0
+
+
 def _torch_threads(n: int | None) -> None:
     """Pin torch's CPU threads to the job's share (oversubscribed cores slow LSTMs down 4-70x)."""
     if n:
@@ -109,8 +122,9 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> N
     p.add_argument("--exclude-corpus", nargs="*", default=[], help="corpus TSVs the encoder will score")
     handlers["encoder-data"] = cmd_encoder_data
 
-    p = sub.add_parser("train-encoder", help="train a sentence encoder (dual or laser)")
-    p.add_argument("--kind", required=True, help="dual | laser")
+    p = sub.add_parser("train-encoder", help="train a sentence encoder (or import a pre-trained one)")
+    p.add_argument("--kind", required=True,
+                   help="dual | laser | laser-pretrained | sentence-transformers (the last two import)")
     p.add_argument("--data", required=True, help="manifest.json written by encoder-data")
     p.add_argument("--output", required=True, help="encoder directory")
     p.add_argument("--workdir", default=None,
@@ -122,6 +136,13 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> N
     p.add_argument("--untrained", action="store_true",
                    help="the random-init twin: the same subwords and network, not trained (what training buys)")
     handlers["train-encoder"] = cmd_train_encoder
+
+    p = sub.add_parser("export-encoder", help="copy an encoder, or write our laser kind in LASER's own format")
+    p.add_argument("--encoder", required=True, help="encoder directory (with encoder.json)")
+    p.add_argument("--format", choices=["marginmine", "laser"], default="marginmine",
+                   help="marginmine: the directory as is; laser: OUTPUT.pt/.spm/.cvocab for LASER's code")
+    p.add_argument("--output", required=True, help="directory (marginmine) or file prefix (laser), e.g. out/mine")
+    handlers["export-encoder"] = cmd_export_encoder
 
     p = sub.add_parser("embed", help="embed a text file (or TSV column) into a memory-mapped .npy")
     p.add_argument("--encoder", required=True, help="encoder directory (with encoder.json)")

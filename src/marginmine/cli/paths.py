@@ -94,6 +94,7 @@ PATHS: dict[str, tuple[tuple[tuple[str, str], ...], tuple[Derived, ...]]] = {
     "mine": ((("src", "in"), ("tgt", "in"), ("encoder", "indir"), ("output", "out"), ("ledger", "out")),
              (_ledger_twin("ledger"),)),
     "select": ((("pairs", "in"), ("scores", "in"), ("output", "out"), ("report", "out")), ()),
+    "export-filtered": ((("selection", "in"), ("tsv", "out"), ("src", "out"), ("tgt", "out")), ()),
     "composition": ((("labels", "in"), ("selections", "in"), ("pairs", "in"), ("scores", "in"), ("tsv", "out"),
                      ("md", "out"), ("density_tsv", "out")), ()),
     "bucc-data": ((("mono_src", "in"), ("mono_tgt", "in")), (_bucc_files,)),

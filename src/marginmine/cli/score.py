@@ -171,6 +171,18 @@ def cmd_mine(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_export_filtered(args: argparse.Namespace) -> int:
+    from marginmine.scoring.export import export_filtered
+
+    try:
+        si, ti = (int(c) for c in args.columns.split(","))
+    except ValueError as exc:
+        raise MarginmineError(f"--columns: give two 0-based numbers, e.g. 2,3 (got {args.columns!r})") from exc
+    n = export_filtered(args.selection, args.tsv, args.src, args.tgt, (si, ti))
+    log.info("exported %d pairs to %s, %s, %s", n, args.tsv, args.src, args.tgt)
+    return 0
+
+
 def cmd_select(args: argparse.Namespace) -> int:
     from marginmine.scoring.selection import Source, parse_count, select
 
@@ -252,6 +264,14 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler], colu
     p.add_argument("--output", required=True, help="TSV: src, tgt, score, further shard columns")
     p.add_argument("--report", default=None, help="JSON: counts, threshold, score histogram")
     handlers["select"] = cmd_select
+
+    p = sub.add_parser("export-filtered", help="a selection as the corpus' own TSV columns + score, and aligned text")
+    p.add_argument("--selection", required=True, help="TSV written by select (src, tgt, score, carried columns)")
+    p.add_argument("--columns", default="0,1", help="the corpus TSV's 0-based source,target columns (default 0,1)")
+    p.add_argument("--tsv", required=True, help="output TSV: the corpus' columns in order, the score last")
+    p.add_argument("--src", required=True, help="output: source sentences, one per line")
+    p.add_argument("--tgt", required=True, help="output: target sentences, line-aligned with --src")
+    handlers["export-filtered"] = cmd_export_filtered
 
     p = sub.add_parser("composition", help="what each selection is made of, by the corpus' pair labels")
     p.add_argument("--labels", required=True, help="sidecar TSV: id, origin, kind, clean (the demo corpus')")

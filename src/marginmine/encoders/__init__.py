@@ -7,6 +7,10 @@ The kinds, listed here and imported only when used (they need torch):
   margin (Guo et al. 2018; Yang et al. 2019): :mod:`marginmine.encoders.dual`
 * ``laser`` - the paper's LASER-style BiLSTM encoder-decoder via fairseq's LASER task:
   :mod:`marginmine.encoders.laser`
+* ``laser-pretrained`` - a released LASER2/LASER3 checkpoint in LASER's format, SHA-256 pinned
+  (imported, not trained): :mod:`marginmine.encoders.laser_pretrained`
+* ``sentence-transformers`` - a local sentence-transformers model directory (LaBSE, MiniLM, ...):
+  :mod:`marginmine.encoders.sbert`
 
 A trainer is ``train(data, out_dir, params, *, seed, max_minutes) -> Path`` and leaves a
 directory that :func:`marginmine.encoders.base.load_encoder` loads.
@@ -18,7 +22,9 @@ import importlib
 from types import ModuleType
 
 #: encoder kind -> the module holding its ``train`` and ``load`` (a new kind: one module, one line)
-KINDS = {"dual": "marginmine.encoders.dual", "laser": "marginmine.encoders.laser"}
+KINDS = {"dual": "marginmine.encoders.dual", "laser": "marginmine.encoders.laser",
+         "laser-pretrained": "marginmine.encoders.laser_pretrained",
+         "sentence-transformers": "marginmine.encoders.sbert"}
 
 
 def kind_module(kind: str, where: str = "encoder") -> ModuleType:

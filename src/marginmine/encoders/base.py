@@ -119,6 +119,8 @@ def export_encoder(src_dir: str | Path, dest_dir: str | Path) -> Path:
 
     src, dest = Path(src_dir), Path(dest_dir)
     manifest = read_manifest(src)
+    if dest.exists() and dest.resolve() == src.resolve():
+        raise EncoderError(f"{dest}: is the encoder being exported; choose another directory")
     dest.mkdir(parents=True, exist_ok=True)
     for name in [*manifest["sha256"], MANIFEST]:
         target = dest / name

@@ -1,0 +1,114 @@
+"""The own-corpus template (config/own-corpus.yaml) end to end, as a user runs it: a corpus of a few
+thousand real pairs written here (Multi30k pairs and misaligned ones, in a TSV whose sentence
+columns are not the first), a pre-trained encoder (a sentence-transformers model built here:
+no download), to BLEU and the filtered corpus in the formats it travels in."""
+
+from __future__ import annotations
+
+import gzip
+import unicodedata
+
+import numpy as np
+import yaml
+
+from marginmine.scoring.files import read_scores
+from test_sentence_transformers import build_model
+from test_workflow import copy_workflow, snakemake
+
+N_CLEAN, N_NOISE, N = 2500, 800, 1000
+
+
+def lines(path, n, start=0):
+    with gzip.open(path, "rt", encoding="utf-8") as fh:
+        out = [" ".join(unicodedata.normalize("NFC", x).split()) for x in fh.read().splitlines()]
+    return out[start:start + n]
+
+
+def write_user_files(data, real_data):
+    """What a user brings: corpus.tsv.gz (id, en, de, origin; sentences in columns 1 and 2), dev, test."""
+    m = real_data / "multi30k"
+    en, de = lines(m / "train.en.gz", N_CLEAN + N_NOISE + 1), lines(m / "train.de.gz", N_CLEAN + N_NOISE + 1)
+    rows = [(f"id{i}", en[i], de[i], "clean") for i in range(N_CLEAN)]
+    rows += [(f"id{i}", en[i], de[i + 1], "misaligned") for i in range(N_CLEAN, N_CLEAN + N_NOISE)]
+    with gzip.open(data / "corpus.tsv.gz", "wt", encoding="utf-8") as fh:
+        fh.writelines("\t".join(r) + "\n" for r in rows)
+    for name, src, n in (("dev", "val", 200), ("test", "test_2016_flickr", 200)):
+        for lang in ("en", "de"):
+            (data / f"{name}.{lang}").write_text("\n".join(lines(m / f"{src}.{lang}.gz", n)) + "\n", encoding="utf-8")
+    return rows
+
+
+def test_own_corpus_template_to_bleu_and_filtered_tsv(tmp_path, real_data):
+    d, data = tmp_path / "wf", tmp_path / "my-data"
+    d.mkdir()
+    data.mkdir()
+    copy_workflow(d)
+    rows = write_user_files(data, real_data)
+    model = build_model(tmp_path / "st", [s for r in rows[:500] for s in r[1:3]])
+    # the user's edits of the template: their corpus' size and columns, their encoder, a small NMT
+    overlay = {
+        "data_dir": str(data),
+        "corpus": {"name": "mine", "source": {"kind": "local", "format": "tsv", "path": "corpus.tsv.gz",
+                                              "columns": [1, 2]}, "expected_pairs": len(rows)},
+        "encoder": {"default": "st", "models": {"st": {"kind": "sentence-transformers",
+                                                       "params": {"path": str(model), "langs": ["en", "de"]}}}},
+        "selection": {"sizes": ["1k"], "methods": ["ratio", "random"]},
+        "nmt": {"seeds": [1], "max_minutes": 20, "beam": 2, "mem_mb": 2000,
+                "params": {"encoder_layers": 1, "decoder_layers": 1, "encoder_embed_dim": 64,
+                           "decoder_embed_dim": 64, "encoder_ffn_embed_dim": 128, "decoder_ffn_embed_dim": 128,
+                           "encoder_attention_heads": 2, "decoder_attention_heads": 2, "bpe_vocab": 800,
+                           "max_epoch": 2, "lr": 0.003, "warmup_updates": 10, "max_tokens": 4096}},
+    }
+    (d / "mine.yaml").write_text(yaml.safe_dump(overlay), encoding="utf-8")
+    r = snakemake("filtered", "all", "--configfile", "config/own-corpus.yaml", "mine.yaml", "--cores", "2",
+                  cwd=d, timeout=1200)
+    assert r.returncode == 0, (r.stdout + r.stderr)[-4000:]
+    res = d / "results/my-corpus"
+
+    # BLEU of NMT on the ratio selection and on a random 1k (the table a user reads first)
+    bleu = (res / "bleu_1k.txt").read_text(encoding="utf-8")
+    assert "ratio" in bleu and "random" in bleu, bleu
+
+    # the filtered TSV: the user's own lines (columns in their order), the score appended
+    by_id = {row[0]: row for row in rows}
+    with gzip.open(res / "filtered/ratio.1k.tsv.gz", "rt", encoding="utf-8") as fh:
+        out = [line.rstrip("\n").split("\t") for line in fh]
+    assert len(out) == N
+    assert all(len(cols) == 5 and tuple(cols[:4]) == by_id[cols[0]] for cols in out)
+    kept = np.array([float(cols[4]) for cols in out])
+    # ... the N best ratio scores of the whole corpus
+    scores = read_scores(next((d / "work/my-corpus/score/st").glob("shard0000.scores.tsv.gz")), "ratio")
+    assert kept.min() >= np.sort(scores)[-N] - 1e-6
+    # ... and the same pairs as aligned text
+    for col, lang in ((1, "en"), (2, "de")):
+        with gzip.open(res / f"filtered/ratio.1k.{lang}.gz", "rt", encoding="utf-8") as fh:
+            assert fh.read().splitlines() == [cols[col] for cols in out]
+
+
+def test_template_plans_pretrained_files_given_by_url(tmp_path, real_data):
+    """A pre-trained file given as {url, sha256}: the plan downloads it (digest checked) and the
+    import reads the download with the same pin; a url without its sha256 is refused at plan time."""
+    d, data = tmp_path / "wf", tmp_path / "my-data"
+    d.mkdir()
+    data.mkdir()
+    copy_workflow(d)
+    rows = write_user_files(data, real_data)
+    digest = "ab" * 32
+    overlay = {"data_dir": str(data),
+               "corpus": {"source": {"kind": "local", "format": "tsv", "path": "corpus.tsv.gz", "columns": [1, 2]},
+                          "expected_pairs": len(rows)},
+               "encoder": {"models": {"laser2": {"params": {
+                   "model": {"url": "file:///models/laser2.pt", "sha256": digest}}}}}}
+    (d / "mine.yaml").write_text(yaml.safe_dump(overlay), encoding="utf-8")
+    r = snakemake("-n", "-p", "filtered", "all", "--configfile", "config/own-corpus.yaml", "mine.yaml", cwd=d)
+    assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
+    plan = r.stdout
+    assert f"marginmine download --url file:///models/laser2.pt --output data/downloads/encoder-laser2-model/laser2.pt --sha256 {digest}" in plan
+    train = next(line for line in plan.splitlines() if "marginmine train-encoder" in line)
+    assert "--kind laser-pretrained" in train and '"model": "data/downloads/encoder-laser2-model/laser2.pt"' in train
+    assert f'"model": "{digest}"' in train  # the import checks the same pin
+    assert "export-filtered" in plan and "--columns 1,2" in plan
+    overlay["encoder"]["models"]["laser2"]["params"]["model"] = {"url": "file:///models/laser2.pt"}
+    (d / "mine.yaml").write_text(yaml.safe_dump(overlay), encoding="utf-8")
+    r = snakemake("-n", "filtered", "--configfile", "config/own-corpus.yaml", "mine.yaml", cwd=d)
+    assert r.returncode != 0 and "encoder.models.laser2.params.model: a url needs its sha256" in r.stdout + r.stderr
