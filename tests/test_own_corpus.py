@@ -6,6 +6,7 @@ no download), to BLEU and the filtered corpus in the formats it travels in."""
 from __future__ import annotations
 
 import gzip
+import re
 import unicodedata
 
 import numpy as np
@@ -60,14 +61,16 @@ def test_own_corpus_template_to_bleu_and_filtered_tsv(tmp_path, real_data):
                            "max_epoch": 2, "lr": 0.003, "warmup_updates": 10, "max_tokens": 4096}},
     }
     (d / "mine.yaml").write_text(yaml.safe_dump(overlay), encoding="utf-8")
-    r = snakemake("filtered", "all", "--configfile", "config/own-corpus.yaml", "mine.yaml", "--cores", "2",
+    r = snakemake("filtered", "nmt", "--configfile", "config/own-corpus.yaml", "mine.yaml", "--cores", "2",
                   cwd=d, timeout=1200)
     assert r.returncode == 0, (r.stdout + r.stderr)[-4000:]
     res = d / "results/my-corpus"
 
-    # BLEU of NMT on the ratio selection and on a random 1k (the table a user reads first)
+    # BLEU of NMT on the ratio selection, and beside it on a random 1k (the tables a user reads first)
     bleu = (res / "bleu_1k.txt").read_text(encoding="utf-8")
-    assert "ratio" in bleu and "random" in bleu, bleu
+    assert "ratio.1k: test sacreBLEU" in bleu and "seed 1:" in bleu, bleu
+    comparison = (res / "comparison.md").read_text(encoding="utf-8")
+    assert re.search(r"^\| ratio \| 1k \| 1 \|", comparison, re.M) and re.search(r"^\| random \| 1k \| 1 \|", comparison, re.M)
 
     # the filtered TSV: the user's own lines (columns in their order), the score appended
     by_id = {row[0]: row for row in rows}
@@ -100,7 +103,7 @@ def test_template_plans_pretrained_files_given_by_url(tmp_path, real_data):
                "encoder": {"models": {"laser2": {"params": {
                    "model": {"url": "file:///models/laser2.pt", "sha256": digest}}}}}}
     (d / "mine.yaml").write_text(yaml.safe_dump(overlay), encoding="utf-8")
-    r = snakemake("-n", "-p", "filtered", "all", "--configfile", "config/own-corpus.yaml", "mine.yaml", cwd=d)
+    r = snakemake("-n", "-p", "filtered", "nmt", "--configfile", "config/own-corpus.yaml", "mine.yaml", cwd=d)
     assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
     plan = r.stdout
     assert f"marginmine download --url file:///models/laser2.pt --output data/downloads/encoder-laser2-model/laser2.pt --sha256 {digest}" in plan

@@ -124,6 +124,7 @@ def export_encoder(src_dir: str | Path, dest_dir: str | Path) -> Path:
     dest.mkdir(parents=True, exist_ok=True)
     for name in [*manifest["sha256"], MANIFEST]:
         target = dest / name
+        target.parent.mkdir(parents=True, exist_ok=True)  # a model directory has sub-folders
         target.unlink(missing_ok=True)
         try:
             os.link(src / name, target)
