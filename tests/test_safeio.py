@@ -83,6 +83,8 @@ CLASHES: dict[str, list[str]] = {
     "compare": ["--inputs", "in.json", "--headline", "ratio", "--tsv", "o.tsv", "--md", "o.md", "--png", "in.json"],
     "headline": ["--inputs", "in.json", "--output", "in.json"],
     "report-figures": ["--work", "w", "--outdir", ".", "--ledger", "tables.html"],
+    "export-encoder": ["--encoder", "data", "--output", "data"],
+    "export-filtered": ["--selection", "in.tsv", "--tsv", "o.tsv", "--src", "in.tsv", "--tgt", "o.de"],
 }
 
 

@@ -71,6 +71,15 @@ def _encoder_workdir(args: argparse.Namespace) -> Iterator[Role]:
         yield Role("--workdir", Path(args.workdir), True)
 
 
+def _export_files(args: argparse.Namespace) -> Iterator[Role]:
+    out = Path(args.output)
+    if args.format == "laser":  # a prefix: <prefix>.pt, .spm, .cvocab
+        for ext in (".pt", ".spm", ".cvocab"):
+            yield Role("--output (LASER file)", out.with_name(out.name + ext))
+    else:
+        yield Role("--output", out, True)
+
+
 #: command -> ((dest, role), ...), derived outputs
 PATHS: dict[str, tuple[tuple[tuple[str, str], ...], tuple[Derived, ...]]] = {
     "preprocess": ((("input", "in"), ("protect", "in"), ("langid_model", "in"), ("output", "out"),
@@ -86,6 +95,7 @@ PATHS: dict[str, tuple[tuple[tuple[str, str], ...], tuple[Derived, ...]]] = {
     "heldout": ((("src", "in"), ("tgt", "in"), ("out_src", "out"), ("out_tgt", "out")), ()),
     "encoder-data": ((("protect", "in"), ("exclude_corpus", "in"), ("outdir", "outdir")), ()),
     "train-encoder": ((("data", "in"), ("output", "outdir")), (_encoder_workdir,)),
+    "export-encoder": ((("encoder", "indir"),), (_export_files,)),
     "embed": ((("encoder", "indir"), ("input", "in"), ("output", "out")), ()),
     "eval-encoder": ((("encoder", "indir"), ("output", "out")), ()),
     "encoder-report": ((("inputs", "in"), ("tsv", "out"), ("md", "out")), ()),
