@@ -109,6 +109,23 @@ def in_batch_loss(src_emb: torch.Tensor, tgt_emb: torch.Tensor, scale: float, ma
     return 0.5 * (F.cross_entropy(logits, labels) + F.cross_entropy(logits.T, labels))
 
 
+def hard_negative_loss(src_emb: torch.Tensor, tgt_emb: torch.Tensor, neg_emb: torch.Tensor, scale: float,
+                       margin: float, directions: int = 2) -> torch.Tensor:
+    """:func:`in_batch_loss` with extra target columns (Guo et al. 2018): the forward softmax of row
+    ``i`` runs over the ``K`` batch targets and the ``len(neg_emb)`` negatives appended after them
+    (``K + K*M`` columns when every pair brings ``M``); the backward term, if any, stays in-batch."""
+    k = src_emb.shape[0]
+    sim = src_emb @ torch.cat([tgt_emb, neg_emb]).T
+    eye = torch.zeros_like(sim)
+    eye[:, :k] = torch.eye(k, dtype=sim.dtype, device=sim.device)
+    logits = scale * (sim - margin * eye)
+    labels = torch.arange(k, device=sim.device)
+    forward = F.cross_entropy(logits, labels)
+    if directions == 1:
+        return forward
+    return 0.5 * (forward + F.cross_entropy(logits[:, :k].T, labels))
+
+
 def bigram_hash(a: np.ndarray, b: np.ndarray, buckets: int) -> np.ndarray:
     """Bucket in ``[0, buckets)`` of each id pair ``(a[i], b[i])`` (splitmix64 finaliser)."""
     x = (a.astype(np.uint64) << np.uint64(32)) | b.astype(np.uint64)

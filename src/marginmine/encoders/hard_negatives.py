@@ -1,0 +1,187 @@
+"""Hard negatives for dual-encoder training (Guo et al. 2018, Sec. 2.2-2.4): with a first model,
+mine for each side of each training pair the ``count`` sentences of that side's language that the
+model finds closest to the other side, never the gold sentence nor one with the same text.
+
+Rows: the training sentences are rows ``0 .. R-1`` (both sides of every pair, as the dual-encoder
+trainer numbers them); ``langs[r]`` is row ``r``'s language and ``texts[r]`` its text. Each language's
+pool is its distinct texts (the first row of each text represents it), so a negative is never a
+duplicate of another negative. For pair ``i`` = rows ``(left[i], right[i])``:
+
+* ``for_right[i]``: ``count`` pool rows of ``right[i]``'s language, ranked by similarity to the
+  embedding of ``left[i]`` (the forward direction, x -> y);
+* ``for_left[i]``: the same for ``left[i]``, queried with ``right[i]`` (used when a batch swaps sides).
+
+Candidates whose text equals the gold text are skipped and counted (``skipped_gold`` includes
+the gold row itself, ``skipped_identical`` other rows with the gold's text). A language whose pool
+has fewer than ``count + 1`` distinct texts cannot give ``count`` negatives besides the gold: an
+error. :func:`random_negatives` draws the "augmented random" control from the same pools.
+
+The result is tied to the data (``data_fingerprint``) and the miner (``miner_sha256``); the trainer
+refuses negatives mined on other data or by another model than its config names.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from marginmine.encoders.base import EncoderError
+
+
+@dataclass
+class Negatives:
+    """``for_right``/``for_left``: ``(n_pairs, count)`` int64 rows; counts of what was skipped."""
+
+    for_right: np.ndarray
+    for_left: np.ndarray
+    data_fingerprint: str
+    miner_sha256: str
+    kind: str = "hard"
+    stats: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def count(self) -> int:
+        return int(self.for_right.shape[1])
+
+    def save(self, path: str | Path) -> None:
+        from marginmine.io.safe import atomic_path
+
+        meta = {"data_fingerprint": self.data_fingerprint, "miner_sha256": self.miner_sha256,
+                "kind": self.kind, "stats": self.stats}
+        with atomic_path(path) as tmp:
+            with open(tmp, "wb") as fh:
+                np.savez(fh, for_right=self.for_right, for_left=self.for_left, meta=np.array(json.dumps(meta)))
+
+    @classmethod
+    def load(cls, path: str | Path, data_fingerprint: str, miner_sha256: str) -> "Negatives":
+        with np.load(path, allow_pickle=False) as z:
+            meta = json.loads(str(z["meta"]))
+            neg = cls(z["for_right"], z["for_left"], meta["data_fingerprint"], meta["miner_sha256"], meta["kind"],
+                      meta["stats"])
+        if neg.data_fingerprint != data_fingerprint:
+            raise EncoderError(f"{path}: negatives were mined on other training data; mine them again")
+        if neg.miner_sha256 != miner_sha256:
+            raise EncoderError(f"{path}: negatives were mined by another encoder than the configured miner; "
+                               "mine them again")
+        return neg
+
+
+def check_settings(count: int, share: float) -> None:
+    if not isinstance(count, int) or count < 1:
+        raise EncoderError(f"hard_negatives.count must be an integer >= 1 (got {count!r})")
+    if not 0 < float(share) <= 1:
+        raise EncoderError(f"hard_negatives.share must be in (0, 1] (got {share!r})")
+
+
+def pools(texts: Sequence[str], langs: Sequence[str]) -> dict[str, np.ndarray]:
+    """Per language, the first row of each distinct text (sorted rows)."""
+    seen: dict[tuple[str, str], int] = {}
+    for r, (t, lang) in enumerate(zip(texts, langs)):
+        seen.setdefault((lang, t), r)
+    out: dict[str, list[int]] = {}
+    for (lang, _), r in seen.items():
+        out.setdefault(lang, []).append(r)
+    return {lang: np.array(sorted(rows), dtype=np.int64) for lang, rows in out.items()}
+
+
+def _check_pool_sizes(pool: dict[str, np.ndarray], count: int) -> None:
+    for lang, rows in sorted(pool.items()):
+        if len(rows) < count + 1:
+            raise EncoderError(f"language {lang!r} has {len(rows)} distinct training sentences: too few for "
+                               f"{count} negatives besides the gold one (lower hard_negatives.count)")
+
+
+def mine(emb: np.ndarray, texts: Sequence[str], langs: Sequence[str], left: np.ndarray, right: np.ndarray,
+         count: int, *, data_fingerprint: str, miner_sha256: str, slack: int = 8,
+         block: int = 4096) -> Negatives:
+    """Hard negatives from row embeddings ``emb`` (unit rows, one per training sentence)."""
+    from marginmine.scoring.knn import IndexSpec, build_index, search
+
+    check_settings(count, 1.0)
+    pool = pools(texts, langs)
+    _check_pool_sizes(pool, count)
+    stats = {"skipped_gold": 0, "skipped_identical": 0}
+    langs_arr = np.asarray(langs)
+    out = {}
+    for name, gold_rows, query_rows in (("for_right", right, left), ("for_left", left, right)):
+        result = np.full((len(gold_rows), count), -1, dtype=np.int64)
+        for lang, rows in sorted(pool.items()):
+            todo = np.flatnonzero(langs_arr[gold_rows] == lang)
+            if not len(todo):
+                continue
+            index = build_index(np.ascontiguousarray(emb[rows], dtype=np.float32), IndexSpec(kind="auto"))
+            for start in range(0, len(todo), block):
+                part = todo[start:start + block]
+                k = min(len(rows), count + slack)
+                while True:
+                    _, ids = search(index, np.asarray(emb[query_rows[part]], dtype=np.float32), k)
+                    done = _fill(result, part, rows[ids], gold_rows, texts, count, stats, final=k >= len(rows))
+                    if done:
+                        break
+                    k = min(len(rows), 4 * k)
+        out[name] = result
+    return Negatives(out["for_right"], out["for_left"], data_fingerprint, miner_sha256, "hard", stats)
+
+
+def _fill(result: np.ndarray, part: np.ndarray, cand: np.ndarray, gold_rows: np.ndarray, texts: Sequence[str],
+          count: int, stats: dict[str, int], final: bool) -> bool:
+    """Fill ``result[part]`` from candidate rows; False when some pair needs a wider search."""
+    rows_out, local = [], {"skipped_gold": 0, "skipped_identical": 0}
+    for j, i in enumerate(part):
+        gold = int(gold_rows[i])
+        keep = []
+        for c in cand[j]:
+            c = int(c)
+            if c < 0:
+                continue
+            if c == gold:
+                local["skipped_gold"] += 1
+            elif texts[c] == texts[gold]:
+                local["skipped_identical"] += 1
+            else:
+                keep.append(c)
+                if len(keep) == count:
+                    break
+        if len(keep) < count:
+            if not final:
+                return False
+            raise EncoderError(f"pair {i}: only {len(keep)} negatives besides the gold text in its language")
+        rows_out.append(keep)
+    result[part] = np.array(rows_out, dtype=np.int64)
+    for k, v in local.items():
+        stats[k] += v
+    return True
+
+
+def random_negatives(texts: Sequence[str], langs: Sequence[str], left: np.ndarray, right: np.ndarray, count: int,
+                     *, seed: int, data_fingerprint: str) -> Negatives:
+    """The "augmented random" control: ``count`` random pool rows per side, never the gold's text."""
+    pool = pools(texts, langs)
+    _check_pool_sizes(pool, count)
+    rng = np.random.default_rng([seed, 31])
+    langs_arr = np.asarray(langs)
+    out = {}
+    for name, gold_rows in (("for_right", right), ("for_left", left)):
+        result = np.empty((len(gold_rows), count), dtype=np.int64)
+        for i, gold in enumerate(gold_rows):
+            rows = pool[str(langs_arr[gold])]
+            keep: list[int] = []
+            while len(keep) < count:
+                c = int(rows[rng.integers(len(rows))])
+                if texts[c] != texts[int(gold)] and c not in keep:
+                    keep.append(c)
+            result[i] = keep
+        out[name] = result
+    return Negatives(out["for_right"], out["for_left"], data_fingerprint, "random", "random", {})
+
+
+def fingerprint_texts(texts: Sequence[str], langs: Sequence[str]) -> str:
+    h = hashlib.sha256()
+    for t, lang in zip(texts, langs):
+        h.update(lang.encode() + b"\t" + t.encode("utf-8") + b"\n")
+    return h.hexdigest()

@@ -1,0 +1,94 @@
+"""Hard negatives (issue 13): the loss over K + K*M columns by hand, and the miner on real
+sentences - never the gold nor a text-identical sentence, never a duplicate, always the gold's language."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from marginmine.encoders.base import EncoderError
+from marginmine.encoders.dual_model import hard_negative_loss, in_batch_loss
+from marginmine.encoders.hard_negatives import Negatives, check_settings, mine, random_negatives
+
+
+def test_loss_over_batch_and_appended_columns_by_hand():
+    src = torch.tensor([[1.0, 0.0], [0.0, 1.0]])
+    neg = torch.tensor([[0.6, 0.8], [0.8, 0.6]])
+    m, s = 0.5, 1.0
+    # row 0: logits [1 - m, 0 | 0.6, 0.8]; row 1: [0, 1 - m | 0.8, 0.6] - the same loss
+    want = -math.log(math.exp(0.5) / (math.exp(0.5) + 1 + math.exp(0.6) + math.exp(0.8)))
+    assert float(hard_negative_loss(src, src.clone(), neg, s, m, directions=1)) == pytest.approx(want, abs=1e-6)
+    # backward term in-batch: -log(e^0.5 / (e^0.5 + 1))
+    back = -math.log(math.exp(0.5) / (math.exp(0.5) + 1))
+    assert float(hard_negative_loss(src, src.clone(), neg, s, m)) == pytest.approx((want + back) / 2, abs=1e-6)
+    # no negatives: exactly the in-batch loss
+    empty = torch.zeros((0, 2))
+    for d in (1, 2):
+        assert float(hard_negative_loss(src, src, empty, 20.0, 0.3, d)) == pytest.approx(
+            float(in_batch_loss(src, src, 20.0, 0.3, d)), abs=1e-6)
+
+
+@pytest.fixture(scope="module")
+def rows(real_data):
+    """Two directions (de-en, fr-en) of real Tatoeba pairs, as the trainer numbers rows (each
+    direction: its source rows, then its target rows); one English target repeated on purpose."""
+    de = (real_data / "laser-tatoeba-v1/tatoeba.deu-eng.deu").read_text(encoding="utf-8").splitlines()[:120]
+    en1 = (real_data / "laser-tatoeba-v1/tatoeba.deu-eng.eng").read_text(encoding="utf-8").splitlines()[:120]
+    fr = (real_data / "laser-tatoeba-v1/tatoeba.fra-eng.fra").read_text(encoding="utf-8").splitlines()[:80]
+    en2 = (real_data / "laser-tatoeba-v1/tatoeba.fra-eng.eng").read_text(encoding="utf-8").splitlines()[:80]
+    en1[7] = en1[3]  # a text-identical target: must never be pair 7's (or 3's) negative
+    texts = de + en1 + fr + en2
+    langs = ["de"] * 120 + ["en"] * 120 + ["fr"] * 80 + ["en"] * 80
+    left = np.r_[np.arange(0, 120), np.arange(240, 320)]
+    right = np.r_[np.arange(120, 240), np.arange(320, 400)]
+    # embeddings of a perfect model: both sides of a pair share a vector, so the gold ranks first
+    rng = np.random.default_rng(0)
+    base = rng.normal(size=(200, 16))
+    emb = np.zeros((400, 16), np.float32)
+    emb[left], emb[right] = base, base + 0.05 * rng.normal(size=(200, 16))
+    emb[right[3]] = emb[left[7]]  # pair 7's gold text, in the pool as row right[3]: its nearest candidate
+    emb /= np.linalg.norm(emb, axis=1, keepdims=True)
+    return emb, texts, langs, left, right
+
+
+def test_miner_never_returns_gold_identical_or_duplicates_and_keeps_languages(rows):
+    emb, texts, langs, left, right = rows
+    neg = mine(emb, texts, langs, left, right, 5, data_fingerprint="d", miner_sha256="m", block=64)
+    assert neg.for_right.shape == neg.for_left.shape == (200, 5)
+    for gold_rows, found in ((right, neg.for_right), (left, neg.for_left)):
+        for i, g in enumerate(gold_rows):
+            cands = [int(c) for c in found[i]]
+            assert len({texts[c] for c in cands}) == 5                      # no duplicate
+            assert all(texts[c] != texts[g] for c in cands)                 # never the gold's text
+            assert all(langs[c] == langs[g] for c in cands)                 # the side's language
+    assert neg.stats["skipped_gold"] > 0 and neg.stats["skipped_identical"] >= 1
+    # hard: the first negative is closer to the query than a random pool sentence, on average
+    sim_hard = np.einsum("ij,ij->i", emb[left], emb[neg.for_right[:, 0]]).mean()
+    ctrl = random_negatives(texts, langs, left, right, 5, seed=1, data_fingerprint="d")
+    sim_rand = np.einsum("ij,ij->i", emb[left], emb[ctrl.for_right[:, 0]]).mean()
+    assert sim_hard > sim_rand + 0.2
+    assert all(langs[c] == langs[g] and texts[c] != texts[g] for g, row in zip(right, ctrl.for_right) for c in row)
+
+
+def test_negatives_are_tied_to_data_and_miner(rows, tmp_path):
+    emb, texts, langs, left, right = rows
+    neg = mine(emb, texts, langs, left, right, 2, data_fingerprint="d", miner_sha256="m")
+    neg.save(tmp_path / "neg.npz")
+    again = Negatives.load(tmp_path / "neg.npz", "d", "m")
+    np.testing.assert_array_equal(again.for_left, neg.for_left)
+    with pytest.raises(EncoderError, match="other training data"):
+        Negatives.load(tmp_path / "neg.npz", "other", "m")
+    with pytest.raises(EncoderError, match="another encoder"):
+        Negatives.load(tmp_path / "neg.npz", "d", "other")
+
+
+def test_settings_and_small_pools_are_refused(rows):
+    emb, texts, langs, left, right = rows
+    for count, share in ((0, 0.2), (2, 0.0), (2, 1.5)):
+        with pytest.raises(EncoderError, match="hard_negatives"):
+            check_settings(count, share)
+    with pytest.raises(EncoderError, match="language 'fr' has 80 distinct"):
+        mine(emb, texts, langs, left, right, 80, data_fingerprint="d", miner_sha256="m")
