@@ -298,10 +298,28 @@ MODEL_DOWNLOADS = _model_downloads()
 URL_SOURCES.update(MODEL_DOWNLOADS)
 
 
+def _encoder_refs(value, where):
+    """{encoder: NAME} anywhere in an encoder's params (e.g. the model that mines its hard
+    negatives): replaced by that encoder's directory, which the training then waits for."""
+    if isinstance(value, dict) and set(value) == {"encoder"}:
+        name = value["encoder"]
+        if name not in ENCODER_DIRS:
+            raise ValueError(f"{where}: unknown encoder {name!r} (encoders: {', '.join(ENCODER_DIRS)})")
+        return ENCODER_DIRS[name], [f"{ENCODER_DIRS[name]}/encoder.json"]
+    if isinstance(value, dict):
+        out, deps = {}, []
+        for k, v in value.items():
+            out[k], d = _encoder_refs(v, f"{where}.{k}")
+            deps += d
+        return out, deps
+    return value, []
+
+
 def encoder_params(encdir):
-    """An encoder's params, downloaded files replaced by their local paths (pins filled in)."""
+    """An encoder's params, downloaded files replaced by their local paths (pins filled in), other
+    encoders by their directories."""
     model = encoder_model(encdir)
-    params = json.loads(json.dumps(model.get("params", {})))
+    params, _ = _encoder_refs(model.get("params", {}), f"encoder.models.{encoder_name(encdir)}.params")
     for source, item in MODEL_DOWNLOADS.items():
         if ENC["models"][item["model"]] is model:
             params[item["key"]] = download_path(source)
@@ -314,9 +332,11 @@ def encoder_params_json(encdir):
 
 
 def encoder_downloads(encdir):
-    """The downloaded files an encoder's import needs (none for a trained encoder)."""
+    """The files an encoder's training or import reads besides its data: downloads, and the
+    encoders its params name ({encoder: NAME})."""
     model = encoder_model(encdir)
-    return [download_path(s) for s, item in MODEL_DOWNLOADS.items() if ENC["models"][item["model"]] is model]
+    _, deps = _encoder_refs(model.get("params", {}), f"encoder.models.{encoder_name(encdir)}.params")
+    return deps + [download_path(s) for s, item in MODEL_DOWNLOADS.items() if ENC["models"][item["model"]] is model]
 
 
 def encoder_budget_arg(encdir):

@@ -61,7 +61,7 @@ rule train_encoder:
     checkpoints in work/ make an interrupted run resume."""
     input:
         data=rules.encoder_data.output.manifest,
-        downloads=lambda wc: encoder_downloads(wc.encdir),  # pre-trained files given by url
+        downloads=lambda wc: encoder_downloads(wc.encdir),  # files given by url, encoders named in params
     output:
         f"{{encdir}}/encoder.json",
     log:

@@ -92,3 +92,69 @@ def test_settings_and_small_pools_are_refused(rows):
             check_settings(count, share)
     with pytest.raises(EncoderError, match="language 'fr' has 80 distinct"):
         mine(emb, texts, langs, left, right, 80, data_fingerprint="d", miner_sha256="m")
+
+
+def test_training_with_mined_negatives(tmp_path, real_data):
+    """A tiny DAN mines, a second trains with its negatives (K + K*M columns for the chosen share):
+    the negatives file is written once and reused, differs from the augmented-random control, and
+    a checkpoint mined by another model or with other settings is refused."""
+    import json
+
+    from marginmine.encoders import dual
+    from marginmine.encoders.base import ParallelData
+    from test_dual_encoder import TINY, _lines
+
+    d = real_data / "tatoeba-manythings-deu-eng-2018"
+    (tmp_path / "t.de").write_text("\n".join(_lines(d / "train.nooverlap.de")[::350][:400]) + "\n", encoding="utf-8")
+    (tmp_path / "t.en").write_text("\n".join(_lines(d / "train.nooverlap.en")[::350][:400]) + "\n", encoding="utf-8")
+    data = [ParallelData("de", "en", tmp_path / "t.de", tmp_path / "t.en")]
+    miner = dual.train(data, tmp_path / "miner", TINY, seed=7)
+    spec = {"count": 3, "share": 0.5, "miner": str(miner)}
+    hard = dual.train(data, tmp_path / "hard", {**TINY, "max_steps": 6, "hard_negatives": spec}, seed=7)
+    neg = np.load(hard / "negatives.npz")
+    assert neg["for_right"].shape == (400, 3) and neg["for_left"].shape == (400, 3)
+    meta = json.loads(str(neg["meta"]))
+    assert meta["kind"] == "hard" and meta["stats"]["skipped_gold"] > 0
+    rand = dual.train(data, tmp_path / "rand", {**TINY, "max_steps": 6,
+                                                 "hard_negatives": {"count": 3, "share": 0.5, "kind": "random"}}, seed=7)
+    plain = dual.train(data, tmp_path / "plain", {**TINY, "max_steps": 6}, seed=7)
+    models = {p: (p / "model.pt").read_bytes() for p in (hard, rand, plain)}
+    assert len(set(models.values())) == 3  # the negatives change the updates
+    info = json.loads((hard / "encoder.json").read_text())["info"]
+    assert info["params"]["hard_negatives"] == {"count": 3, "share": 0.5, "kind": "hard", "miner": str(miner)}
+    # resumed with more steps: the same negatives file is loaded, not mined again
+    before = (hard / "negatives.npz").stat().st_mtime_ns
+    dual.train(data, tmp_path / "hard", {**TINY, "max_steps": 8, "hard_negatives": spec}, seed=7)
+    assert (hard / "negatives.npz").stat().st_mtime_ns == before
+    other = dual.train(data, tmp_path / "miner2", TINY, seed=8)
+    with pytest.raises(EncoderError, match="other settings"):
+        dual.train(data, tmp_path / "hard", {**TINY, "max_steps": 8, "hard_negatives": {**spec, "miner": str(other)}},
+                   seed=7)
+    with pytest.raises(EncoderError, match="hard_negatives.miner"):
+        dual.train(data, tmp_path / "x", {**TINY, "hard_negatives": {"count": 3}}, seed=7)
+
+
+def test_workflow_trains_the_miner_first_and_passes_its_directory(tmp_path):
+    """`{encoder: dan}` in an encoder's params: the plan trains dan first and hands its directory
+    to the hard-negative DAN; an unknown name is an error naming the key."""
+    import re
+
+    from test_scorers import plan
+
+    def change(cfg, miner="dan"):
+        enc = cfg["encoder"]
+        cfg["quick"] = False
+        enc.update(extra=["dan-hn"], eval_random_init=False)
+        enc["models"]["dan-hn"] = {"kind": "dual", "params": {**enc["models"]["dan"]["params"], "hard_negatives": {
+            "count": 3, "share": 0.2, "miner": {"encoder": miner}}}}
+        cfg["scorers"]["hn-ratio"] = {"kind": "ratio", "encoder": "dan-hn"}
+
+    r = plan(tmp_path, "config/test.yaml", change, "scoring")
+    assert r.returncode == 0, r.stderr[-2000:]
+    train = [line for line in r.stdout.splitlines() if "marginmine train-encoder" in line]
+    hn = next(line for line in train if "results/test/encoders/dan-hn" in line)
+    assert re.search(r'"miner": "results/test/encoder"', hn), hn
+    assert "marginmine embed --encoder results/test/encoders/dan-hn" in r.stdout
+    r = plan(tmp_path, "config/test.yaml", lambda c: change(c, "nope"), "scoring")
+    assert r.returncode != 0
+    assert "encoder.models.dan-hn.params.hard_negatives.miner: unknown encoder 'nope'" in r.stdout + r.stderr

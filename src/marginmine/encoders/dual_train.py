@@ -21,7 +21,7 @@ from marginmine.io.safe import write_bytes, write_text
 from marginmine.io.text import read_parallel
 from marginmine.encoders.dual_model import (ARCHS, CHECKPOINT, DEFAULTS, KIND, LR_SCHEDULES, MODEL_KEYS,
                                             RESUMABLE, CKPT_FORMAT, decays, load_spm, row_starts, build_model,
-                                            epoch_batches, gather, in_batch_loss, lr_at, make_optimizers,
+                                            epoch_batches, gather, hard_negative_loss, in_batch_loss, lr_at, make_optimizers,
                                             n_batches, tokenize, train_spm)
 
 log = logging.getLogger(__name__)
@@ -54,6 +54,9 @@ def resolve_params(params: dict[str, Any] | None) -> dict[str, Any]:
         cfg["sort_window"] = 1 if cfg["arch"] == "dan" else 100
     if int(cfg["batch_size"]) < 2:
         raise EncoderError("dual-encoder batch_size must be >= 2 (in-batch negatives)")
+    from marginmine.encoders.hard_negatives import resolve_spec
+
+    cfg["hard_negatives"] = resolve_spec(cfg["hard_negatives"])
     if cfg["directions"] not in (1, 2):
         raise EncoderError(f"dual-encoder directions must be 1 (x->y, no side swap) or 2, got {cfg['directions']!r}")
     return cfg
@@ -202,11 +205,21 @@ def _train(data: Sequence[ParallelData], out: Path, cfg: dict[str, Any], seed: i
     sp = load_spm(spm_path)
     spm_sha = _sha256_bytes(spm_path.read_bytes())
     corpus = _build_corpus(sp, sides, int(cfg["max_len"]))
-    del sides
     fingerprint = corpus.fingerprint()
     if ckpt is not None and ckpt["data_fingerprint"] != fingerprint:
         raise EncoderError(f"{ckpt_path}: training data differ from the checkpoint's; "
                            "use another output directory or delete it to start over")
+    negatives = None
+    if cfg["hard_negatives"] and cfg["max_steps"] != 0:  # (a random-init twin takes no step)
+        from marginmine.encoders import hard_negatives
+
+        texts = [t for pair in sides for side in pair for t in side]
+        langs = [lang for item, (src, _) in zip(data, sides) for lang in [item.src_lang] * len(src)
+                 + [item.tgt_lang] * len(src)]
+        negatives = hard_negatives.prepare(out, cfg["hard_negatives"], texts, langs, corpus.left, corpus.right,
+                                           fingerprint, seed)
+        del texts, langs
+    del sides
     n_pairs = len(corpus.left)
     model_cfg = {k: cfg[k] for k in MODEL_KEYS}
     model_cfg["vocab_size"] = int(sp.get_piece_size())
@@ -231,7 +244,7 @@ def _train(data: Sequence[ParallelData], out: Path, cfg: dict[str, Any], seed: i
                      pos["batch"])
         stopped = _train_loop(model, opts, corpus, cfg, seed, pos, t_start, max_minutes,
                               lambda: _save_checkpoint(ckpt_path, model, opts, cfg, seed, fingerprint,
-                                                       spm_sha, pos))
+                                                       spm_sha, pos), negatives)
     finally:
         torch.use_deterministic_algorithms(det[0], warn_only=det[1])
 
@@ -263,8 +276,10 @@ def _save_checkpoint(path: Path, model: nn.Module, opts: list[torch.optim.Optimi
 
 def _train_loop(model: nn.Module, opts: list[torch.optim.Optimizer], corpus: _Corpus, cfg: dict[str, Any],
                 seed: int, pos: dict[str, Any], t_start: float, max_minutes: float | None,
-                checkpoint: Any) -> str:
-    """Run steps from ``pos`` (updated in place) until a stop condition; returns its name."""
+                checkpoint: Any, negatives: Any = None) -> str:
+    """Run steps from ``pos`` (updated in place) until a stop condition; returns its name. With
+    ``negatives``, the pairs of the ``share`` (a seeded, fixed subset) bring their ``count`` negatives
+    of the target side's language as extra target columns."""
     model.train()
     n_pairs, bs = len(corpus.left), int(cfg["batch_size"])
     if n_batches(n_pairs, bs) == 0:
@@ -278,6 +293,8 @@ def _train_loop(model: nn.Module, opts: list[torch.optim.Optimizer], corpus: _Co
         log.warning("%d epochs end training after %d steps, before max_steps %d: the %s lr schedule will "
                     "not decay to 0 (raise epochs)", int(cfg["epochs"]), last_step, int(max_steps), schedule)
     budget = None if max_minutes is None else 60.0 * max_minutes
+    if negatives is not None:
+        with_neg = np.random.default_rng([seed, 77]).random(n_pairs) < float(cfg["hard_negatives"]["share"])
     t_loop = time.monotonic()
     minutes0 = pos["minutes"]
     t_log = t_ckpt = t_loop
@@ -293,9 +310,18 @@ def _train_loop(model: nn.Module, opts: list[torch.optim.Optimizer], corpus: _Co
             sw = swap[sel] if directions == 2 else np.zeros(len(sel), bool)  # forward only: no swap
             a = np.where(sw, corpus.right[sel], corpus.left[sel])
             b = np.where(sw, corpus.left[sel], corpus.right[sel])
-            flat, lengths = gather(corpus.flat, corpus.starts, corpus.lengths, np.concatenate([a, b]))
+            extra = np.zeros(0, np.int64)
+            if negatives is not None:  # the target side's negatives (the source side's when swapped)
+                chosen = with_neg[sel]
+                extra = np.where(sw[chosen, None], negatives.for_left[sel[chosen]],
+                                 negatives.for_right[sel[chosen]]).reshape(-1)
+            flat, lengths = gather(corpus.flat, corpus.starts, corpus.lengths, np.concatenate([a, b, extra]))
             emb = model(*model.inputs(flat, lengths))
-            loss = in_batch_loss(emb[:len(sel)], emb[len(sel):], scale, margin, directions)
+            k = len(sel)
+            if negatives is None:
+                loss = in_batch_loss(emb[:k], emb[k:2 * k], scale, margin, directions)
+            else:
+                loss = hard_negative_loss(emb[:k], emb[k:2 * k], emb[2 * k:], scale, margin, directions)
             step_lr = lr_at(pos["step"], lr, schedule, warmup, max_steps)
             for opt in opts:
                 opt.zero_grad(set_to_none=True)

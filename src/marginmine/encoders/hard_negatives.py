@@ -180,6 +180,65 @@ def random_negatives(texts: Sequence[str], langs: Sequence[str], left: np.ndarra
     return Negatives(out["for_right"], out["for_left"], data_fingerprint, "random", "random", {})
 
 
+SPEC_KEYS = {"count", "share", "kind", "miner"}
+
+
+def resolve_spec(spec: object) -> dict[str, object] | None:
+    """The ``hard_negatives`` param: ``None`` or ``{count, share, kind: hard|random, miner: DIR}``."""
+    if spec is None:
+        return None
+    if not isinstance(spec, dict):
+        raise EncoderError(f"hard_negatives: a mapping {{count, share, kind, miner}} (got {spec!r})")
+    unknown = sorted(set(spec) - SPEC_KEYS)
+    if unknown:
+        raise EncoderError(f"hard_negatives: unknown key(s) {unknown} (known: {', '.join(sorted(SPEC_KEYS))})")
+    out = {"count": spec.get("count", 5), "share": spec.get("share", 0.2), "kind": spec.get("kind", "hard"),
+           "miner": spec.get("miner")}
+    check_settings(out["count"], out["share"])  # type: ignore[arg-type]
+    if out["kind"] not in ("hard", "random"):
+        raise EncoderError(f"hard_negatives.kind must be hard or random (the augmented-random control), "
+                           f"got {out['kind']!r}")
+    if out["kind"] == "hard" and not out["miner"]:
+        raise EncoderError("hard_negatives.miner: the encoder directory of the first model that mines them")
+    return out
+
+
+def prepare(out_dir: Path, spec: dict[str, object], texts: Sequence[str], langs: Sequence[str], left: np.ndarray,
+            right: np.ndarray, data_fingerprint: str, seed: int) -> Negatives:
+    """Mine (or draw) the negatives once into ``out_dir/negatives.npz``; a rerun loads them."""
+    import logging
+
+    from marginmine.encoders.base import load_encoder, read_manifest
+
+    log = logging.getLogger(__name__)
+    path = Path(out_dir) / "negatives.npz"
+    count = int(spec["count"])  # type: ignore[call-overload]
+    if spec["kind"] == "random":
+        miner_sha = "random"
+    else:
+        miner_sha = hashlib.sha256(json.dumps(read_manifest(str(spec["miner"]))["sha256"],
+                                              sort_keys=True).encode()).hexdigest()
+    if path.exists():
+        neg = Negatives.load(path, data_fingerprint, miner_sha)
+        if neg.count == count:
+            return neg
+        log.info("%s holds %d negatives per side, %d asked: mining again", path, neg.count, count)
+    if spec["kind"] == "random":
+        neg = random_negatives(texts, langs, left, right, count, seed=seed, data_fingerprint=data_fingerprint)
+    else:
+        encoder = load_encoder(str(spec["miner"]))
+        emb = np.zeros((len(texts), encoder.dim), np.float32)
+        langs_arr = np.asarray(langs)
+        for lang in sorted(set(langs)):
+            rows = np.flatnonzero(langs_arr == lang)
+            emb[rows] = encoder.encode([texts[r] for r in rows], lang)
+        neg = mine(emb, texts, langs, left, right, count, data_fingerprint=data_fingerprint,
+                   miner_sha256=miner_sha)
+    log.info("negatives (%s, %d per side) for %d pairs: %s", spec["kind"], count, len(left), neg.stats)
+    neg.save(path)
+    return neg
+
+
 def fingerprint_texts(texts: Sequence[str], langs: Sequence[str]) -> str:
     h = hashlib.sha256()
     for t, lang in zip(texts, langs):
