@@ -6,7 +6,10 @@
 * the filtering mode's scoring throughput (pairs/s) at B = 100k pairs, with its peak RSS;
 * approximate indexes (IVF-Flat, IVF-PQ): recall@k against exact search and speed-up;
 * ``marginmine score`` end to end (embedding included) in pairs/s per CPU core, beside
-  bicleaner-ai's published 1.78 (full) and 600 (lite) rows/s per core.
+  bicleaner-ai's published 1.78 (full) and 600 (lite) rows/s per core;
+* the rescoring kinds in one run: ``ratio`` (two kNN searches) against ``eq10`` (Yang et al. 2019's
+  one-sided margin, one search) and ``eq9``, pairs/s from the same embeddings (``--only kinds``
+  runs this part alone and writes bench/out/knn_kinds.{json,md}).
 
 Needs a trained encoder (``make demo`` writes results/demo/encoder) and the demo corpus.
 Writes bench/out/knn.json and bench/out/knn.md.
@@ -63,6 +66,7 @@ def main() -> int:
     ap.add_argument("--k", type=int, default=4)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--out", default=str(REPO / "bench/out"))
+    ap.add_argument("--only", choices=["all", "kinds"], default="all")
     args = ap.parse_args()
 
     import faiss
@@ -93,6 +97,9 @@ def main() -> int:
     result: dict[str, Any] = {"pairs": n, "unique_src": len(x), "unique_tgt": len(y), "dim": d, "k": args.k,
                               "threads": args.threads, "encoder": args.encoder}
     print(json.dumps(result), flush=True)
+    mm = REPO / ".venv/bin/marginmine"
+    if args.only == "kinds":
+        return score_kinds(mm, emb, src, tgt, pairs_tsv, tmp, out, args.threads, result)
 
     # 1. exact kNN GFLOP/s: queries x database x dim
     q = x[:args.queries]
@@ -121,7 +128,6 @@ def main() -> int:
     # 2. filtering-mode scoring at B = pairs, from precomputed embeddings (a subprocess: peak RSS)
     np.save(tmp / "src.npy", np.asarray(emb.unique_rows(0, src, np.arange(n), "src"), np.float16))
     np.save(tmp / "tgt.npy", np.asarray(emb.unique_rows(0, tgt, np.arange(n), "tgt"), np.float16))
-    mm = REPO / ".venv/bin/marginmine"
     cmd = [str(mm), "-q", "score", "--input", str(pairs_tsv), "--src-embeddings", str(tmp / "src.npy"),
            "--tgt-embeddings", str(tmp / "tgt.npy"), "--batch-size", str(n), "--threads", str(args.threads),
            "--output", str(tmp / "scores.tsv")]
@@ -185,6 +191,37 @@ def main() -> int:
     md += [f"| {k} | {v} | {s['vs_published'][k]:,.1f} |" for k, v in BICLEANER_AI.items()]
     (out / "knn.md").write_text("\n".join(md) + "\n")
     print((out / "knn.md").read_text())
+    return 0
+
+
+def score_kinds(mm: Path, emb: Any, src: list[str], tgt: list[str], pairs_tsv: Path, tmp: Path, out: Path,
+                threads: int, result: dict[str, Any]) -> int:
+    """ratio vs eq10 vs eq9 scoring from the same precomputed embeddings, one batch, one run each."""
+    n = len(src)
+    np.save(tmp / "src.npy", np.asarray(emb.unique_rows(0, src, np.arange(n), "src"), np.float16))
+    np.save(tmp / "tgt.npy", np.asarray(emb.unique_rows(0, tgt, np.arange(n), "tgt"), np.float16))
+    rows = []
+    for kind in ("ratio", "eq10", "eq9", "ratio"):  # ratio again last: the machine did not drift
+        cmd = [str(mm), "-q", "score", "--input", str(pairs_tsv), "--src-embeddings", str(tmp / "src.npy"),
+               "--tgt-embeddings", str(tmp / "tgt.npy"), "--scorers", kind, "--batch-size", str(n),
+               "--threads", str(threads), "--output", str(tmp / f"scores_{kind}.tsv")]
+        wall, rss, rc = measure_tree(cmd)
+        assert rc == 0, f"marginmine score --scorers {kind} failed"
+        rows.append({"kind": kind, "seconds": wall, "pairs_per_s": n / wall, "peak_rss_mib": rss})
+        print(json.dumps(rows[-1]), flush=True)
+    ratio = min(r["seconds"] for r in rows if r["kind"] == "ratio")
+    for r in rows:
+        r["speed_vs_ratio"] = ratio / r["seconds"]
+    result["kinds"] = rows
+    (out / "knn_kinds.json").write_text(json.dumps(result, indent=1) + "\n")
+    md = ["# Rescoring kinds from the same embeddings (bench/bench_knn.py --only kinds)", "",
+          f"{n:,} real demo-corpus pairs, one batch, {threads} threads, encoder `{result['encoder']}`; "
+          "ratio = two kNN searches (x -> y, y -> x), eq10 = one (x -> y), eq9 = two.", "",
+          "| kind | seconds | pairs/s | speed vs ratio (best ratio run) | peak RSS MiB |", "|---|---|---|---|---|"]
+    md += [f"| {r['kind']} | {r['seconds']:.1f} | {r['pairs_per_s']:,.0f} | {r['speed_vs_ratio']:.2f} | "
+           f"{r['peak_rss_mib']:.0f} |" for r in rows]
+    (out / "knn_kinds.md").write_text("\n".join(md) + "\n")
+    print((out / "knn_kinds.md").read_text())
     return 0
 
 
