@@ -316,27 +316,25 @@ def _encoder_refs(value, where):
 
 
 def encoder_params(encdir):
-    """An encoder's params, downloaded files replaced by their local paths (pins filled in), other
-    encoders by their directories."""
+    """An encoder's params as its training reads them, and the files that training needs besides its
+    data: other encoders named by {encoder: NAME} become their directories (their encoder.json a
+    dependency), files given by {url, sha256} their downloads (digest pinned)."""
     model = encoder_model(encdir)
-    params, _ = _encoder_refs(model.get("params", {}), f"encoder.models.{encoder_name(encdir)}.params")
+    params, deps = _encoder_refs(model.get("params", {}), f"encoder.models.{encoder_name(encdir)}.params")
     for source, item in MODEL_DOWNLOADS.items():
         if ENC["models"][item["model"]] is model:
             params[item["key"]] = download_path(source)
             params.setdefault("sha256", {})[item["key"]] = item["sha256"]
-    return params
+            deps.append(download_path(source))
+    return params, deps
 
 
 def encoder_params_json(encdir):
-    return json.dumps(encoder_params(encdir), sort_keys=True)
+    return json.dumps(encoder_params(encdir)[0], sort_keys=True)
 
 
 def encoder_downloads(encdir):
-    """The files an encoder's training or import reads besides its data: downloads, and the
-    encoders its params name ({encoder: NAME})."""
-    model = encoder_model(encdir)
-    _, deps = _encoder_refs(model.get("params", {}), f"encoder.models.{encoder_name(encdir)}.params")
-    return deps + [download_path(s) for s, item in MODEL_DOWNLOADS.items() if ENC["models"][item["model"]] is model]
+    return encoder_params(encdir)[1]
 
 
 def encoder_budget_arg(encdir):

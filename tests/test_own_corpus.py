@@ -39,18 +39,25 @@ def write_user_files(data, real_data):
     return rows
 
 
-def test_own_corpus_template_to_bleu_and_filtered_tsv(tmp_path, real_data):
+def user_setup(tmp_path, real_data):
+    """The workflow copied into tmp_path/wf, the user's files in tmp_path/my-data, and the user's
+    edits of the template that point at them (data_dir, their corpus' columns and size)."""
     d, data = tmp_path / "wf", tmp_path / "my-data"
     d.mkdir()
     data.mkdir()
     copy_workflow(d)
     rows = write_user_files(data, real_data)
+    overlay = {"data_dir": str(data),
+               "corpus": {"name": "mine", "source": {"kind": "local", "format": "tsv", "path": "corpus.tsv.gz",
+                                                     "columns": [1, 2]}, "expected_pairs": len(rows)}}
+    return d, rows, overlay
+
+
+def test_own_corpus_template_to_bleu_and_filtered_tsv(tmp_path, real_data):
+    d, rows, overlay = user_setup(tmp_path, real_data)
     model = build_model(tmp_path / "st", [s for r in rows[:500] for s in r[1:3]])
-    # the user's edits of the template: their corpus' size and columns, their encoder, a small NMT
-    overlay = {
-        "data_dir": str(data),
-        "corpus": {"name": "mine", "source": {"kind": "local", "format": "tsv", "path": "corpus.tsv.gz",
-                                              "columns": [1, 2]}, "expected_pairs": len(rows)},
+    # the user's further edits: their encoder, a small NMT
+    overlay |= {
         "encoder": {"default": "st", "models": {"st": {"kind": "sentence-transformers",
                                                        "params": {"path": str(model), "langs": ["en", "de"]}}}},
         "selection": {"sizes": ["1k"], "methods": ["ratio", "random"]},
@@ -80,7 +87,7 @@ def test_own_corpus_template_to_bleu_and_filtered_tsv(tmp_path, real_data):
     assert all(len(cols) == 5 and tuple(cols[:4]) == by_id[cols[0]] for cols in out)
     kept = np.array([float(cols[4]) for cols in out])
     # ... the N best ratio scores of the whole corpus
-    scores = read_scores(next((d / "work/my-corpus/score/st").glob("shard0000.scores.tsv.gz")), "ratio")
+    scores = read_scores(d / "work/my-corpus/score/st/shard0000.scores.tsv.gz", "ratio")
     assert kept.min() >= np.sort(scores)[-N] - 1e-6
     # ... and the same pairs as aligned text
     for col, lang in ((1, "en"), (2, "de")):
@@ -91,17 +98,10 @@ def test_own_corpus_template_to_bleu_and_filtered_tsv(tmp_path, real_data):
 def test_template_plans_pretrained_files_given_by_url(tmp_path, real_data):
     """A pre-trained file given as {url, sha256}: the plan downloads it (digest checked) and the
     import reads the download with the same pin; a url without its sha256 is refused at plan time."""
-    d, data = tmp_path / "wf", tmp_path / "my-data"
-    d.mkdir()
-    data.mkdir()
-    copy_workflow(d)
-    rows = write_user_files(data, real_data)
+    d, _, overlay = user_setup(tmp_path, real_data)
     digest = "ab" * 32
-    overlay = {"data_dir": str(data),
-               "corpus": {"source": {"kind": "local", "format": "tsv", "path": "corpus.tsv.gz", "columns": [1, 2]},
-                          "expected_pairs": len(rows)},
-               "encoder": {"models": {"laser2": {"params": {
-                   "model": {"url": "file:///models/laser2.pt", "sha256": digest}}}}}}
+    overlay["encoder"] = {"models": {"laser2": {"params": {
+        "model": {"url": "file:///models/laser2.pt", "sha256": digest}}}}}
     (d / "mine.yaml").write_text(yaml.safe_dump(overlay), encoding="utf-8")
     r = snakemake("-n", "-p", "filtered", "nmt", "--configfile", "config/own-corpus.yaml", "mine.yaml", cwd=d)
     assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]

@@ -238,9 +238,3 @@ def prepare(out_dir: Path, spec: dict[str, object], texts: Sequence[str], langs:
     neg.save(path)
     return neg
 
-
-def fingerprint_texts(texts: Sequence[str], langs: Sequence[str]) -> str:
-    h = hashlib.sha256()
-    for t, lang in zip(texts, langs):
-        h.update(lang.encode() + b"\t" + t.encode("utf-8") + b"\n")
-    return h.hexdigest()

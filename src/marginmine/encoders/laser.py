@@ -49,6 +49,7 @@ from marginmine.encoders.base import EncoderError, l2_normalize
 if TYPE_CHECKING:
     import torch
 from marginmine.encoders.laser_common import DEFAULTS, KIND, piece_table, laser_src_dir
+from marginmine.encoders.laser_format import batches
 from marginmine.encoders.laser_train import train
 
 
@@ -116,21 +117,7 @@ class LaserEncoder:
     def batches(self, sentences: Sequence[str]) -> Iterator[tuple[np.ndarray, "torch.Tensor", "torch.Tensor"]]:
         """``(indices, padded ids B x T, lengths)`` per batch, longest first (as pack_padded_sequence
         wants), at most ``batch_sentences`` sentences and ``batch_tokens`` padded ids each."""
-        import torch
-
-        toks = self.tokenize(sentences)
-        lengths = np.array([len(t) for t in toks])
-        order = np.argsort(-lengths, kind="stable")
-        start = 0
-        while start < len(order):
-            longest = lengths[order[start]]
-            n = max(1, min(self.batch_sentences, self.batch_tokens // max(1, longest), len(order) - start))
-            idx = order[start:start + n]
-            start += n
-            batch = torch.full((n, longest), self._pad, dtype=torch.long)
-            for row, i in enumerate(idx):
-                batch[row, : lengths[i]] = torch.from_numpy(toks[i])
-            yield idx, batch, torch.from_numpy(lengths[idx].astype(np.int64))
+        return batches(self.tokenize(sentences), self._pad, self.batch_tokens, self.batch_sentences)
 
     def encode(self, sentences: Sequence[str], lang: str) -> np.ndarray:
         import torch

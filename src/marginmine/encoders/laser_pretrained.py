@@ -63,8 +63,9 @@ def _import_files(spec: dict[str, Any], where: str, out: Path, stem: str) -> dic
     return files
 
 
-def _describe(out: Path, files: dict[str, str], langs: list[str], where: str) -> dict[str, Any]:
-    """Format and embedding size of an imported checkpoint; LASER3's language coverage checked."""
+def _describe(out: Path, files: dict[str, str], source: str, langs: list[str], where: str) -> dict[str, Any]:
+    """Format and embedding size of an imported checkpoint (``source``: the user's file, whose
+    released name says which language a LASER3 student covers); LASER3's coverage checked."""
     ckpt = read_checkpoint(out / files["model"], pinned=True)
     if "params" in ckpt:
         p = ckpt["params"]
@@ -72,7 +73,7 @@ def _describe(out: Path, files: dict[str, str], langs: list[str], where: str) ->
         return {"format": "lstm", "dim": dim}
     if "cvocab" not in files:
         raise EncoderError(f"{KIND} {where}cvocab: a transformer (LASER3) checkpoint needs its .cvocab")
-    covers = laser3_language(files.get("source", "")) or laser3_language(files["model"])
+    covers = laser3_language(source)
     cfg = ckpt["cfg"]["model"]
     dim = int(cfg["encoder_embed_dim"] if isinstance(cfg, dict) else cfg.encoder_embed_dim)
     if len(langs) != 1:
@@ -97,14 +98,14 @@ def train(data: Sequence[ParallelData], out_dir: Path, params: dict, *, seed: in
     files = _import_files(p, "params.", out, "model")
     info: dict[str, Any] = {"settings": {k: p.get(k, v) for k, v in SETTINGS.items()},
                             "sources": {k: str(p[k]) for k in FILE_KEYS if p.get(k)}, "models": {}}
-    main = _describe(out, {**files, "source": str(p["model"])}, main_langs or langs, "params.")
+    main = _describe(out, files, str(p["model"]), main_langs or langs, "params.")
     info["models"]["*"] = {**main, "files": files, "langs": main_langs}
     for lang, spec in lang_models.items():
         if lang not in langs:
             raise EncoderError(f"{KIND} params.lang_models.{lang}: {lang!r} is not in params.langs {langs}")
         where = f"params.lang_models.{lang}."
         lf = _import_files(spec or {}, where, out, f"lang-{lang}")
-        desc = _describe(out, {**lf, "source": str(spec.get("model", ""))}, [lang], where)
+        desc = _describe(out, lf, str(spec.get("model", "")), [lang], where)
         if desc["dim"] != main["dim"]:
             raise EncoderError(f"{KIND} {where}model: {desc['dim']}-dim embeddings, the main model {main['dim']}")
         info["models"][lang] = {**desc, "files": lf, "langs": [lang]}
