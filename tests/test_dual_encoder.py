@@ -118,6 +118,10 @@ def test_unknown_params_are_refused() -> None:
         dual_train.resolve_params({"batchsize": 5})
     with pytest.raises(EncoderError, match="arch"):
         dual_train.resolve_params({"arch": "cnn"})
+    with pytest.raises(EncoderError, match="optimizer 'adagrad'"):
+        dual_train.resolve_params({"optimizer": "adagrad"})
+    with pytest.raises(EncoderError, match="margin must be >= 0"):
+        dual_train.resolve_params({"margin": -0.1})
 
 
 def test_lr_schedules_warm_up_then_decay_to_zero_at_max_steps() -> None:
@@ -267,7 +271,7 @@ def test_time_budget_still_writes_an_encoder(tiny_data, tmp_path: Path) -> None:
     assert load_encoder(out).encode(["Hallo!"], "de").shape == (1, 16)
 
 
-@pytest.mark.parametrize("arch", ["transformer", "bilstm"])
+@pytest.mark.parametrize("arch", ["transformer", "bilstm", "bide"])
 def test_other_architectures_train_and_encode(arch: str, tiny_data, tmp_path: Path) -> None:
     out = dual.train(tiny_data, tmp_path / arch, {**TINY, "arch": arch, "epochs": 1, "layers": 1}, seed=7)
     assert json.loads((out / "config.json").read_text())["arch"] == arch

@@ -21,7 +21,7 @@ from marginmine.encoders.base import EncoderError
 log = logging.getLogger(__name__)
 
 KIND = "dual"
-ARCHS = ("dan", "transformer", "bilstm")
+ARCHS = ("dan", "transformer", "bilstm", "bide")
 LR_SCHEDULES = ("constant", "linear", "cosine")
 CHECKPOINT = Path("checkpoints") / "last.pt"
 CKPT_FORMAT = "marginmine-dual-checkpoint"
@@ -34,16 +34,17 @@ DEFAULTS: dict[str, Any] = {
     "spm_sample": 300_000,      # sentences (all languages) sampled to train sentencepiece
     "character_coverage": 0.9999,
     "max_len": 128,             # subwords kept per sentence
-    "buckets": 1 << 18,         # dan: hashed bigram buckets
+    "buckets": 1 << 18,         # dan: hashed bigram buckets; bide: hashed character 3-6-gram buckets
     "emb_dim": 320,             # dan: id / bigram embedding size
     "hidden": 512,              # dan: hidden layer; bilstm: hidden size per direction
-    "d_model": 256,             # transformer / bilstm: token embedding size
-    "layers": 2,                # transformer layers
+    "d_model": 256,             # transformer / bilstm / bide: token embedding size
+    "layers": 2,                # transformer / bide layers
     "heads": 4,
     "ffn": 1024,
     "dropout": 0.1,             # transformer / bilstm
     "batch_size": 512,          # pairs per step
     "sort_window": None,        # batches sorted by length together (less padding); None: 1 for dan, 100 else
+    "optimizer": "adam",        # adam (sparse tables: lazy Adam) | sgd (the BiDE+AM paper: SGD, lr 0.003)
     "lr": 1e-3,                 # peak learning rate
     "lr_schedule": "constant",  # constant | linear | cosine (decay to 0 at max_steps, after warmup)
     "warmup_steps": 0,          # linear warm-up: update i (0-based) of the first warmup_steps uses lr*(i+1)/warmup_steps
@@ -258,7 +259,7 @@ class DAN(nn.Module):
         return F.normalize(self.out(h), dim=-1)
 
 
-def _pad_mask(ids: torch.Tensor, pad: int) -> torch.Tensor:
+def pad_mask(ids: torch.Tensor, pad: int) -> torch.Tensor:
     """True at padding; position 0 is never masked (an empty sentence reads one pad token)."""
     mask = ids == pad
     mask[:, 0] = False
@@ -288,7 +289,7 @@ class Transformer(nn.Module):
         return (torch.from_numpy(pad_ids(flat, lengths, self.pad)),)
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
-        pad = _pad_mask(ids, self.pad)
+        pad = pad_mask(ids, self.pad)
         x = self.tok(ids) * self.scale + self.pos[: ids.shape[1]]
         x = self.enc(x, src_key_padding_mask=pad)
         keep = (~pad).unsqueeze(-1).to(x.dtype)
@@ -311,7 +312,7 @@ class BiLSTM(nn.Module):
         return (torch.from_numpy(pad_ids(flat, lengths, self.pad)),)
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
-        pad = _pad_mask(ids, self.pad)
+        pad = pad_mask(ids, self.pad)
         lengths = (~pad).sum(1).cpu()
         x = nn.utils.rnn.pack_padded_sequence(self.drop(self.tok(ids)), lengths, batch_first=True,
                                               enforce_sorted=False)
@@ -330,50 +331,11 @@ def build_model(cfg: dict[str, Any]) -> nn.Module:
         return Transformer(cfg)
     if arch == "bilstm":
         return BiLSTM(cfg)
+    if arch == "bide":
+        from marginmine.encoders.bide_model import BiDE
+
+        return BiDE(cfg)
     raise EncoderError(f"unknown dual-encoder arch {arch!r} (known: {', '.join(ARCHS)})")
-
-
-class LazyAdam(torch.optim.Optimizer):
-    """Adam for sparse gradients: only the rows in the batch are updated (dense ops, fast on CPU)."""
-
-    def __init__(self, params: Any, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
-                 eps: float = 1e-8):
-        super().__init__(params, {"lr": lr, "betas": betas, "eps": eps})
-
-    @torch.no_grad()
-    def step(self, closure=None):  # noqa: D102
-        for group in self.param_groups:
-            b1, b2 = group["betas"]
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                grad = p.grad.coalesce()
-                rows, val = grad.indices()[0], grad.values()
-                st = self.state[p]
-                if not st:
-                    st["step"] = torch.zeros((), dtype=torch.float64)
-                    st["exp_avg"] = torch.zeros_like(p)
-                    st["exp_avg_sq"] = torch.zeros_like(p)
-                st["step"] += 1
-                t = float(st["step"])
-                m = st["exp_avg"].index_select(0, rows).mul_(b1).add_(val, alpha=1 - b1)
-                v = st["exp_avg_sq"].index_select(0, rows).mul_(b2).addcmul_(val, val, value=1 - b2)
-                st["exp_avg"].index_copy_(0, rows, m)
-                st["exp_avg_sq"].index_copy_(0, rows, v)
-                denom = v.div_(1 - b2 ** t).sqrt_().add_(group["eps"])
-                p.index_add_(0, rows, m.div_(denom), alpha=-group["lr"] / (1 - b1 ** t))
-        return None
-
-
-def make_optimizers(model: nn.Module, lr: float) -> list[torch.optim.Optimizer]:
-    """Adam for dense parameters, :class:`LazyAdam` for sparse embedding tables."""
-    sparse = {id(m.weight) for m in model.modules()
-              if isinstance(m, (nn.Embedding, nn.EmbeddingBag)) and m.sparse}
-    dense = [p for p in model.parameters() if id(p) not in sparse]
-    opts: list[torch.optim.Optimizer] = [torch.optim.Adam(dense, lr=lr)]
-    if sparse:
-        opts.append(LazyAdam([p for p in model.parameters() if id(p) in sparse], lr=lr))
-    return opts
 
 
 # ---------------------------------------------------------------------------------------------

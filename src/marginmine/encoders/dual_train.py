@@ -19,9 +19,10 @@ from marginmine.defaults import SEED
 from marginmine.encoders.base import EncoderError, ParallelData, write_manifest
 from marginmine.io.safe import write_bytes, write_text
 from marginmine.io.text import read_parallel
+from marginmine.encoders.dual_optim import OPTIMIZERS, make_optimizers
 from marginmine.encoders.dual_model import (ARCHS, CHECKPOINT, DEFAULTS, KIND, LR_SCHEDULES, MODEL_KEYS,
                                             RESUMABLE, CKPT_FORMAT, decays, load_spm, row_starts, build_model,
-                                            epoch_batches, gather, hard_negative_loss, in_batch_loss, lr_at, make_optimizers,
+                                            epoch_batches, gather, hard_negative_loss, in_batch_loss, lr_at,
                                             n_batches, tokenize, train_spm)
 
 log = logging.getLogger(__name__)
@@ -57,6 +58,10 @@ def resolve_params(params: dict[str, Any] | None) -> dict[str, Any]:
     from marginmine.encoders.hard_negatives import resolve_spec
 
     cfg["hard_negatives"] = resolve_spec(cfg["hard_negatives"])
+    if cfg["optimizer"] not in OPTIMIZERS:
+        raise EncoderError(f"unknown dual-encoder optimizer {cfg['optimizer']!r} (known: {', '.join(OPTIMIZERS)})")
+    if float(cfg["margin"]) < 0:
+        raise EncoderError(f"dual-encoder margin must be >= 0 (additive margin; 0 = none), got {cfg['margin']!r}")
     if cfg["directions"] not in (1, 2):
         raise EncoderError(f"dual-encoder directions must be 1 (x->y, no side swap) or 2, got {cfg['directions']!r}")
     return cfg
@@ -231,7 +236,9 @@ def _train(data: Sequence[ParallelData], out: Path, cfg: dict[str, Any], seed: i
         np.random.seed(seed % (1 << 32))
         torch.manual_seed(seed)
         model = build_model(model_cfg)
-        opts = make_optimizers(model, float(cfg["lr"]))
+        if hasattr(model, "set_pieces"):  # bide: the pieces' character n-grams (saved with the weights)
+            model.set_pieces([sp.id_to_piece(i) for i in range(model_cfg["vocab_size"])])
+        opts = make_optimizers(model, float(cfg["lr"]), str(cfg["optimizer"]))
         pos = {"epoch": 0, "batch": 0, "step": 0, "pairs_seen": 0, "minutes": 0.0, "loss": None,
                "loss_avg": None}
         if ckpt is not None:
