@@ -12,7 +12,12 @@ Architectures (``params["arch"]``):
   and of hashed bigrams of adjacent ids (one ``EmbeddingBag``, sparse gradients, lazy Adam),
   followed by Linear-tanh-Linear;
 * ``transformer`` - small pre-LN transformer (2 layers, d=256, 4 heads), mean pooling;
-* ``bilstm`` - one bidirectional LSTM layer, max pooling (LASER-style pooling).
+* ``bilstm`` - one bidirectional LSTM layer, max pooling (LASER-style pooling);
+* ``bide`` - the BiDE+AM paper's network (:mod:`.bide_model`): transformer over piece + hashed
+  character 3-6-gram embeddings, max + mean + first-token + attention pooling.
+
+``directions: 1`` trains the forward ranking only, without side swaps (the paper's DE; BiDE with
+``margin: 0``); ``optimizer: sgd`` is the paper's optimiser (default Adam).
 
 :func:`train` writes an encoder directory (``model.pt``, ``spm.model``, ``config.json`` and, last,
 ``encoder.json``); ``marginmine.encoders.base.load_encoder`` loads it through :func:`load`.
