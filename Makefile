@@ -48,7 +48,7 @@ check-data:
 # pytest exit 5 = no tests collected: a failure, not a pass. Two workers: the smoke experiment and
 # its kill test (one file, tests/test_smoke.py, ~8 min) run beside everything else (~7 min of tests).
 test: check-data $(STAMP)
-	$(BIN)/python -m pytest -q -n 2 --dist loadfile; rc=$$?; \
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder --durations=15; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test: no tests were collected" >&2; exit 1; fi; exit $$rc
 
 dryrun: $(STAMP) unlock-stale

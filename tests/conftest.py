@@ -71,3 +71,15 @@ def smoke(tmp_path_factory: pytest.TempPathFactory, real_data: Path) -> Path:
 @pytest.fixture(scope="session")
 def paracrawl_tsv(real_data: Path) -> Path:
     return real_data / "paracrawl-human-eval-en-de" / "paracrawl-v3-validation-data.sorted.en-de.tsv"
+
+
+#: the longest test files first (measured: the smoke file ~14 min, own corpus ~3.5, SLURM ~2), so the
+#: two workers (make test: --dist loadfile --no-loadscope-reorder) start them at once and share the
+#: many short files at the end instead of starting the smoke run late
+FIRST = ("test_smoke.py", "test_own_corpus.py", "test_slurm.py", "test_nmt.py", "test_workflow_edge_cases.py",
+         "test_laser_encoder.py", "test_scorers.py", "test_kill.py", "test_workflow.py", "test_paper_path.py")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    rank = {name: i for i, name in enumerate(FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(FIRST)))
