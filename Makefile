@@ -46,7 +46,8 @@ check-data:
 	  "(set MARGINMINE_DATA_DIR to the folder holding the shared real data)" >&2; exit 2; }
 
 # pytest exit 5 = no tests collected: a failure, not a pass. Two workers: the smoke experiment and
-# its kill test (one file, tests/test_smoke.py, ~8 min) run beside everything else (~7 min of tests).
+# its kill test (one file, tests/test_smoke.py, ~14 min) run beside everything else; the longest
+# files start first (tests/conftest.py orders them, --no-loadscope-reorder keeps that order).
 test: check-data $(STAMP)
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder --durations=15; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test: no tests were collected" >&2; exit 1; fi; exit $$rc

@@ -13,7 +13,6 @@ Each forward pass embeds the n-grams of the batch's distinct pieces only (one ba
 
 from __future__ import annotations
 
-import math
 from typing import Any, Sequence
 
 import numpy as np
@@ -21,7 +20,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from marginmine.encoders.dual_model import pad_ids, pad_mask
+from marginmine.encoders.dual_model import Transformer
 
 NGRAM_ORDERS = (3, 4, 5, 6)
 #: n-grams kept per piece (the first ones in order of n, then position): a piece of 10 characters has 34
@@ -57,30 +56,20 @@ def ngram_table(pieces: Sequence[str], buckets: int, per_piece: int = NGRAMS_PER
     return table
 
 
-class BiDE(nn.Module):
-    """Pre-LN transformer over (piece + hashed character n-gram) embeddings; max + mean + first-token
-    + attention pooling concatenated and projected to ``dim``."""
+class BiDE(Transformer):
+    """The pre-LN transformer over (piece + hashed character n-gram) embeddings; max + mean +
+    first-token + attention pooling concatenated and projected to ``dim``."""
 
     def __init__(self, cfg: dict[str, Any]):
-        super().__init__()
+        super().__init__(cfg, pooled=4)
         d = int(cfg["d_model"])
-        self.pad = int(cfg["vocab_size"])
         self.buckets = int(cfg["buckets"])
-        self.tok = nn.Embedding(self.pad + 1, d, padding_idx=self.pad)
-        nn.init.normal_(self.tok.weight, std=d ** -0.5)
         self.ngram = nn.EmbeddingBag(self.buckets + 1, d, mode="mean", sparse=True, padding_idx=self.buckets)
         nn.init.normal_(self.ngram.weight, std=d ** -0.5)
         with torch.no_grad():
-            self.tok.weight[self.pad].zero_()
             self.ngram.weight[self.buckets].zero_()
         self.register_buffer("table", torch.full((self.pad + 1, NGRAMS_PER_PIECE), self.buckets, dtype=torch.long))
-        self.pos = nn.Parameter(torch.randn(cfg["max_len"], d) * 0.02)
-        layer = nn.TransformerEncoderLayer(d, cfg["heads"], cfg["ffn"], cfg["dropout"], batch_first=True,
-                                           norm_first=True)
-        self.enc = nn.TransformerEncoder(layer, cfg["layers"], norm=nn.LayerNorm(d), enable_nested_tensor=False)
         self.att = nn.Linear(d, 1)
-        self.out = nn.Linear(4 * d, cfg["dim"])
-        self.scale = math.sqrt(d)
 
     def set_pieces(self, pieces: Sequence[str]) -> None:
         """Fill the n-gram table from the sentencepiece vocabulary (id order)."""
@@ -88,15 +77,10 @@ class BiDE(nn.Module):
             raise ValueError(f"{len(pieces)} pieces for a vocabulary of {self.pad}")
         self.table.copy_(torch.from_numpy(ngram_table(pieces, self.buckets)))
 
-    def inputs(self, flat: np.ndarray, lengths: np.ndarray) -> tuple[torch.Tensor, ...]:
-        return (torch.from_numpy(pad_ids(flat, lengths, self.pad)),)
-
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
-        pad = pad_mask(ids, self.pad)
         uniq, inverse = torch.unique(ids, return_inverse=True)
         grams = self.ngram(self.table[uniq])             # one bag per distinct piece of the batch
-        x = (self.tok(ids) + grams[inverse]) * self.scale + self.pos[: ids.shape[1]]
-        x = self.enc(x, src_key_padding_mask=pad)
+        x, pad = self.contextual(ids, self.tok(ids) + grams[inverse])
         keep = (~pad).unsqueeze(-1).to(x.dtype)
         mean = (x * keep).sum(1) / keep.sum(1).clamp_min(1.0)
         top = x.masked_fill(pad.unsqueeze(-1), float("-inf")).amax(1)

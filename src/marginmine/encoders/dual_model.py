@@ -267,9 +267,10 @@ def pad_mask(ids: torch.Tensor, pad: int) -> torch.Tensor:
 
 
 class Transformer(nn.Module):
-    """Pre-LN transformer encoder with learned positions and mean pooling."""
+    """Pre-LN transformer encoder with learned positions and mean pooling (``pooled`` poolings of
+    ``d_model`` concatenated before the output layer: 1 here, more in subclasses)."""
 
-    def __init__(self, cfg: dict[str, Any]):
+    def __init__(self, cfg: dict[str, Any], pooled: int = 1):
         super().__init__()
         d = cfg["d_model"]
         self.pad = int(cfg["vocab_size"])
@@ -282,16 +283,20 @@ class Transformer(nn.Module):
                                            norm_first=True)
         self.enc = nn.TransformerEncoder(layer, cfg["layers"], norm=nn.LayerNorm(d),
                                          enable_nested_tensor=False)
-        self.out = nn.Linear(d, cfg["dim"])
+        self.out = nn.Linear(pooled * d, cfg["dim"])
         self.scale = math.sqrt(d)
 
     def inputs(self, flat: np.ndarray, lengths: np.ndarray) -> tuple[torch.Tensor, ...]:
         return (torch.from_numpy(pad_ids(flat, lengths, self.pad)),)
 
-    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+    def contextual(self, ids: torch.Tensor, tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The encoder's output over token embeddings ``tokens`` of ``ids``, and the padding mask."""
         pad = pad_mask(ids, self.pad)
-        x = self.tok(ids) * self.scale + self.pos[: ids.shape[1]]
-        x = self.enc(x, src_key_padding_mask=pad)
+        x = tokens * self.scale + self.pos[: ids.shape[1]]
+        return self.enc(x, src_key_padding_mask=pad), pad
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        x, pad = self.contextual(ids, self.tok(ids))
         keep = (~pad).unsqueeze(-1).to(x.dtype)
         pooled = (x * keep).sum(1) / keep.sum(1).clamp_min(1.0)
         return F.normalize(self.out(pooled), dim=-1)

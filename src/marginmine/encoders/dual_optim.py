@@ -13,6 +13,13 @@ from marginmine.encoders.base import EncoderError
 OPTIMIZERS = ("adam", "sgd")
 
 
+def check_optimizer(kind: str) -> str:
+    """``kind`` if it is a known optimizer, else ``EncoderError`` naming the known ones."""
+    if kind not in OPTIMIZERS:
+        raise EncoderError(f"unknown dual-encoder optimizer {kind!r} (known: {', '.join(OPTIMIZERS)})")
+    return kind
+
+
 class LazyAdam(torch.optim.Optimizer):
     """Adam for sparse gradients: only the rows in the batch are updated (dense ops, fast on CPU)."""
 
@@ -48,10 +55,8 @@ class LazyAdam(torch.optim.Optimizer):
 def make_optimizers(model: nn.Module, lr: float, kind: str = "adam") -> list[torch.optim.Optimizer]:
     """Adam for dense parameters, :class:`LazyAdam` for sparse embedding tables; or plain SGD for
     all (it takes sparse gradients as they are)."""
-    if kind == "sgd":
+    if check_optimizer(kind) == "sgd":
         return [torch.optim.SGD(model.parameters(), lr=lr)]
-    if kind != "adam":
-        raise EncoderError(f"unknown dual-encoder optimizer {kind!r} (known: {', '.join(OPTIMIZERS)})")
     sparse = {id(m.weight) for m in model.modules()
               if isinstance(m, (nn.Embedding, nn.EmbeddingBag)) and m.sparse}
     dense = [p for p in model.parameters() if id(p) not in sparse]

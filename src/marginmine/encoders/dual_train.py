@@ -19,7 +19,7 @@ from marginmine.defaults import SEED
 from marginmine.encoders.base import EncoderError, ParallelData, write_manifest
 from marginmine.io.safe import write_bytes, write_text
 from marginmine.io.text import read_parallel
-from marginmine.encoders.dual_optim import OPTIMIZERS, make_optimizers
+from marginmine.encoders.dual_optim import check_optimizer, make_optimizers
 from marginmine.encoders.dual_model import (ARCHS, CHECKPOINT, DEFAULTS, KIND, LR_SCHEDULES, MODEL_KEYS,
                                             RESUMABLE, CKPT_FORMAT, decays, load_spm, row_starts, build_model,
                                             epoch_batches, gather, hard_negative_loss, in_batch_loss, lr_at,
@@ -58,8 +58,7 @@ def resolve_params(params: dict[str, Any] | None) -> dict[str, Any]:
     from marginmine.encoders.hard_negatives import resolve_spec
 
     cfg["hard_negatives"] = resolve_spec(cfg["hard_negatives"])
-    if cfg["optimizer"] not in OPTIMIZERS:
-        raise EncoderError(f"unknown dual-encoder optimizer {cfg['optimizer']!r} (known: {', '.join(OPTIMIZERS)})")
+    check_optimizer(cfg["optimizer"])
     if float(cfg["margin"]) < 0:
         raise EncoderError(f"dual-encoder margin must be >= 0 (additive margin; 0 = none), got {cfg['margin']!r}")
     if cfg["directions"] not in (1, 2):
