@@ -33,6 +33,7 @@ include: "rules/encoder.smk"
 include: "rules/score.smk"
 include: "rules/nmt.smk"
 include: "rules/report.smk"
+include: "rules/seeds.smk"
 
 
 rule all:
@@ -87,3 +88,11 @@ rule demo:
         rules.encoders.input,
         rules.scoring.input,
         rules.nmt.input,
+
+
+rule seeds:
+    """What `make seeds` builds: the published scorers of the config's `seeds:` section (their
+    encoders, scores, selections and NMT systems) and their tables in results/<exp>/seeds/, with the
+    experiment's baselines beside; reuses the experiment's outputs and writes none of them."""
+    input:
+        seeds_targets(),

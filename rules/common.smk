@@ -258,6 +258,15 @@ ENCODER_DIRS.update({n: f"{RESULTS}/encoders/{n}" for n in _EXTRA})
 if ENC["eval_random_init"] and not QUICK:
     ENCODER_DIRS.update({f"{n}-random": f"{WORK}/encoders-random/{n}" for n in [DEFAULT_ENCODER, *_EXTRA]})
 EVALUATED_ENCODERS = list(ENCODER_DIRS)
+# the published scorers' suite (`seeds:`, target `seeds`): its own encoders, scorers and NMT methods,
+# written beside the experiment's, never into its files (after `seeds`, the experiment's target
+# has nothing to do)
+PAPERS = config.get("seeds") or {}
+PAPER_ENCODERS = list(PAPERS.get("encoders", []))
+for _name in PAPER_ENCODERS:
+    if _name not in ENC["models"]:
+        raise ValueError(f"seeds.encoders: {_name!r} is not a key of encoder.models ({', '.join(ENC['models'])})")
+    ENCODER_DIRS.setdefault(_name, f"{RESULTS}/encoders/{_name}")
 _NAME_OF_DIR = {d: n for n, d in ENCODER_DIRS.items()}
 
 
@@ -412,6 +421,22 @@ LABELLED_CORPUS = config["corpus"]["source"]["kind"] == "demo"  # its sidecar na
 FILTER_EVAL = config.get("filter_eval")
 PLUGINS = list(config.get("plugins", []))
 SCORERS = {name: {**s, "encoder": s.get("encoder", DEFAULT_ENCODER)} for name, s in config["scorers"].items()}
+PAPER_SCORERS = {name: {**s, "encoder": s.get("encoder", DEFAULT_ENCODER)} for name, s in PAPERS.get("scorers", {}).items()}
+PAPER_METHODS = list(PAPERS.get("methods", []))
+PAPER_BASELINES = list(PAPERS.get("baselines", []))
+ALL_SCORERS = {**SCORERS, **PAPER_SCORERS}
+
+
+def score_group(name):
+    """The score files a scorer's column is in: its encoder's (work/<exp>/score/<encoder>/), or for a
+    `seeds:` scorer the suite's own (work/<exp>/score/seeds/<encoder>/), so the experiment's score
+    files never change when the suite is added."""
+    s = ALL_SCORERS[name]
+    return f"seeds/{s['encoder']}" if name in PAPER_SCORERS else s["encoder"]
+
+
+def group_encoder(group):
+    return group.removeprefix("seeds/")
 
 
 def _check_scorers():
@@ -420,46 +445,85 @@ def _check_scorers():
     from marginmine.scoring import BUILTIN_METHODS, load_plugins, make_kind
 
     load_plugins(PLUGINS)
-    for name, s in SCORERS.items():
-        if name in BUILTIN_METHODS:
-            raise ValueError(f"scorers.{name}: {' and '.join(BUILTIN_METHODS)} are selection methods, not scorer names")
-        if s["encoder"] not in ENCODER_DIRS:
-            twin = " (random-init twins exist unless quick: true or encoder.eval_random_init: false)"
-            raise ValueError(f"scorers.{name}.encoder: {s['encoder']!r} is not an encoder "
-                             f"(known: {', '.join(ENCODER_DIRS)}){twin if s['encoder'].endswith('-random') else ''}")
-        make_kind(s["kind"], s.get("params", {}), f"scorers.{name}")
+    for key, scorers in (("scorers", SCORERS), ("seeds.scorers", PAPER_SCORERS)):
+        for name, s in scorers.items():
+            if name in BUILTIN_METHODS:
+                raise ValueError(f"{key}.{name}: {' and '.join(BUILTIN_METHODS)} are selection methods, not scorer names")
+            if key == "seeds.scorers" and name in SCORERS:
+                raise ValueError(f"seeds.scorers.{name}: also a name in scorers: (a name gives one score column)")
+            if s["encoder"] not in ENCODER_DIRS:
+                twin = " (random-init twins exist unless quick: true or encoder.eval_random_init: false)"
+                raise ValueError(f"{key}.{name}.encoder: {s['encoder']!r} is not an encoder "
+                                 f"(known: {', '.join(ENCODER_DIRS)}){twin if s['encoder'].endswith('-random') else ''}")
+            make_kind(s["kind"], s.get("params", {}), f"{key}.{name}")
     unknown = [m for m in METHODS if m not in SCORERS and m not in BUILTIN_METHODS]
     if unknown:
         raise ValueError(f"selection.methods {unknown}: not scorers (scorers: {', '.join(SCORERS)}; "
                          f"or {', '.join(BUILTIN_METHODS)})")
+    unknown = [m for m in PAPER_METHODS if m not in PAPER_SCORERS]
+    if unknown:
+        raise ValueError(f"seeds.methods {unknown}: not seeds.scorers ({', '.join(PAPER_SCORERS) or 'none'})")
+    unknown = [m for m in PAPER_BASELINES if m not in METHODS]
+    if unknown:
+        raise ValueError(f"seeds.baselines {unknown}: not selection.methods ({', '.join(METHODS)}), whose "
+                         "systems the suite's tables put beside its own")
+    if PAPERS and not PAPER_BASELINES:
+        raise ValueError("seeds.baselines: name at least one of selection.methods (the first is the "
+                         "comparison's reference, e.g. ratio)")
 
 
 _check_scorers()
 # every scorer gets a selection per N; NMT trains selection.methods only
 SELECTED = METHODS + [name for name in SCORERS if name not in METHODS]
+PAPER_SELECTED = PAPER_METHODS + [name for name in PAPER_SCORERS if name not in PAPER_METHODS]
 SCORED_ENCODERS = list(dict.fromkeys(s["encoder"] for s in SCORERS.values()))
+ALL_SCORED_ENCODERS = list(dict.fromkeys(s["encoder"] for s in ALL_SCORERS.values()))
+ALL_GROUPS = list(dict.fromkeys(score_group(n) for n in ALL_SCORERS))
+
+#: what each target's tables hold: the experiment (`demo`, `all` ...), and the published scorers'
+#: suite (`seeds`) with the experiment's baselines (their scorers, selections and systems) beside
+SUITES = {
+    "main": {"scorers": list(SCORERS), "selected": SELECTED, "methods": METHODS,
+             "encoders": EVALUATED_ENCODERS},
+    "seeds": {"scorers": [m for m in PAPER_BASELINES if m in SCORERS] + list(PAPER_SCORERS),
+              "selected": PAPER_BASELINES + PAPER_SELECTED, "methods": PAPER_BASELINES + PAPER_METHODS,
+              "encoders": [DEFAULT_ENCODER, *PAPER_ENCODERS]},
+}
 
 
-def scorers_json(encoder=None):
-    """{name: {kind, encoder, params...}} of every scorer (of one encoder), as the CLI takes it."""
-    return json.dumps({name: {"kind": s["kind"], "encoder": s["encoder"], **s.get("params", {})}
-                       for name, s in SCORERS.items() if encoder in (None, s["encoder"])})
+def suite_groups(suite):
+    return list(dict.fromkeys(score_group(n) for n in SUITES[suite]["scorers"]))
+
+
+def suite_encoders(suite):
+    """The encoders a suite's scorers use."""
+    return list(dict.fromkeys(ALL_SCORERS[n]["encoder"] for n in SUITES[suite]["scorers"]))
+
+
+def scorers_json(names):
+    """{name: {kind, encoder, params...}} of the named scorers, as the CLI takes it."""
+    return json.dumps({name: {"kind": ALL_SCORERS[name]["kind"], "encoder": ALL_SCORERS[name]["encoder"],
+                              **ALL_SCORERS[name].get("params", {})} for name in names})
+
+
+def group_scorers_json(group):
+    return scorers_json([n for n in ALL_SCORERS if score_group(n) == group])
 
 
 def encoder_json(name):
     return f"{ENCODER_DIRS[name]}/encoder.json"
 
 
-def scored_encoder_args(wildcards=None):
-    return [f"{name}={ENCODER_DIRS[name]}" for name in SCORED_ENCODERS]
+def scored_encoder_args(suite):
+    return [f"{name}={ENCODER_DIRS[name]}" for name in suite_encoders(suite)]
 
 
-def score_files(encoder):
-    return expand(rules.score_shard.output, encoder=encoder, shard=SHARDS)
+def score_files(group):
+    return expand(rules.score_shard.output, group=group, shard=SHARDS)
 
 
 def select_scores(wildcards):
-    return score_files(SCORERS[wildcards.method]["encoder"]) if wildcards.method in SCORERS else []
+    return score_files(score_group(wildcards.method)) if wildcards.method in ALL_SCORERS else []
 
 
 def select_args(wildcards):
@@ -491,43 +555,53 @@ def mining_eval_files(wildcards=None):
     return files + [data_path(p) for p in e["mono_src"] + e["mono_tgt"]]
 
 
-def filter_eval_inputs(wildcards=None):
-    out = {"encoders": [encoder_json(e) for e in SCORED_ENCODERS]}
-    if FILTER_EVAL and FILTER_EVAL.get("paracrawl"):
-        out["paracrawl"] = data_path(FILTER_EVAL["paracrawl"])
-    if LABELLED_CORPUS:
-        out["labels"] = f"{WORK}/corpus/demo.labels.tsv"
-        out["pairs"] = expand(rules.preprocess_shard.output.kept, shard=SHARDS)
-        out["scores"] = [f for e in SCORED_ENCODERS for f in score_files(e)]
-    return out
+def filter_eval_inputs(suite):
+    def inputs(wildcards=None):
+        out = {"encoders": [encoder_json(e) for e in suite_encoders(suite)]}
+        if FILTER_EVAL and FILTER_EVAL.get("paracrawl"):
+            out["paracrawl"] = data_path(FILTER_EVAL["paracrawl"])
+        if LABELLED_CORPUS:
+            out["labels"] = f"{WORK}/corpus/demo.labels.tsv"
+            out["pairs"] = expand(rules.preprocess_shard.output.kept, shard=SHARDS)
+            out["scores"] = [f for g in suite_groups(suite) for f in score_files(g)]
+        return out
+
+    return inputs
 
 
 def _quoted(paths):
     return " ".join(shlex.quote(str(p)) for p in paths)
 
 
-def filter_eval_args(wildcards, input):
+def filter_eval_args(suite):
     """Options with paths, each quoted (the shell command uses them as they are)."""
-    args = []
-    if "paracrawl" in input.keys():
-        args.append(f"--paracrawl {shlex.quote(input.paracrawl)}")
-    if "labels" in input.keys():
-        args.append(f"--demo-labels {shlex.quote(input.labels)} --pairs {_quoted(input.pairs)}")
-        args += [f"--scores {_quoted(score_files(e))}" for e in SCORED_ENCODERS]
-    return " ".join(args)
+
+    def args(wildcards, input):
+        out = []
+        if "paracrawl" in input.keys():
+            out.append(f"--paracrawl {shlex.quote(input.paracrawl)}")
+        if "labels" in input.keys():
+            out.append(f"--demo-labels {shlex.quote(input.labels)} --pairs {_quoted(input.pairs)}")
+            out += [f"--scores {_quoted(score_files(g))}" for g in suite_groups(suite)]
+        return " ".join(out)
+
+    return args
 
 
-def composition_inputs(wildcards=None):
-    out = {"labels": f"{WORK}/corpus/demo.labels.tsv",
-           "selections": expand(rules.select_top.output.pairs, method=SELECTED, N=SIZES)}
-    if density_scorers():
-        out["pairs"] = expand(rules.preprocess_shard.output.kept, shard=SHARDS)
-        out["scores"] = score_files(SCORERS[density_scorers()[0]]["encoder"])
-    return out
+def composition_inputs(suite):
+    def inputs(wildcards=None):
+        out = {"labels": f"{WORK}/corpus/demo.labels.tsv",
+               "selections": expand(rules.select_top.output.pairs, method=SUITES[suite]["selected"], N=SIZES)}
+        if suite == "main" and density_scorers():
+            out["pairs"] = expand(rules.preprocess_shard.output.kept, shard=SHARDS)
+            out["scores"] = score_files(score_group(density_scorers()[0]))
+        return out
+
+    return inputs
 
 
 def composition_density_args(wildcards, input, output):
-    if not density_scorers():  # no margin + cosine scorer pair over one encoder: an empty table
+    if "scores" not in input.keys():  # no margin + cosine scorer pair over one encoder: an empty table
         return f"--density-tsv {shlex.quote(output.density)}"
     margin, kind, cosine = density_scorers()
     return (f"--pairs {_quoted(input.pairs)} --scores {_quoted(input.scores)} --margin {kind} "
@@ -564,12 +638,12 @@ def _method_seeds():
 
     default = validate_seeds(NMT["seeds"], "nmt.seeds")
     overrides = NMT.get("method_seeds", {})
-    known = [*SCORERS, "random", "unfiltered"]  # an entry for a method not trained now is harmless
+    known = [*ALL_SCORERS, "random", "unfiltered"]  # an entry for a method not trained now is harmless
     unknown = sorted(set(overrides) - set(known))
     if unknown:
         raise ValueError(f"nmt.method_seeds: {unknown} are neither scorers nor random/unfiltered ({', '.join(known)})")
     return {m: validate_seeds(overrides[m], f"nmt.method_seeds.{m}") if m in overrides else default
-            for m in METHODS}
+            for m in METHODS + PAPER_METHODS}
 
 
 SEEDS = _method_seeds()
@@ -596,7 +670,7 @@ def nmt_runtime(wildcards=None):
 
 def extra_eval_sets(wildcards):
     """The extra test sets this method's system decodes (an extra set's `methods`, default all)."""
-    return [n for n in EXTRA_EVAL if wildcards.method in EVAL_SETS[n].get("methods", METHODS)]
+    return [n for n in EXTRA_EVAL if wildcards.method in EVAL_SETS[n].get("methods", METHODS + PAPER_METHODS)]
 
 
 def extra_eval_files(wildcards):

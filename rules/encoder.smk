@@ -154,7 +154,7 @@ rule embed_shard:
     benchmark:
         f"{BENCH}/embed/{{encoder}}/shard{{shard}}.tsv"
     wildcard_constraints:
-        encoder="|".join(map(re.escape, SCORED_ENCODERS)),
+        encoder="|".join(map(re.escape, ALL_SCORED_ENCODERS)),
     params:
         encdir=lambda wildcards, input: os.path.dirname(input.encoder),
         device=ENC["device"],

@@ -7,17 +7,17 @@ rule score_shard:
     """kNN within batches of the shard (both directions, distinct sentences) and every scorer over
     this encoder, one column each under a header naming them; resumes from the last finished batch."""
     input:
-        src=rules.embed_shard.output.src,
-        tgt=rules.embed_shard.output.tgt,
+        src=lambda wc: rules.embed_shard.output.src.format(encoder=group_encoder(wc.group), shard=wc.shard),
+        tgt=lambda wc: rules.embed_shard.output.tgt.format(encoder=group_encoder(wc.group), shard=wc.shard),
         shard=rules.preprocess_shard.output.kept,
     output:
-        f"{WORK}/score/{{encoder}}/shard{{shard}}.scores.tsv.gz",
+        f"{WORK}/score/{{group}}/shard{{shard}}.scores.tsv.gz",
     log:
-        f"{LOGS}/score/{{encoder}}/shard{{shard}}.log",
+        f"{LOGS}/score/{{group}}/shard{{shard}}.log",
     benchmark:
-        f"{BENCH}/score/{{encoder}}/shard{{shard}}.tsv"
+        f"{BENCH}/score/{{group}}/shard{{shard}}.tsv"
     params:
-        scorers=lambda wc: scorers_json(wc.encoder),
+        scorers=lambda wc: group_scorers_json(wc.group),
         plugins=plugin_args,
         k=SCORING["k"],
         batch_size=SCORING["batch_size"],
@@ -25,7 +25,7 @@ rule score_shard:
         nprobe=SCORING["nprobe"],
         device=SCORING["device"],
     wildcard_constraints:
-        encoder="|".join(map(re.escape, SCORED_ENCODERS)),
+        group="|".join(map(re.escape, ALL_GROUPS)),
     priority: 10  # the critical path (encoder -> scores -> selections -> NMT) goes first
     threads: job_threads(2)
     resources:
@@ -58,7 +58,7 @@ rule select_top:
         args=select_args,
         seed=config["seed"],
     wildcard_constraints:
-        method="|".join(map(re.escape, SELECTED)),
+        method="|".join(map(re.escape, SELECTED + PAPER_SELECTED)),
     priority: 10  # the critical path: a selection waits for no NMT training
     threads: 1
     resources:
@@ -87,7 +87,7 @@ rule export_filtered:
     params:
         columns=source_columns(config["corpus"]["source"]),
     wildcard_constraints:
-        method="|".join(map(re.escape, SELECTED)),
+        method="|".join(map(re.escape, SELECTED + PAPER_SELECTED)),
     threads: 1
     resources:
         mem_mb=500,
@@ -105,7 +105,7 @@ rule selection_composition:
     group: its mean cosine and mean kNN similarity over the scored corpus (density.tsv, from a margin
     scorer and a cosine scorer over one encoder)."""
     input:
-        unpack(composition_inputs),
+        unpack(composition_inputs("main")),
     output:
         tsv=report(f"{RESULTS}/select/composition.tsv", category="Selection"),
         md=f"{RESULTS}/select/composition.md",
@@ -164,7 +164,7 @@ rule mining_benchmark_data:
 rule eval_mining:
     """P/R/F1 of every scorer x retrieval (the paper's Table 2, one row group per scorer that can mine)."""
     input:
-        encoders=[encoder_json(e) for e in SCORED_ENCODERS],
+        encoders=[encoder_json(e) for e in suite_encoders("main")],
         data=rules.mining_benchmark_data.output.summary,
     output:
         tsv=report(f"{RESULTS}/mining/bucc.tsv", category="Mining"),
@@ -174,8 +174,8 @@ rule eval_mining:
     benchmark:
         f"{BENCH}/mining_eval/eval.tsv"
     params:
-        encoders=scored_encoder_args,
-        scorers=scorers_json(),
+        encoders=scored_encoder_args("main"),
+        scorers=scorers_json(SUITES["main"]["scorers"]),
         plugins=plugin_args,
         data=lambda w, input: os.path.dirname(input.data),
         k=SCORING["k"],
@@ -196,7 +196,7 @@ rule eval_filter:
     """ROC-AUC and precision at top-N of every scorer beside BiCleaner/Zipporah (ParaCrawl human
     labels) and on the demo corpus' own labels."""
     input:
-        unpack(filter_eval_inputs),
+        unpack(filter_eval_inputs("main")),
     output:
         tsv=report(f"{RESULTS}/filtering/quality.tsv", category="Filtering"),
         md=f"{RESULTS}/filtering/quality.md",
@@ -205,9 +205,9 @@ rule eval_filter:
     benchmark:
         f"{BENCH}/filter_eval.tsv"
     params:
-        args=filter_eval_args,
-        encoders=scored_encoder_args,
-        scorers=scorers_json(),
+        args=filter_eval_args("main"),
+        encoders=scored_encoder_args("main"),
+        scorers=scorers_json(SUITES["main"]["scorers"]),
         plugins=plugin_args,
         k=SCORING["k"],
         top_n=lambda w: f"--top-n {' '.join(map(str, FILTER_EVAL['top_n']))}" if FILTER_EVAL else "",

@@ -75,6 +75,29 @@ def cmd_headline(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_summary(args: argparse.Namespace) -> int:
+    import json
+
+    from marginmine.report.summary import read_table, selected_counts, summary_rows, write_summary
+
+    try:
+        scorers = json.loads(args.scorers)
+    except json.JSONDecodeError as exc:
+        raise MarginmineError(f"--scorers: not JSON ({exc})") from exc
+    fields, rows = summary_rows(
+        scorers, args.methods, args.sizes,
+        read_table(args.intrinsic, ["encoder", "set", "margin", "err_avg"]) if args.intrinsic else [],
+        read_table(args.bucc, ["scorer", "retrieval", "f1"]) if args.bucc else [],
+        read_table(args.quality, ["data", "scorer", "auc"]) if args.quality else [],
+        read_table(args.comparison, ["test_set", "method", "N", "bleu_mean", "bleu_sd", "seeds", "p_value"]),
+        selected_counts(args.select))
+    sources = [p for p in (args.intrinsic, args.bucc, args.quality, args.comparison) if p] + list(args.select)
+    write_summary(fields, rows, args.tsv, args.md, args.title, sources)
+    for r in rows:
+        log.info("%s %s: BLEU %s", r["system"], r["N"], r["test_bleu"])
+    return 0
+
+
 def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> None:
     p = sub.add_parser("compare", help="BLEU of every selection method, N and training seed: mean, sd and a "
                                        "seed-and-sentence bootstrap against the headline method (TSV, Markdown, plot)")
@@ -96,6 +119,21 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> N
     p.add_argument("--inputs", nargs="+", required=True, help="the headline method's bleu.json files, one per seed")
     p.add_argument("--output", required=True)
     handlers["headline"] = cmd_headline
+
+    p = sub.add_parser("summary", help="one row per system of a suite: AUC, BUCC F1, intrinsic error, pairs, "
+                                       "BLEU, joined from the tables the workflow wrote")
+    p.add_argument("--scorers", required=True, help="the suite's scorers as JSON {name: {kind, encoder, ...}}")
+    p.add_argument("--methods", nargs="*", default=[], help="trained methods (rows for those that are not scorers)")
+    p.add_argument("--sizes", nargs="+", required=True, help="selection sizes N")
+    p.add_argument("--intrinsic", default=None, help="encoder-report TSV")
+    p.add_argument("--bucc", default=None, help="eval-mining TSV")
+    p.add_argument("--quality", default=None, help="eval-filter TSV")
+    p.add_argument("--comparison", required=True, help="compare TSV")
+    p.add_argument("--select", nargs="*", default=[], help="select reports <method>.<N>.json")
+    p.add_argument("--title", default="Summary")
+    p.add_argument("--tsv", required=True)
+    p.add_argument("--md", required=True)
+    handlers["summary"] = cmd_summary
 
     p = sub.add_parser("report-figures",
                        help="figures and tables for the Snakemake report (ledger, score histograms, benchmarks)")

@@ -1,0 +1,145 @@
+# The published scorers' suite (config `seeds:`, target `seeds`; papers in ../shared/seeds/): its
+# encoders, scorers and NMT systems go through the experiment's own rules (train_encoder,
+# eval_encoder, embed_shard, score_shard into work/<exp>/score/seeds/<encoder>/, select_top,
+# train_nmt, evaluate_nmt); the rules below are the experiment's table rules with the suite's
+# inputs, writing results/<exp>/seeds/ - never a file of the experiment's, so after `seeds` the
+# experiment's target has nothing to do. Input functions live in common.smk (SUITES["seeds"]).
+
+SEEDS_DIR = f"{RESULTS}/seeds"
+
+
+use rule encoder_report as seeds_encoder_report with:
+    input:
+        expand(rules.eval_encoder.output, name=SUITES["seeds"]["encoders"]),
+    output:
+        tsv=f"{SEEDS_DIR}/intrinsic.tsv",
+        md=f"{SEEDS_DIR}/intrinsic.md",
+    log:
+        f"{LOGS}/seeds/intrinsic.log",
+    benchmark:
+        f"{BENCH}/seeds/intrinsic.tsv"
+
+
+use rule eval_mining as seeds_eval_mining with:
+    input:
+        encoders=[encoder_json(e) for e in suite_encoders("seeds")],
+        data=rules.mining_benchmark_data.output.summary,
+    output:
+        tsv=f"{SEEDS_DIR}/bucc.tsv",
+        md=f"{SEEDS_DIR}/bucc.md",
+    log:
+        f"{LOGS}/seeds/bucc.log",
+    benchmark:
+        f"{BENCH}/seeds/bucc.tsv"
+    params:
+        encoders=scored_encoder_args("seeds"),
+        scorers=scorers_json(SUITES["seeds"]["scorers"]),
+        plugins=plugin_args,
+        data=lambda w, input: os.path.dirname(input.data),
+        k=SCORING["k"],
+        langs=f"--src-lang {SRC} --tgt-lang {TGT}",
+
+
+use rule eval_filter as seeds_eval_filter with:
+    input:
+        unpack(filter_eval_inputs("seeds")),
+    output:
+        tsv=f"{SEEDS_DIR}/quality.tsv",
+        md=f"{SEEDS_DIR}/quality.md",
+    log:
+        f"{LOGS}/seeds/quality.log",
+    benchmark:
+        f"{BENCH}/seeds/quality.tsv"
+    params:
+        args=filter_eval_args("seeds"),
+        encoders=scored_encoder_args("seeds"),
+        scorers=scorers_json(SUITES["seeds"]["scorers"]),
+        plugins=plugin_args,
+        k=SCORING["k"],
+        top_n=lambda w: f"--top-n {' '.join(map(str, FILTER_EVAL['top_n']))}" if FILTER_EVAL else "",
+        langs=f"--src-lang {SRC} --tgt-lang {TGT}",
+
+
+use rule selection_composition as seeds_composition with:
+    input:
+        unpack(composition_inputs("seeds")),
+    output:
+        tsv=f"{SEEDS_DIR}/composition.tsv",
+        md=f"{SEEDS_DIR}/composition.md",
+        density=f"{SEEDS_DIR}/density.tsv",
+    log:
+        f"{LOGS}/seeds/composition.log",
+    benchmark:
+        f"{BENCH}/seeds/composition.tsv"
+    params:
+        title=f"{EXP}: published scorers",
+        density=composition_density_args,
+
+
+use rule compare_methods as seeds_compare with:
+    input:
+        runs=[rules.evaluate_nmt.output.json.format(method=m, N=n, seed=s)
+              for m, n, s in nmt_systems(SUITES["seeds"]["methods"])],
+        labels=list(subset_labels().values()),
+    output:
+        tsv=f"{SEEDS_DIR}/comparison.tsv",
+        md=f"{SEEDS_DIR}/comparison.md",
+        runs=f"{SEEDS_DIR}/comparison_runs.tsv",
+        png=f"{SEEDS_DIR}/comparison.png",
+    log:
+        f"{LOGS}/seeds/comparison.log",
+    benchmark:
+        f"{BENCH}/seeds/comparison.tsv"
+    params:
+        title=f"{EXP}: published scorers, {SRC}-{TGT}",
+        headline=(PAPER_BASELINES or [DEFAULT_METHOD])[0],
+        subsets=subset_args,
+
+
+rule seeds_summary:
+    """One row per system of the suite (its scorers and the experiment's baselines): ParaCrawl and
+    demo-corpus AUC, BUCC F1, its encoder's intrinsic errors, pairs selected, test BLEU with sd and
+    p-value, joined from the suite's tables (no number computed here)."""
+    input:
+        intrinsic=rules.seeds_encoder_report.output.tsv,
+        bucc=rules.seeds_eval_mining.output.tsv if MINING_EVAL else [],
+        quality=rules.seeds_eval_filter.output.tsv if FILTER_EVAL or LABELLED_CORPUS else [],
+        comparison=rules.seeds_compare.output.tsv,
+        select=expand(rules.select_top.output.report, method=SUITES["seeds"]["selected"], N=SIZES),
+    output:
+        tsv=f"{SEEDS_DIR}/summary.tsv",
+        md=f"{SEEDS_DIR}/summary.md",
+    log:
+        f"{LOGS}/seeds/summary.log",
+    benchmark:
+        f"{BENCH}/seeds/summary.tsv"
+    params:
+        scorers=scorers_json(SUITES["seeds"]["scorers"]),
+        methods=SUITES["seeds"]["methods"],
+        sizes=SIZES,
+        tables=lambda w, input: " ".join(f"--{k} {shlex.quote(input[k])}" for k in ("bucc", "quality") if input[k]),
+        title=f"{EXP}: published scorers, one row per system",
+    threads: 1
+    resources:
+        mem_mb=500,
+        runtime=5,
+    conda:
+        "../envs/score.yaml"
+    shell:
+        "marginmine summary --scorers {params.scorers:q} --methods {params.methods:q} --sizes {params.sizes:q} "
+        "--intrinsic {input.intrinsic:q} {params.tables} --comparison {input.comparison:q} --select {input.select:q} "
+        "--title {params.title:q} --tsv {output.tsv:q} --md {output.md:q} > {log:q} 2>&1"
+
+
+def seeds_targets():
+    """What `seeds` builds: the suite's tables and summary (nothing when the config has no `seeds:`)."""
+    if not PAPERS:
+        return []
+    out = [rules.seeds_encoder_report.output.md, rules.seeds_compare.output.md, rules.seeds_summary.output.md]
+    if MINING_EVAL:
+        out.append(rules.seeds_eval_mining.output.md)
+    if FILTER_EVAL or LABELLED_CORPUS:
+        out.append(rules.seeds_eval_filter.output.md)
+    if LABELLED_CORPUS:
+        out.append(rules.seeds_composition.output.md)
+    return out
