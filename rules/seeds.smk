@@ -130,16 +130,3 @@ rule seeds_summary:
         "--intrinsic {input.intrinsic:q} {params.tables} --comparison {input.comparison:q} --select {input.select:q} "
         "--title {params.title:q} --tsv {output.tsv:q} --md {output.md:q} > {log:q} 2>&1"
 
-
-def seeds_targets():
-    """What `seeds` builds: the suite's tables and summary (nothing when the config has no `seeds:`)."""
-    if not PAPERS:
-        return []
-    out = [rules.seeds_encoder_report.output.md, rules.seeds_compare.output.md, rules.seeds_summary.output.md]
-    if MINING_EVAL:
-        out.append(rules.seeds_eval_mining.output.md)
-    if FILTER_EVAL or LABELLED_CORPUS:
-        out.append(rules.seeds_eval_filter.output.md)
-    if LABELLED_CORPUS:
-        out.append(rules.seeds_composition.output.md)
-    return out

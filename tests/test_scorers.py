@@ -138,13 +138,13 @@ def test_the_demo_scores_selects_and_evaluates_the_random_twin_without_training_
     (lambda c: c["selection"].update(methods=["ratio", "cosine", "ratoi"]),
      "selection.methods ['ratoi']: not scorers (scorers: ratio, cosine, distance, dan-random-ratio; or random, unfiltered)"),
     (lambda c: c["scorers"].update(x={"kind": "ratio", "encoder": "laser"}),
-     "scorers.x.encoder: 'laser' is not an encoder (known: dan, dan-random)"),
+     "scorers.x.encoder: 'laser' is not an encoder (known: dan, dan-random, dan-de"),
     (lambda c: c["scorers"].update(x={"kind": "margin-of-error"}),
      "scorers.x: score kind 'margin-of-error' is not registered"),
     (lambda c: c["scorers"].update(x={"kind": "ratio", "params": {"kk": 4}}),
      "scorers.x: kind ratio takes no param(s) ['kk']"),
     (lambda c: c.update(quick=True),
-     "scorers.dan-random-ratio.encoder: 'dan-random' is not an encoder (known: dan) (random-init twins exist unless"),
+     "scorers.dan-random-ratio.encoder: 'dan-random' is not an encoder (known: dan, dan-de"),
     (lambda c: c.update(plugins=["no_such_module_xyz"]), "plugins: cannot import 'no_such_module_xyz'"),
 ])
 def test_scorer_config_errors_name_the_key_at_plan_time(tmp_path: Path, change, message: str) -> None:

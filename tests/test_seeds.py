@@ -1,0 +1,141 @@
+"""The published scorers' suite (config `seeds:`, target `seeds`): planned through the experiment's own
+rules, its files beside the experiment's and never one of them, its errors naming the key; and the
+summary that joins its tables."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+from test_scorers import plan
+from test_workflow import REPO, copy_workflow, job_counts, snakemake
+
+from marginmine.errors import InputError
+from marginmine.report.summary import read_table, selected_counts, summary_rows, write_summary
+
+DEMO = yaml.safe_load((REPO / "config" / "demo.yaml").read_text())
+
+
+def _commands(stdout: str) -> list[str]:
+    return sorted(re.findall(r"^\s*(?:Shell command: )?(marginmine [^\n]*)", stdout, re.M))
+
+
+def test_the_suite_leaves_every_demo_job_as_it_was(real_data: Path, tmp_path: Path) -> None:
+    """`demo` plans the same commands, byte for byte, with and without the seeds: section - so after
+    `make seeds`, `snakemake -n demo` has nothing to do."""
+    copy_workflow(tmp_path)
+    without = {k: v for k, v in DEMO.items() if k != "seeds"}
+    for name, cfg in (("with.yaml", DEMO), ("without.yaml", without)):
+        (tmp_path / name).write_text(yaml.safe_dump(cfg, sort_keys=False))
+    out = {}
+    for name in ("with.yaml", "without.yaml"):
+        r = snakemake("-n", "-p", "--forceall", "demo", "--configfile", name, "--config", f"data_dir={real_data}",
+                      cwd=tmp_path)
+        assert r.returncode == 0, r.stderr[-2000:]
+        out[name] = _commands(r.stdout)
+    assert out["with.yaml"] == out["without.yaml"] and len(out["with.yaml"]) > 30
+    assert not [c for c in out["with.yaml"] if "seeds" in c]
+
+
+def test_seeds_plans_its_encoders_scores_selections_systems_and_tables(real_data: Path, tmp_path: Path) -> None:
+    copy_workflow(tmp_path)
+    r = snakemake("-n", "-p", "seeds", "--configfile", "config/demo.yaml", "--config", f"data_dir={real_data}",
+                  cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-2000:]
+    counts = job_counts(r.stdout)
+    suite = DEMO["seeds"]
+    # the demo DAN (the baselines' and the miner's) and the suite's encoders; no random-init twin
+    assert counts["train_encoder"] == 1 + len(suite["encoders"])
+    new_encoders = {s["encoder"] for s in suite["scorers"].values() if "encoder" in s}
+    assert counts["embed_shard"] == 4 * (1 + len(new_encoders))
+    # the demo's score files for the baselines (dan), the suite's own for dan (eq9, eq10) and each new encoder
+    assert counts["score_shard"] == 4 * (2 + len(new_encoders))
+    assert counts["train_nmt"] == 2 * len(suite["methods"]) + 2 + 1  # two seeds each; ratio x2, random x1
+    for table in ("seeds_encoder_report", "seeds_eval_mining", "seeds_eval_filter", "seeds_composition",
+                  "seeds_compare", "seeds_summary"):
+        assert counts[table] == 1, table
+    score = re.findall(r"marginmine score [^\n]*", r.stdout)
+    on_dan = [c for c in score if "--output work/demo/score/seeds/dan/" in c]
+    assert len(on_dan) == 4 and '"eq9": {"kind": "eq9", "encoder": "dan"}' in on_dan[0]
+    assert '"ratio"' not in on_dan[0] and "--src-embeddings work/demo/embed/dan/" in on_dan[0]
+    assert [c for c in score if "--output work/demo/score/dan/" in c][0].count('"kind"') == 3  # ratio, cosine, distance
+    select = re.search(r"marginmine select [^\n]*--method eq10 [^\n]*", r.stdout).group(0)
+    assert "work/demo/score/seeds/dan/shard0000.scores.tsv.gz" in select
+    train = {m.group(1): m.group(0) for m in re.finditer(r"marginmine train-encoder [^\n]*--output (\S+) [^\n]*", r.stdout)}
+    assert '"miner": "results/demo/encoder"' in train["results/demo/encoders/dan-hn"]
+    assert '"directions": 1' in train["results/demo/encoders/dan-de"] and '"margin": 0.0' in train["results/demo/encoders/dan-de"]
+    compare = re.search(r"marginmine compare [^\n]*", r.stdout).group(0)  # the demo's compare is not needed
+    assert "--headline ratio" in compare and "--tsv results/demo/seeds/comparison.tsv" in compare
+    assert all(f"nmt/{m}.20k/seed{s}/bleu.json" in compare for m in ["ratio", *suite["methods"]] for s in (1, 2))
+    mining = re.search(r"marginmine eval-mining [^\n]*", r.stdout).group(0)
+    assert "--tsv results/demo/seeds/bucc.tsv" in mining and "dan-hn=results/demo/encoders/dan-hn" in mining
+    assert '"ratio": {"kind": "ratio", "encoder": "dan"}' in mining and '"cosine"' not in mining
+    summary = re.search(r"marginmine summary [^\n]*", r.stdout).group(0)
+    assert "--comparison results/demo/seeds/comparison.tsv" in summary and "results/demo/select/eq9.20k.json" in summary
+
+
+@pytest.mark.parametrize("change,message", [
+    (lambda c: c["seeds"].update(methods=["eq9", "ratoi"]), "seeds.methods ['ratoi']: not seeds.scorers"),
+    (lambda c: c["seeds"].update(baselines=["cosine", "distance"]),
+     "seeds.baselines ['distance']: not selection.methods (ratio, cosine, random)"),
+    (lambda c: c["seeds"]["scorers"].update(cosine={"kind": "cosine"}),
+     "seeds.scorers.cosine: also a name in scorers:"),
+    (lambda c: c["seeds"].update(encoders=["dan-hn", "no-such-model"]),
+     "seeds.encoders: 'no-such-model' is not a key of encoder.models"),
+    (lambda c: c["seeds"]["scorers"].update(x={"kind": "ratio", "encoder": "laser"}),
+     "seeds.scorers.x.encoder: 'laser' is not an encoder"),
+    (lambda c: c["seeds"]["scorers"].update(x={"kind": "eq11"}), "seeds.scorers.x: score kind 'eq11' is not registered"),
+    (lambda c: c["seeds"].pop("baselines"), "'baselines' is a required property"),
+])
+def test_seeds_config_errors_name_the_key_at_plan_time(tmp_path: Path, change, message: str) -> None:
+    r = plan(tmp_path, "config/demo.yaml", change, "seeds")
+    assert r.returncode != 0 and message in r.stdout + r.stderr, (r.stdout + r.stderr)[-2000:]
+
+
+def _tsv(path: Path, rows: list[list[object]]) -> Path:
+    path.write_text("".join("\t".join(map(str, r)) + "\n" for r in rows))
+    return path
+
+
+def test_summary_joins_the_tables_and_leaves_what_they_lack_empty(tmp_path: Path) -> None:
+    intrinsic = _tsv(tmp_path / "i.tsv", [["encoder", "set", "margin", "pairs", "err_avg"],
+                                          ["dan", "tatoeba", "cosine", 1000, 5.5], ["dan", "tatoeba", "ratio", 1000, 4.4],
+                                          ["hn", "tatoeba", "ratio", 1000, 3.9]])
+    bucc = _tsv(tmp_path / "b.tsv", [["scorer", "retrieval", "f1"], ["ratio", "fwd", 0.5], ["ratio", "max", 0.6],
+                                     ["cosine", "fwd", 0.4]])
+    quality = _tsv(tmp_path / "q.tsv", [["data", "scorer", "auc"], ["paracrawl-human-eval-en-de", "ratio", 0.621],
+                                        ["demo corpus (preprocessed)", "ratio", 0.758],
+                                        ["paracrawl-human-eval-en-de", "BiCleaner (shipped)", 0.547]])
+    comparison = _tsv(tmp_path / "c.tsv", [
+        ["test_set", "method", "N", "bleu_mean", "bleu_sd", "seeds", "p_value"], ["test", "ratio", "20k", 6.01, 0.16, "1,2", ""],
+        ["test", "random", "20k", 2.19, "", "1", "0.0010"], ["test/x", "ratio", "20k", 9.0, 0.1, "1,2", ""]])
+    sel = tmp_path / "ratio.20k.json"
+    sel.write_text('{"method": "ratio", "selected": 20000}')
+    scorers = {"ratio": {"kind": "ratio", "encoder": "dan"}, "cosine": {"kind": "cosine", "encoder": "dan"},
+               "hn-ratio": {"kind": "ratio", "encoder": "hn"}}
+    fields, rows = summary_rows(
+        scorers, ["ratio", "random"], ["20k"], read_table(intrinsic, ["encoder"]), read_table(bucc, ["f1"]),
+        read_table(quality, ["auc"]), read_table(comparison, ["bleu_mean"]), selected_counts([sel]))
+    by = {r["system"]: r for r in rows}
+    assert list(by) == ["ratio", "cosine", "hn-ratio", "random"]
+    assert by["ratio"]["paracrawl_auc"] == 0.621 and by["ratio"]["demo_auc"] == 0.758
+    assert by["ratio"]["bucc_f1"] == pytest.approx(60.0) and by["ratio"]["bucc_retrieval"] == "max"
+    assert by["ratio"]["err_tatoeba"] == 4.4 and by["cosine"]["err_tatoeba"] == 5.5 and by["hn-ratio"]["err_tatoeba"] == 3.9
+    assert by["ratio"]["test_bleu"] == 6.01 and by["ratio"]["pairs"] == 20000 and by["ratio"]["p_value"] is None
+    assert by["random"]["test_bleu"] == 2.19 and by["random"]["bleu_sd"] is None and by["random"]["err_tatoeba"] is None
+    assert by["hn-ratio"]["test_bleu"] is None and by["hn-ratio"]["bucc_f1"] is None  # not trained, not mined
+    write_summary(fields, rows, tmp_path / "s.tsv", tmp_path / "s.md", "t", [str(comparison)])
+    lines = (tmp_path / "s.tsv").read_text().splitlines()
+    assert lines[0].split("\t") == fields and lines[1].split("\t")[fields.index("test_bleu")] == "6.0"
+    assert "| hn-ratio | ratio | hn | 20k |  |" in (tmp_path / "s.md").read_text()
+
+
+def test_summary_refuses_a_table_without_its_columns(tmp_path: Path) -> None:
+    old = _tsv(tmp_path / "comparison.tsv", [["method", "N", "bleu"], ["ratio", "20k", 6.0]])
+    with pytest.raises(InputError, match=r"comparison.tsv:1: no column test_set, bleu_mean"):
+        read_table(old, ["test_set", "method", "N", "bleu_mean"])
+    (tmp_path / "empty.tsv").write_text("")
+    with pytest.raises(InputError, match="empty table"):
+        read_table(tmp_path / "empty.tsv", ["x"])
