@@ -98,16 +98,24 @@ def _check_pool_sizes(pool: dict[str, np.ndarray], count: int) -> None:
 
 def mine(emb: np.ndarray, texts: Sequence[str], langs: Sequence[str], left: np.ndarray, right: np.ndarray,
          count: int, *, data_fingerprint: str, miner_sha256: str, slack: int = 8,
-         block: int = 4096) -> Negatives:
-    """Hard negatives from row embeddings ``emb`` (unit rows, one per training sentence)."""
+         block: int = 4096, progress_s: float = 30.0) -> Negatives:
+    """Hard negatives from row embeddings ``emb`` (unit rows, one per training sentence); progress is
+    logged about every ``progress_s`` seconds (an exact search over each language's pool)."""
+    import logging
+    import time
+
     from marginmine.scoring.knn import IndexSpec, build_index, search
 
+    log = logging.getLogger(__name__)
     check_settings(count, 1.0)
     pool = pools(texts, langs)
     _check_pool_sizes(pool, count)
     stats = {"skipped_gold": 0, "skipped_identical": 0}
     langs_arr = np.asarray(langs)
     out = {}
+    total, queried, last = 2 * len(left), 0, time.monotonic()
+    log.info("mining %d hard negatives per side for %d pairs (%d queries; pools: %s)", count, len(left), total,
+             ", ".join(f"{lang} {len(rows)}" for lang, rows in sorted(pool.items())))
     for name, gold_rows, query_rows in (("for_right", right, left), ("for_left", left, right)):
         result = np.full((len(gold_rows), count), -1, dtype=np.int64)
         for lang, rows in sorted(pool.items()):
@@ -116,7 +124,12 @@ def mine(emb: np.ndarray, texts: Sequence[str], langs: Sequence[str], left: np.n
                 continue
             index = build_index(np.ascontiguousarray(emb[rows], dtype=np.float32), IndexSpec(kind="auto"))
             for start in range(0, len(todo), block):
+                if time.monotonic() - last >= progress_s:
+                    log.info("mining hard negatives: %d of %d queries (%s, %s pool of %d)", queried, total, name,
+                             lang, len(rows))
+                    last = time.monotonic()
                 part = todo[start:start + block]
+                queried += len(part)
                 k = min(len(rows), count + slack)
                 while True:
                     _, ids = search(index, np.asarray(emb[query_rows[part]], dtype=np.float32), k)
