@@ -12,6 +12,10 @@ export MARGINMINE_DATA_DIR ?= $(abspath ../shared/data)
 CORES ?= 2
 DEMO_TARGET ?= demo
 SNAKEMAKE := $(BIN)/snakemake
+# a job killed mid-way (Ctrl-C, SIGKILL, a lost session) leaves Snakemake's "incomplete" mark on the
+# outputs it had; every marginmine output is complete or absent and long steps resume from their own
+# state, so the rerun of such a job is the resume, not a risk
+RESUME := --rerun-incomplete
 
 .PHONY: setup demo demo-laser seeds test test-fast dryrun lint dag clean-venv slurm-test check-data unlock-stale
 
@@ -34,15 +38,15 @@ unlock-stale:
 	@bash scripts/unlock_stale.sh .
 
 demo: $(STAMP) unlock-stale
-	$(SNAKEMAKE) $(DEMO_TARGET) --configfile config/demo.yaml --cores $(CORES) --printshellcmds
+	$(SNAKEMAKE) $(DEMO_TARGET) --configfile config/demo.yaml --cores $(CORES) --printshellcmds $(RESUME)
 
 # the published scorers (config/demo.yaml `seeds:`) beside the demo's baselines: results/demo/seeds/
 seeds: $(STAMP) unlock-stale
-	$(SNAKEMAKE) seeds --configfile config/demo.yaml --cores $(CORES) --printshellcmds
+	$(SNAKEMAKE) seeds --configfile config/demo.yaml --cores $(CORES) --printshellcmds $(RESUME)
 
 # optional: the paper's LASER-style encoder at a CPU size (+ random twin) in the demo's intrinsic table
 demo-laser: $(STAMP) unlock-stale
-	$(SNAKEMAKE) encoders --configfile config/demo.yaml config/demo-laser.yaml --cores $(CORES) --printshellcmds
+	$(SNAKEMAKE) encoders --configfile config/demo.yaml config/demo-laser.yaml --cores $(CORES) --printshellcmds $(RESUME)
 
 # the tests run on the real data: a missing data directory fails at once, before any install
 check-data:
