@@ -116,6 +116,8 @@ PATHS: dict[str, tuple[tuple[tuple[str, str], ...], tuple[Derived, ...]]] = {
                   ("dev_ref", "in"), ("output", "out")), (_bleu_sidecar,)),
     "compare": ((("inputs", "in"), ("tsv", "out"), ("md", "out"), ("runs", "out"), ("png", "out")), ()),
     "headline": ((("inputs", "in"), ("output", "out")), ()),
+    "summary": ((("intrinsic", "in"), ("bucc", "in"), ("quality", "in"), ("comparison", "in"), ("select", "in"),
+                 ("tsv", "out"), ("md", "out")), ()),
     # --work, --results, --benchmarks are where it looks for files, not inputs as a whole
     "report-figures": ((("ledger", "in"), ("select", "in"), ("tables", "in")), (_report_files,)),
 }
