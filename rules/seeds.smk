@@ -2,8 +2,8 @@
 # encoders, scorers and NMT systems go through the experiment's own rules (train_encoder,
 # eval_encoder, embed_shard, score_shard into work/<exp>/score/seeds/<encoder>/, select_top,
 # train_nmt, evaluate_nmt); the rules below are the experiment's table rules with the suite's
-# inputs, writing results/<exp>/seeds/ - never a file of the experiment's, so after `seeds` the
-# experiment's target has nothing to do. Input functions live in common.smk (SUITES["seeds"]).
+# inputs (params not named here are the original rule's), writing results/<exp>/seeds/ - never a
+# file of the experiment's, so after `seeds` the experiment's target has nothing to do. Input functions live in common.smk (SUITES["seeds"]).
 
 SEEDS_DIR = f"{RESULTS}/seeds"
 
@@ -34,10 +34,6 @@ use rule eval_mining as seeds_eval_mining with:
     params:
         encoders=scored_encoder_args("seeds"),
         scorers=scorers_json(SUITES["seeds"]["scorers"]),
-        plugins=plugin_args,
-        data=lambda w, input: os.path.dirname(input.data),
-        k=SCORING["k"],
-        langs=f"--src-lang {SRC} --tgt-lang {TGT}",
 
 
 use rule eval_filter as seeds_eval_filter with:
@@ -54,10 +50,6 @@ use rule eval_filter as seeds_eval_filter with:
         args=filter_eval_args("seeds"),
         encoders=scored_encoder_args("seeds"),
         scorers=scorers_json(SUITES["seeds"]["scorers"]),
-        plugins=plugin_args,
-        k=SCORING["k"],
-        top_n=lambda w: f"--top-n {' '.join(map(str, FILTER_EVAL['top_n']))}" if FILTER_EVAL else "",
-        langs=f"--src-lang {SRC} --tgt-lang {TGT}",
 
 
 use rule selection_composition as seeds_composition with:
@@ -73,7 +65,6 @@ use rule selection_composition as seeds_composition with:
         f"{BENCH}/seeds/composition.tsv"
     params:
         title=f"{EXP}: published scorers",
-        density=composition_density_args,
 
 
 use rule compare_methods as seeds_compare with:
@@ -93,7 +84,6 @@ use rule compare_methods as seeds_compare with:
     params:
         title=f"{EXP}: published scorers, {SRC}-{TGT}",
         headline=(PAPER_BASELINES or [DEFAULT_METHOD])[0],
-        subsets=subset_args,
 
 
 rule seeds_summary:
