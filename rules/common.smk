@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from marginmine.preprocess.shard import shard_ids
+from marginmine.scoring.plan import check_scorer_config, check_suite_encoders
 
 # `marginmine` comes from the environment snakemake runs in (make puts .venv/bin on PATH).
 if shutil.which("marginmine") is None:
@@ -263,9 +264,8 @@ EVALUATED_ENCODERS = list(ENCODER_DIRS)
 # has nothing to do)
 PAPERS = config.get("seeds") or {}
 PAPER_ENCODERS = list(PAPERS.get("encoders", []))
+check_suite_encoders(PAPER_ENCODERS, ENC["models"])
 for _name in PAPER_ENCODERS:
-    if _name not in ENC["models"]:
-        raise ValueError(f"seeds.encoders: {_name!r} is not a key of encoder.models ({', '.join(ENC['models'])})")
     ENCODER_DIRS.setdefault(_name, f"{RESULTS}/encoders/{_name}")
 _NAME_OF_DIR = {d: n for n, d in ENCODER_DIRS.items()}
 
@@ -440,36 +440,10 @@ def group_encoder(group):
 
 
 def _check_scorers():
-    """Plan-time errors naming the config key: an unknown encoder, kind or param, a method that
-    names no scorer."""
-    from marginmine.scoring import BUILTIN_METHODS, load_plugins, make_kind
-
-    load_plugins(PLUGINS)
-    for key, scorers in (("scorers", SCORERS), ("seeds.scorers", PAPER_SCORERS)):
-        for name, s in scorers.items():
-            if name in BUILTIN_METHODS:
-                raise ValueError(f"{key}.{name}: {' and '.join(BUILTIN_METHODS)} are selection methods, not scorer names")
-            if key == "seeds.scorers" and name in SCORERS:
-                raise ValueError(f"seeds.scorers.{name}: also a name in scorers: (a name gives one score column)")
-            if s["encoder"] not in ENCODER_DIRS:
-                twin = " (random-init twins exist unless quick: true or encoder.eval_random_init: false)"
-                raise ValueError(f"{key}.{name}.encoder: {s['encoder']!r} is not an encoder "
-                                 f"(known: {', '.join(ENCODER_DIRS)}){twin if s['encoder'].endswith('-random') else ''}")
-            make_kind(s["kind"], s.get("params", {}), f"{key}.{name}")
-    unknown = [m for m in METHODS if m not in SCORERS and m not in BUILTIN_METHODS]
-    if unknown:
-        raise ValueError(f"selection.methods {unknown}: not scorers (scorers: {', '.join(SCORERS)}; "
-                         f"or {', '.join(BUILTIN_METHODS)})")
-    unknown = [m for m in PAPER_METHODS if m not in PAPER_SCORERS]
-    if unknown:
-        raise ValueError(f"seeds.methods {unknown}: not seeds.scorers ({', '.join(PAPER_SCORERS) or 'none'})")
-    unknown = [m for m in PAPER_BASELINES if m not in METHODS]
-    if unknown:
-        raise ValueError(f"seeds.baselines {unknown}: not selection.methods ({', '.join(METHODS)}), whose "
-                         "systems the suite's tables put beside its own")
-    if PAPERS and not PAPER_BASELINES:
-        raise ValueError("seeds.baselines: name at least one of selection.methods (the first is the "
-                         "comparison's reference, e.g. ratio)")
+    """Plan-time errors naming the config key (marginmine.scoring.plan): an unknown encoder, kind or
+    param, a method that names no scorer, a suite scorer or baseline that does not fit."""
+    check_scorer_config(SCORERS, METHODS, list(ENCODER_DIRS), plugins=PLUGINS, suite=PAPERS,
+                        suite_scorers=PAPER_SCORERS)
 
 
 _check_scorers()

@@ -4,11 +4,13 @@ defaults the CLI and the schema share."""
 
 from __future__ import annotations
 
+import copy
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
+import jsonschema
 import numpy as np
 import pytest
 import yaml
@@ -21,8 +23,11 @@ from marginmine.scoring.filtereval import read_paracrawl_eval
 from marginmine.scoring.margin import filter_scores
 from marginmine.scoring import KINDS, Batch, kind_params, load_plugins, make_kind, parse_scorers, register
 from marginmine.scoring.files import EncoderEmbeddings, ScoreSettings, score_batch
+from marginmine.scoring.plan import check_scorer_config, check_suite_encoders
 
-SCHEMA = yaml.safe_load((REPO / "config" / "schema.yaml").read_text())["properties"]
+FULL_SCHEMA = yaml.safe_load((REPO / "config" / "schema.yaml").read_text())
+SCHEMA = FULL_SCHEMA["properties"]
+DEMO = yaml.safe_load((REPO / "config" / "demo.yaml").read_text())
 
 
 def test_the_cli_and_dataclass_defaults_are_the_schemas() -> None:
@@ -134,6 +139,25 @@ def test_the_demo_scores_selects_and_evaluates_the_random_twin_without_training_
     assert "--max-minutes" in dan and "--max-minutes" not in twin
 
 
+def check_demo(change) -> None:
+    """The demo config, changed, through the workflow's plan-time checks (marginmine.scoring.plan)
+    and its schema, without planning: the workflow passes the encoders it builds (the DAN, its twin,
+    the suite's encoders)."""
+    cfg = copy.deepcopy(DEMO)
+    change(cfg)
+    jsonschema.validate(cfg, FULL_SCHEMA)
+    default = cfg["encoder"]["default"]
+    suite = cfg.get("seeds") or {}
+
+    def fill(scorers):
+        return {n: {**s, "encoder": s.get("encoder", default)} for n, s in scorers.items()}
+
+    check_suite_encoders(suite.get("encoders", []), cfg["encoder"]["models"])
+    check_scorer_config(fill(cfg["scorers"]), cfg["selection"]["methods"],
+                        [default, f"{default}-random", *suite.get("encoders", [])], plugins=cfg.get("plugins", []),
+                        suite=suite, suite_scorers=fill(suite.get("scorers", {})))
+
+
 @pytest.mark.parametrize("change,message", [
     (lambda c: c["selection"].update(methods=["ratio", "cosine", "ratoi"]),
      "selection.methods ['ratoi']: not scorers (scorers: ratio, cosine, distance, dan-random-ratio; or random, unfiltered)"),
@@ -143,13 +167,22 @@ def test_the_demo_scores_selects_and_evaluates_the_random_twin_without_training_
      "scorers.x: score kind 'margin-of-error' is not registered"),
     (lambda c: c["scorers"].update(x={"kind": "ratio", "params": {"kk": 4}}),
      "scorers.x: kind ratio takes no param(s) ['kk']"),
-    (lambda c: c.update(quick=True),
-     "scorers.dan-random-ratio.encoder: 'dan-random' is not an encoder (known: dan, dan-de"),
+    (lambda c: c["scorers"].update(random={"kind": "ratio"}), "scorers.random: random and unfiltered are selection"),
     (lambda c: c.update(plugins=["no_such_module_xyz"]), "plugins: cannot import 'no_such_module_xyz'"),
 ])
-def test_scorer_config_errors_name_the_key_at_plan_time(tmp_path: Path, change, message: str) -> None:
-    r = plan(tmp_path, "config/demo.yaml", change)
-    assert r.returncode != 0 and message in r.stdout + r.stderr, (r.stdout + r.stderr)[-2000:]
+def test_scorer_config_errors_name_the_key(change, message: str) -> None:
+    with pytest.raises(MarginmineError) as err:
+        check_demo(change)
+    assert message in str(err.value)
+
+
+def test_the_workflow_refuses_a_bad_scorer_at_plan_time(tmp_path: Path) -> None:
+    """The checks above run when the workflow plans, with the encoders it builds: under quick: true
+    the random-init twins are not built, so a scorer over one names the key (and why)."""
+    r = plan(tmp_path, "config/demo.yaml", lambda c: c.update(quick=True))
+    out = r.stdout + r.stderr
+    assert r.returncode != 0 and "scorers.dan-random-ratio.encoder: 'dan-random' is not an encoder (known: dan, dan-de" \
+        in out and "random-init twins exist unless quick: true" in out, out[-2000:]
 
 
 def test_the_top_level_seed_reaches_every_seeded_step(tmp_path: Path) -> None:

@@ -7,12 +7,14 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import jsonschema
 import pytest
 import yaml
-from test_scorers import plan
+from test_scorers import check_demo, plan
 from test_workflow import REPO, copy_workflow, job_counts, snakemake
 
-from marginmine.errors import InputError
+from marginmine.errors import InputError, MarginmineError
+from marginmine.scoring.plan import check_scorer_config
 from marginmine.report.summary import read_table, selected_counts, summary_rows, write_summary
 
 DEMO = yaml.safe_load((REPO / "config" / "demo.yaml").read_text())
@@ -76,8 +78,11 @@ def test_seeds_plans_its_encoders_scores_selections_systems_and_tables(real_data
     assert "--comparison results/demo/seeds/comparison.tsv" in summary and "results/demo/select/eq9.20k.json" in summary
 
 
+def test_the_demo_config_passes_the_checks() -> None:
+    check_demo(lambda c: None)
+
+
 @pytest.mark.parametrize("change,message", [
-    (lambda c: c["seeds"].update(methods=["eq9", "ratoi"]), "seeds.methods ['ratoi']: not seeds.scorers"),
     (lambda c: c["seeds"].update(baselines=["cosine", "distance"]),
      "seeds.baselines ['distance']: not selection.methods (ratio, cosine, random)"),
     (lambda c: c["seeds"]["scorers"].update(cosine={"kind": "cosine"}),
@@ -87,11 +92,33 @@ def test_seeds_plans_its_encoders_scores_selections_systems_and_tables(real_data
     (lambda c: c["seeds"]["scorers"].update(x={"kind": "ratio", "encoder": "laser"}),
      "seeds.scorers.x.encoder: 'laser' is not an encoder"),
     (lambda c: c["seeds"]["scorers"].update(x={"kind": "eq11"}), "seeds.scorers.x: score kind 'eq11' is not registered"),
-    (lambda c: c["seeds"].pop("baselines"), "'baselines' is a required property"),
+    (lambda c: c["seeds"].update(methods=["eq9", "ratoi"]), "seeds.methods ['ratoi']: not seeds.scorers"),
 ])
-def test_seeds_config_errors_name_the_key_at_plan_time(tmp_path: Path, change, message: str) -> None:
-    r = plan(tmp_path, "config/demo.yaml", change, "seeds")
-    assert r.returncode != 0 and message in r.stdout + r.stderr, (r.stdout + r.stderr)[-2000:]
+def test_seeds_config_errors_name_the_key(change, message: str) -> None:
+    with pytest.raises(MarginmineError) as err:
+        check_demo(change)
+    assert message in str(err.value)
+
+
+@pytest.mark.parametrize("change,message", [
+    (lambda c: c["seeds"].pop("baselines"), "'baselines' is a required property"),
+    (lambda c: c["seeds"].update(baselines=[]), "[] should be non-empty"),
+])
+def test_the_schema_requires_the_suites_baselines(change, message: str) -> None:
+    with pytest.raises(jsonschema.ValidationError) as err:
+        check_demo(change)
+    assert err.value.message == message
+    # the package refuses it too, for a caller that does not validate against the schema
+    with pytest.raises(MarginmineError, match="seeds.baselines: name at least one of selection.methods"):
+        check_scorer_config({"ratio": {"kind": "ratio", "encoder": "dan"}}, ["ratio"], ["dan"],
+                            suite={"methods": []}, suite_scorers={})
+
+
+def test_the_workflow_refuses_a_bad_suite_at_plan_time(tmp_path: Path) -> None:
+    """The checks above run when the workflow plans (one case: they are the package's)."""
+    r = plan(tmp_path, "config/demo.yaml", lambda c: c["seeds"].update(methods=["eq9", "ratoi"]), "seeds")
+    assert r.returncode != 0 and "seeds.methods ['ratoi']: not seeds.scorers" in r.stdout + r.stderr, \
+        (r.stdout + r.stderr)[-2000:]
 
 
 def _tsv(path: Path, rows: list[list[object]]) -> Path:

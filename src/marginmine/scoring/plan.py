@@ -1,0 +1,69 @@
+"""Plan-time checks of the scorers' config (``scorers:``, ``selection.methods``, ``plugins:`` and the
+published scorers' suite ``seeds:``), called by the workflow (rules/common.smk) before any job is
+planned, so a typo fails at once with the config key that holds it.
+
+Pure Python over the config's dicts: the workflow passes what it knows (which encoders exist), the
+package knows the kinds and their params. Tested without Snakemake (tests/test_seeds.py,
+tests/test_scorers.py); one plan per table proves the workflow calls it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from marginmine.errors import MarginmineError
+from marginmine.scoring.kinds import BUILTIN_METHODS, load_plugins, make_kind
+
+Scorers = Mapping[str, Mapping[str, Any]]
+
+
+def check_scorer_config(scorers: Scorers, methods: Sequence[str], encoders: Sequence[str], *,
+                        plugins: Sequence[str] = (), suite: Mapping[str, Any] | None = None,
+                        suite_scorers: Scorers | None = None) -> None:
+    """Refuse, naming the config key: a scorer on an unknown encoder, an unregistered kind or
+    param, a method that names no scorer; in the suite (``suite`` = the ``seeds:`` section,
+    ``suite_scorers`` its scorers with their encoders filled in) a scorer name the experiment
+    already uses, a method not among its scorers, a baseline not among ``selection.methods``.
+
+    ``scorers`` carry their encoder (the default one filled in by the caller); ``encoders`` are the
+    encoder names the workflow builds (random-init twins included unless the config turns them off).
+    """
+    load_plugins(plugins)
+    suite = suite or {}
+    suite_scorers = suite_scorers or {}
+    for key, group in (("scorers", scorers), ("seeds.scorers", suite_scorers)):
+        for name, s in group.items():
+            if name in BUILTIN_METHODS:
+                raise MarginmineError(f"{key}.{name}: {' and '.join(BUILTIN_METHODS)} are selection methods, "
+                                      "not scorer names")
+            if key == "seeds.scorers" and name in scorers:
+                raise MarginmineError(f"seeds.scorers.{name}: also a name in scorers: (a name gives one score column)")
+            if s["encoder"] not in encoders:
+                twin = (" (random-init twins exist unless quick: true or encoder.eval_random_init: false)"
+                        if s["encoder"].endswith("-random") else "")
+                raise MarginmineError(f"{key}.{name}.encoder: {s['encoder']!r} is not an encoder "
+                                      f"(known: {', '.join(encoders)}){twin}")
+            make_kind(s["kind"], s.get("params", {}), f"{key}.{name}")
+    unknown = [m for m in methods if m not in scorers and m not in BUILTIN_METHODS]
+    if unknown:
+        raise MarginmineError(f"selection.methods {unknown}: not scorers (scorers: {', '.join(scorers)}; "
+                              f"or {', '.join(BUILTIN_METHODS)})")
+    unknown = [m for m in suite.get("methods", []) if m not in suite_scorers]
+    if unknown:
+        raise MarginmineError(f"seeds.methods {unknown}: not seeds.scorers ({', '.join(suite_scorers) or 'none'})")
+    baselines = list(suite.get("baselines", []))
+    unknown = [m for m in baselines if m not in methods]
+    if unknown:
+        raise MarginmineError(f"seeds.baselines {unknown}: not selection.methods ({', '.join(methods)}), whose "
+                              "systems the suite's tables put beside its own")
+    if suite and not baselines:
+        raise MarginmineError("seeds.baselines: name at least one of selection.methods (the first is the "
+                              "comparison's reference, e.g. ratio)")
+
+
+def check_suite_encoders(suite_encoders: Sequence[str], models: Mapping[str, Any]) -> None:
+    """Each of ``seeds.encoders`` names a key of ``encoder.models`` (how it is built)."""
+    for name in suite_encoders:
+        if name not in models:
+            raise MarginmineError(f"seeds.encoders: {name!r} is not a key of encoder.models ({', '.join(models)})")
