@@ -227,6 +227,7 @@ def _data_dir_readers():
         out += [("mining_eval", p) for p in e["mono_src"] + e["mono_tgt"]]
     if (config.get("filter_eval") or {}).get("paracrawl"):
         out.append(("filter_eval.paracrawl", config["filter_eval"]["paracrawl"]))
+    out += [("heads.held_out", h[s]) for h in (config.get("heads") or {}).get("held_out", []) for s in ("src", "tgt")]
     return out
 
 
@@ -427,23 +428,53 @@ PAPER_BASELINES = list(PAPERS.get("baselines", []))
 ALL_SCORERS = {**SCORERS, **PAPER_SCORERS}
 
 
+def is_fitted(name):
+    """A scorer whose kind has a head fitted on held-out pairs (the kind says so: `fitted`)."""
+    from marginmine.scoring import KINDS
+
+    return getattr(KINDS[ALL_SCORERS[name]["kind"]], "fitted", False)
+
+
 def score_group(name):
     """The score files a scorer's column is in: its encoder's (work/<exp>/score/<encoder>/), or for a
     `seeds:` scorer the suite's own (work/<exp>/score/seeds/<encoder>/), so the experiment's score
-    files never change when the suite is added."""
+    files never change when the suite is added. A fitted scorer has files of its own
+    (.../<encoder>/<name>/): refitting its head rescores nothing else."""
     s = ALL_SCORERS[name]
-    return f"seeds/{s['encoder']}" if name in PAPER_SCORERS else s["encoder"]
+    group = f"seeds/{s['encoder']}" if name in PAPER_SCORERS else s["encoder"]
+    return f"{group}/{name}" if is_fitted(name) else group
 
 
 def group_encoder(group):
-    return group.removeprefix("seeds/")
+    return GROUP_ENCODERS[group]
+
+
+def head_dir(name):
+    return f"{WORK}/heads/{name}"
+
+
+def head_inputs(names):
+    """The fitted heads' manifests of the named scorers (none for most)."""
+    return [f"{head_dir(n)}/head.json" for n in names if is_fitted(n)]
+
+
+HEADS = config.get("heads") or {}
+
+
+def held_out_files(wildcards=None):
+    return [data_path(h[side]) for h in HEADS.get("held_out", []) for side in ("src", "tgt")]
+
+
+def held_out_args(wildcards=None):
+    return " ".join(shlex.quote(f"{h['src_lang']},{h['tgt_lang']},{data_path(h['src'])},{data_path(h['tgt'])}")
+                    for h in HEADS.get("held_out", []))
 
 
 def _check_scorers():
     """Plan-time errors naming the config key (marginmine.scoring.plan): an unknown encoder, kind or
     param, a method that names no scorer, a suite scorer or baseline that does not fit."""
     check_scorer_config(SCORERS, METHODS, list(ENCODER_DIRS), plugins=PLUGINS, suite=PAPERS,
-                        suite_scorers=PAPER_SCORERS)
+                        suite_scorers=PAPER_SCORERS, held_out=HEADS.get("held_out", []))
 
 
 _check_scorers()
@@ -453,6 +484,8 @@ PAPER_SELECTED = PAPER_METHODS + [name for name in PAPER_SCORERS if name not in 
 SCORED_ENCODERS = list(dict.fromkeys(s["encoder"] for s in SCORERS.values()))
 ALL_SCORED_ENCODERS = list(dict.fromkeys(s["encoder"] for s in ALL_SCORERS.values()))
 ALL_GROUPS = list(dict.fromkeys(score_group(n) for n in ALL_SCORERS))
+GROUP_ENCODERS = {score_group(n): s["encoder"] for n, s in ALL_SCORERS.items()}
+FITTED = [n for n in ALL_SCORERS if is_fitted(n)]
 
 #: what each target's tables hold: the experiment (`demo`, `all` ...), and the published scorers'
 #: suite (`seeds`) with the experiment's baselines (their scorers, selections and systems) beside
@@ -475,9 +508,11 @@ def suite_encoders(suite):
 
 
 def scorers_json(names):
-    """{name: {kind, encoder, params...}} of the named scorers, as the CLI takes it."""
+    """{name: {kind, encoder, params...}} of the named scorers, as the CLI takes it; a fitted
+    scorer's head directory is its `head` param."""
     return json.dumps({name: {"kind": ALL_SCORERS[name]["kind"], "encoder": ALL_SCORERS[name]["encoder"],
-                              **ALL_SCORERS[name].get("params", {})} for name in names})
+                              **ALL_SCORERS[name].get("params", {}),
+                              **({"head": head_dir(name)} if is_fitted(name) else {})} for name in names})
 
 
 def group_scorers_json(group):
@@ -532,6 +567,9 @@ def mining_eval_files(wildcards=None):
 def filter_eval_inputs(suite):
     def inputs(wildcards=None):
         out = {"encoders": [encoder_json(e) for e in suite_encoders(suite)]}
+        heads = head_inputs(SUITES[suite]["scorers"])
+        if heads:
+            out["heads"] = heads
         if FILTER_EVAL and FILTER_EVAL.get("paracrawl"):
             out["paracrawl"] = data_path(FILTER_EVAL["paracrawl"])
         if LABELLED_CORPUS:

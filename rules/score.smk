@@ -10,6 +10,7 @@ rule score_shard:
         src=lambda wc: rules.embed_shard.output.src.format(encoder=group_encoder(wc.group), shard=wc.shard),
         tgt=lambda wc: rules.embed_shard.output.tgt.format(encoder=group_encoder(wc.group), shard=wc.shard),
         shard=rules.preprocess_shard.output.kept,
+        heads=lambda wc: head_inputs([n for n in ALL_SCORERS if score_group(n) == wc.group]),
     output:
         f"{WORK}/score/{{group}}/shard{{shard}}.scores.tsv.gz",
     log:
@@ -39,6 +40,45 @@ rule score_shard:
         "{input.tgt:q} --scorers {params.scorers:q} {params.plugins} -k {params.k:q} --batch-size "
         "{params.batch_size:q} --index {params.index:q} --nprobe {params.nprobe:q} --device {params.device:q} "
         "--threads {threads} --allow-empty --output {output:q} > {log:q} 2>&1"
+
+
+rule fit_scorer:
+    """The head of a fitted scorer (its kind says `fitted`, e.g. calibrated), fitted on its encoder's
+    embeddings of the held-out pairs (heads.held_out), which are checked against the protected sets,
+    the mining benchmark and the encoder's training data (removed pairs counted in data/report.json)."""
+    input:
+        encoder=lambda wc: encoder_json(ALL_SCORERS[wc.name]["encoder"]),
+        held_out=held_out_files,
+        protect=lambda wc: sorted(set(encoder_protect_files() + (mining_eval_files() if MINING_EVAL else []))),
+        data=rules.encoder_data.output.manifest,
+    output:
+        f"{WORK}/heads/{{name}}/head.json",
+    log:
+        f"{LOGS}/heads/{{name}}.log",
+    benchmark:
+        f"{BENCH}/heads/{{name}}.tsv"
+    params:
+        scorers=lambda wc: scorers_json([wc.name]),
+        plugins=plugin_args,
+        held_out=held_out_args,
+        langs=f"--src-lang {SRC} --tgt-lang {TGT}",
+        encdir=lambda wildcards, input: os.path.dirname(input.encoder),
+        outdir=lambda wildcards, output: os.path.dirname(output[0]),
+        seed=config["seed"],
+        device=ENC["device"],
+    wildcard_constraints:
+        name="|".join(map(re.escape, FITTED)) or "(?!)",
+    threads: job_threads(2)
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    conda:
+        "../envs/score.yaml"
+    shell:
+        "marginmine fit-scorer --scorers {params.scorers:q} --name {wildcards.name:q} {params.plugins} "
+        "--encoder {params.encdir:q} --held-out {params.held_out} {params.langs} "
+        "--protect {input.protect:q} --encoder-data {input.data:q} --seed {params.seed} --device "
+        "{params.device:q} --threads {threads} --output {params.outdir:q} > {log:q} 2>&1"
 
 
 rule select_top:
@@ -166,6 +206,7 @@ rule eval_mining:
     input:
         encoders=[encoder_json(e) for e in suite_encoders("main")],
         data=rules.mining_benchmark_data.output.summary,
+        heads=head_inputs(SUITES["main"]["scorers"]),
     output:
         tsv=report(f"{RESULTS}/mining/bucc.tsv", category="Mining"),
         md=f"{RESULTS}/mining/bucc.md",

@@ -24,6 +24,7 @@ use rule eval_mining as seeds_eval_mining with:
     input:
         encoders=[encoder_json(e) for e in suite_encoders("seeds")],
         data=rules.mining_benchmark_data.output.summary,
+        heads=head_inputs(SUITES["seeds"]["scorers"]),
     output:
         tsv=f"{SEEDS_DIR}/bucc.tsv",
         md=f"{SEEDS_DIR}/bucc.md",

@@ -77,6 +77,8 @@ CLASHES: dict[str, list[str]] = {
     "eval-mining": ["--encoder", "x=data", "--data", "bucc", "--src-lang", "en", "--tgt-lang", "de",
                     "--tsv", "o.md", "--md", "o.md"],
     "eval-filter": ["--paracrawl", "in.tsv", "--tsv", "o.tsv", "--md", "in.tsv"],
+    "fit-scorer": ["--scorers", '{"c": {"kind": "calibrated"}}', "--name", "c", "--encoder", "data",
+                   "--held-out", "en,de,in.txt,in2.txt", "--src-lang", "en", "--tgt-lang", "de", "--output", "."],
     "train-nmt": ["--train", "in.tsv", "--dev-src", "in.txt", "--dev-ref", "in2.txt", "--workdir", "in.txt",
                   "--src-lang", "en", "--tgt-lang", "de"],
     "evaluate": ["--workdir", "data", "--test-src", "in.txt", "--test-ref", "in2.txt", "--output", "in.txt"],

@@ -155,7 +155,8 @@ def check_demo(change) -> None:
     check_suite_encoders(suite.get("encoders", []), cfg["encoder"]["models"])
     check_scorer_config(fill(cfg["scorers"]), cfg["selection"]["methods"],
                         [default, f"{default}-random", *suite.get("encoders", [])], plugins=cfg.get("plugins", []),
-                        suite=suite, suite_scorers=fill(suite.get("scorers", {})))
+                        suite=suite, suite_scorers=fill(suite.get("scorers", {})),
+                        held_out=(cfg.get("heads") or {}).get("held_out", []))
 
 
 @pytest.mark.parametrize("change,message", [

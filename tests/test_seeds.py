@@ -52,8 +52,17 @@ def test_seeds_plans_its_encoders_scores_selections_systems_and_tables(real_data
     assert counts["train_encoder"] == 1 + len(suite["encoders"])
     new_encoders = {s["encoder"] for s in suite["scorers"].values() if "encoder" in s}
     assert counts["embed_shard"] == 4 * (1 + len(new_encoders))
-    # the demo's score files for the baselines (dan), the suite's own for dan (eq9, eq10) and each new encoder
-    assert counts["score_shard"] == 4 * (2 + len(new_encoders))
+    # the demo's score files for the baselines (dan), the suite's own for dan (eq9, eq10) and each new
+    # encoder, and the fitted hn-cal's own (refitting its head rescores nothing else)
+    assert counts["score_shard"] == 4 * (2 + len(new_encoders) + 1)
+    assert counts["fit_scorer"] == 1
+    fit = re.search(r"marginmine fit-scorer [^\n]*", r.stdout).group(0)
+    assert "--name hn-cal" in fit and "--encoder results/demo/encoders/dan-hn " in fit and "--output work/demo/heads/hn-cal" in fit
+    assert f"en,de,{real_data}/wmt-newstest-ende/newstest2019-ende.en,{real_data}/wmt-newstest-ende/newstest2019-ende.de" in fit
+    assert "newstest2017.de" in fit and "newstest2012.de" in fit and "--encoder-data work/demo/encoder/data/manifest.json" in fit
+    cal = [c for c in re.findall(r"marginmine score [^\n]*", r.stdout) if "--output work/demo/score/seeds/dan-hn/hn-cal/" in c]
+    assert len(cal) == 4 and '"hn-cal": {"kind": "calibrated", "encoder": "dan-hn", "head": "work/demo/heads/hn-cal"}' in cal[0]
+    assert "--src-embeddings work/demo/embed/dan-hn/" in cal[0] and '"hn-ratio"' not in cal[0]
     assert counts["train_nmt"] == 2 * len(suite["methods"]) + 2 + 1  # two seeds each; ratio x2, random x1
     for table in ("seeds_encoder_report", "seeds_eval_mining", "seeds_eval_filter", "seeds_composition",
                   "seeds_compare", "seeds_summary"):
@@ -93,6 +102,10 @@ def test_the_demo_config_passes_the_checks() -> None:
      "seeds.scorers.x.encoder: 'laser' is not an encoder"),
     (lambda c: c["seeds"]["scorers"].update(x={"kind": "eq11"}), "seeds.scorers.x: score kind 'eq11' is not registered"),
     (lambda c: c["seeds"].update(methods=["eq9", "ratoi"]), "seeds.methods ['ratoi']: not seeds.scorers"),
+    (lambda c: c.pop("heads"), "seeds.scorers.hn-cal: kind calibrated is fitted on held-out pairs; give them as "
+                               "heads.held_out"),
+    (lambda c: c["seeds"]["scorers"].update(x={"kind": "calibrated", "params": {"dropout": 1.5}}),
+     "seeds.scorers.x: dropout must be in [0, 1)"),
 ])
 def test_seeds_config_errors_name_the_key(change, message: str) -> None:
     with pytest.raises(MarginmineError) as err:

@@ -1,6 +1,6 @@
 """Subcommands that evaluate the scorers: ``bucc-data``, ``eval-mining`` (the BUCC-style mining
-benchmark) and ``eval-filter`` (ROC-AUC and precision on human-labelled pairs). Registered by
-:mod:`marginmine.cli.score`."""
+benchmark) and ``eval-filter`` (ROC-AUC and precision on human-labelled pairs); and ``fit-scorer``,
+which fits a fitted kind's head. Registered by :mod:`marginmine.cli.score`."""
 
 from __future__ import annotations
 
@@ -153,7 +153,22 @@ def cmd_eval_filter(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_fit_scorer(args: argparse.Namespace) -> int:
+    from marginmine.scoring import parse_scorers
+    from marginmine.scoring.heads import fit_head
+
+    torch_threads(args.threads)
+    kinds = parse_scorers(scorer_spec(args))
+    if args.name not in kinds:
+        raise MarginmineError(f"--name {args.name}: not among --scorers ({', '.join(kinds)})")
+    fit_head(args.name, kinds[args.name], args.encoder, args.held_out, args.src_lang, args.tgt_lang, args.output,
+             protect=args.protect, encoder_data=args.encoder_data, seed=args.seed, device=args.device)
+    return 0
+
+
 def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> None:
+    from marginmine.scoring.heads import HeldOut
+
     p = sub.add_parser("bucc-data", help="build the BUCC-style mining benchmark from real text")
     p.add_argument("--gold-train", nargs="+", required=True, metavar="SRC,TGT")
     p.add_argument("--gold-test", nargs="+", required=True, metavar="SRC,TGT")
@@ -196,3 +211,20 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> N
     p.add_argument("--json", default=None)
     add_knn(p, k=False)
     handlers["eval-filter"] = cmd_eval_filter
+
+    p = sub.add_parser("fit-scorer", help="fit a fitted score kind's head (e.g. calibrated) on held-out pairs")
+    add_scorers(p, default=None)
+    p.add_argument("--name", required=True, help="the scorer (of --scorers) to fit")
+    p.add_argument("--encoder", required=True, help="the encoder directory whose embeddings it scores")
+    p.add_argument("--held-out", nargs="+", required=True, type=HeldOut.parse, metavar="SL,TL,SRC,TGT",
+                   help="held-out clean pairs: languages and two aligned files; repeatable")
+    p.add_argument("--src-lang", required=True, help="the corpus' source language (pairs are oriented to it)")
+    p.add_argument("--tgt-lang", required=True)
+    p.add_argument("--protect", nargs="*", default=[], help="sets no held-out pair may share a side with")
+    p.add_argument("--encoder-data", default=None, help="the encoder's training-data manifest.json (its pairs "
+                                                         "are not held out)")
+    p.add_argument("--seed", type=int, default=SEED)
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--threads", type=int, default=None)
+    p.add_argument("--output", required=True, help="the head's directory")
+    handlers["fit-scorer"] = cmd_fit_scorer

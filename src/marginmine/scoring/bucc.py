@@ -15,7 +15,7 @@ import json
 import logging
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -147,11 +147,15 @@ class MiningResult:
 
 def evaluate_split_pair(train: tuple[np.ndarray, np.ndarray, Split], test: tuple[np.ndarray, np.ndarray, Split],
                         k: int, margins: Sequence[tuple[str, str]], encoder: str = "",
-                        retrievals: Sequence[str] = RETRIEVALS) -> list[MiningResult]:
+                        retrievals: Sequence[str] = RETRIEVALS,
+                        rescore: Mapping[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] | None = None,
+                        ) -> list[MiningResult]:
     """Every ``(scorer, margin function)`` x retrieval with one neighbourhood size ``k``: the
-    threshold with the best F1 on train, P/R/F1 at it on test."""
-    nbs = {name: (neighbourhoods(x, y, k), set(sp.gold), len(sp.gold))
-           for name, (x, y, sp) in (("train", train), ("test", test))}
+    threshold with the best F1 on train, P/R/F1 at it on test. A scorer in ``rescore`` retrieves
+    with its margin function and thresholds the found pairs by its own score of their embeddings
+    (``rescore[scorer](src_rows, tgt_rows)``, e.g. the calibrated confidence)."""
+    data = {"train": train, "test": test}
+    nbs = {name: (neighbourhoods(x, y, k), set(sp.gold), len(sp.gold)) for name, (x, y, sp) in data.items()}
     rows = []
     for scorer, margin in margins:
         for retrieval in retrievals:
@@ -160,7 +164,11 @@ def evaluate_split_pair(train: tuple[np.ndarray, np.ndarray, Split], test: tuple
                 mined = retrieve(nb, margin, retrieval)
                 correct = np.fromiter(((i, j) in gold for i, j in zip(mined.src.tolist(), mined.tgt.tolist())),
                                       bool, len(mined))
-                found[name] = (mined.score, correct, n_gold)
+                score = mined.score
+                if rescore and scorer in rescore:
+                    x, y, _ = data[name]
+                    score = rescore[scorer](np.asarray(x)[mined.src], np.asarray(y)[mined.tgt])
+                found[name] = (score, correct, n_gold)
             best = optimal_threshold(*found["train"])
             res = prf_at(*found["test"], best.threshold)
             rows.append(MiningResult(scorer, encoder, margin, retrieval, best.threshold, best.f1, res.precision,
@@ -185,8 +193,9 @@ def evaluate(encoders: dict[str, SentenceEncoder], scorers: dict[str, tuple[str,
         by_k: dict[int, list[tuple[str, str]]] = {}
         for n, kind in mine:
             by_k.setdefault(int(getattr(kind, "k", default_k)), []).append((n, kind.mines))  # type: ignore[attr-defined]
+        rescore = {n: kind.pair_scores for n, kind in mine if callable(getattr(kind, "pair_scores", None))}
         for k, margins in by_k.items():
-            rows += evaluate_split_pair(data["train"], data["test"], k, margins, enc_name)
+            rows += evaluate_split_pair(data["train"], data["test"], k, margins, enc_name, rescore=rescore)
     order = list(scorers)
     rows.sort(key=lambda r: order.index(r.scorer))  # stable: retrievals keep their order
     return rows, cannot

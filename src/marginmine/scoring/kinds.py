@@ -17,6 +17,12 @@ Kinds that are a margin function of the kNN neighbourhoods set ``mines`` to that
 user's own kinds live in any importable module named in the config's ``plugins:`` list (the CLI
 imports it before looking kinds up); nothing in the workflow changes.
 
+A *fitted* kind (``fitted: ClassVar[bool] = True``, e.g. ``calibrated``) has a head trained on an
+encoder's embeddings of held-out pairs: ``fit(u, v, seed) -> (arrays, stats)`` and
+``apply(arrays, u, v) -> scores``, and a ``head`` param naming the fitted head's directory, which
+the workflow fits once per scorer (``marginmine fit-scorer``, :mod:`marginmine.scoring.heads`) and
+fills in. Kinds with ``pair_scores(u, v)`` score pairs found by mining with their own score.
+
 A :class:`Batch` computes what several kinds share once: the pairs' cosines and, per ``k``, the
 neighbourhood means. Kinds must score each pair from its batch only (the scoring contract in
 :mod:`marginmine.scoring.files`: split files give byte-identical scores).

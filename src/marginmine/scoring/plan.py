@@ -20,11 +20,12 @@ Scorers = Mapping[str, Mapping[str, Any]]
 
 def check_scorer_config(scorers: Scorers, methods: Sequence[str], encoders: Sequence[str], *,
                         plugins: Sequence[str] = (), suite: Mapping[str, Any] | None = None,
-                        suite_scorers: Scorers | None = None) -> None:
+                        suite_scorers: Scorers | None = None, held_out: Sequence[Any] = ()) -> None:
     """Refuse, naming the config key: a scorer on an unknown encoder, an unregistered kind or
     param, a method that names no scorer; in the suite (``suite`` = the ``seeds:`` section,
     ``suite_scorers`` its scorers with their encoders filled in) a scorer name the experiment
-    already uses, a method not among its scorers, a baseline not among ``selection.methods``.
+    already uses, a method not among its scorers, a baseline not among ``selection.methods``; a
+    fitted scorer (its kind has a head) without ``heads.held_out`` pairs to fit it on.
 
     ``scorers`` carry their encoder (the default one filled in by the caller); ``encoders`` are the
     encoder names the workflow builds (random-init twins included unless the config turns them off).
@@ -44,7 +45,10 @@ def check_scorer_config(scorers: Scorers, methods: Sequence[str], encoders: Sequ
                         if s["encoder"].endswith("-random") else "")
                 raise MarginmineError(f"{key}.{name}.encoder: {s['encoder']!r} is not an encoder "
                                       f"(known: {', '.join(encoders)}){twin}")
-            make_kind(s["kind"], s.get("params", {}), f"{key}.{name}")
+            kind = make_kind(s["kind"], s.get("params", {}), f"{key}.{name}")
+            if getattr(kind, "fitted", False) and not held_out:
+                raise MarginmineError(f"{key}.{name}: kind {s['kind']} is fitted on held-out pairs; give them as "
+                                      "heads.held_out (clean parallel files no encoder trains on, e.g. newstest2019)")
     unknown = [m for m in methods if m not in scorers and m not in BUILTIN_METHODS]
     if unknown:
         raise MarginmineError(f"selection.methods {unknown}: not scorers (scorers: {', '.join(scorers)}; "

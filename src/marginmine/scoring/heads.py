@@ -1,0 +1,116 @@
+"""Fitting the head of a *fitted* score kind (a kind with ``fitted = True``, e.g. ``calibrated``)
+on an encoder's embeddings of held-out clean pairs (``marginmine fit-scorer``, the workflow's
+``fit_scorer`` rule).
+
+The held-out pairs are cleaned like encoder training data and checked for leakage: a pair with a
+side in a protected set (dev/test, intrinsic, mining benchmark) or in the encoder's own training
+data is removed and counted, never silently. Every pair is oriented to the corpus' direction
+(``src_lang`` -> ``tgt_lang``), whichever side the file pair names first. A tenth of the pairs
+(every tenth, in file order) is kept out of the fit to report the head's separation of each
+source's translation from the other targets (AUC of the fitted score vs raw cosine).
+
+Output: ``head.npz`` (the kind's arrays, no pickle), ``data/`` (the cleaned pairs and their
+``report.json``) and, last, ``head.json``: the kind, its params, the npz's SHA-256, the encoder's
+manifest digest, the pairs' counts and the fit's stats. A head whose ``head.json`` is there is
+complete; a rerun rewrites it (the output is never an input).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from marginmine.errors import MarginmineError
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class HeldOut:
+    """One held-out parallel set: two aligned files and their languages."""
+
+    src_lang: str
+    tgt_lang: str
+    src: str
+    tgt: str
+
+    @classmethod
+    def parse(cls, text: str) -> "HeldOut":
+        parts = text.split(",")
+        if len(parts) != 4 or not all(parts):
+            raise MarginmineError(f"--held-out takes SRC_LANG,TGT_LANG,SRC_FILE,TGT_FILE, got {text!r}")
+        return cls(*parts)
+
+
+def _pair_auc(u: np.ndarray, v: np.ndarray, score) -> float:  # noqa: ANN001
+    """AUC of ``score(u_rows, v_rows)`` separating each source's own target from every other target."""
+    from marginmine.scoring.filtereval import roc_auc
+
+    rows, cols = np.repeat(np.arange(len(u)), len(v)), np.tile(np.arange(len(v)), len(u))
+    values = np.asarray(score(np.asarray(u)[rows], np.asarray(v)[cols]), np.float64)
+    return roc_auc(values, rows == cols)
+
+
+def fit_head(name: str, kind: Any, encoder_dir: str | Path, held_out: Sequence[HeldOut], src_lang: str,
+             tgt_lang: str, out_dir: str | Path, *, protect: Sequence[str | Path] = (),
+             encoder_data: str | Path | None = None, seed: int, device: str = "cpu") -> dict[str, Any]:
+    """Fit ``kind`` (a fitted kind instance) for scorer ``name``; return the manifest written."""
+    from marginmine.encoders.base import MANIFEST, load_encoder, read_training_data
+    from marginmine.encoders.data import TrainingSource, prepare
+    from marginmine.io.safe import sha256_file, write_bytes, write_text
+    from marginmine.io.text import read_lines
+
+    if not getattr(kind, "fitted", False):
+        raise MarginmineError(f"scorer {name}: kind {type(kind).kind_name} has nothing to fit")
+    out = Path(out_dir)
+    sources = []
+    for i, h in enumerate(held_out):
+        if {h.src_lang, h.tgt_lang} != {src_lang, tgt_lang}:
+            raise MarginmineError(f"--held-out {h.src},{h.tgt}: {h.src_lang}-{h.tgt_lang} is not the corpus' "
+                                  f"{src_lang}-{tgt_lang}")
+        files = (h.src, h.tgt) if h.src_lang == src_lang else (h.tgt, h.src)
+        sources.append(TrainingSource(f"held-out{i}", src_lang, tgt_lang, files))
+    banned = [Path(p) for p in protect]
+    if encoder_data:  # the encoder's own training pairs are not held out
+        banned += [p for d in read_training_data(encoder_data) for p in (d.src, d.tgt)]
+    report = prepare(sources, out / "data", banned)
+    src = [t for i in range(len(sources)) for t in read_lines(out / "data" / f"held-out{i}.{src_lang}")]
+    tgt = [t for i in range(len(sources)) for t in read_lines(out / "data" / f"held-out{i}.{tgt_lang}")]
+    if not src:
+        raise MarginmineError(f"scorer {name}: no held-out pair is left after the leakage check "
+                              f"({out / 'data' / 'report.json'})")
+    encoder = load_encoder(encoder_dir, device)
+    u, v = encoder.encode(src, src_lang), encoder.encode(tgt, tgt_lang)
+    dev = np.arange(len(src)) % 10 == 9
+    log.info("%s: fitting %s on %d held-out pairs (%d kept out to check the fit)", name, type(kind).kind_name,
+             int((~dev).sum()), int(dev.sum()))
+    arrays, stats = kind.fit(u[~dev], v[~dev], seed)
+    check = {"auc_fitted": _pair_auc(u[dev], v[dev], lambda a, b: kind.apply(arrays, a, b)),
+             "auc_cosine": _pair_auc(u[dev], v[dev], lambda a, b: np.einsum("ij,ij->i", a, b))}
+    log.info("%s: held-out check, own target vs the others: AUC %.4f (cosine %.4f)", name,
+             check["auc_fitted"], check["auc_cosine"])
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)
+    out.mkdir(parents=True, exist_ok=True)
+    write_bytes(out / "head.npz", buf.getvalue())
+    manifest = {  # written last: its presence means the head is complete
+        "scorer": name, "kind": type(kind).kind_name, "params": _params(kind), "file": "head.npz",
+        "sha256": sha256_file(out / "head.npz"), "seed": seed,
+        "encoder": {"dir": str(encoder_dir), "manifest_sha256": sha256_file(Path(encoder_dir) / MANIFEST)},
+        "held_out": {"pairs": len(src), "fit": int((~dev).sum()), "check": int(dev.sum()), "report": report},
+        "fit": stats, "check": check,
+    }
+    write_text(out / "head.json", json.dumps(manifest, indent=1) + "\n")
+    return manifest
+
+
+def _params(kind: Any) -> dict[str, Any]:
+    import dataclasses
+
+    return {f.name: getattr(kind, f.name) for f in dataclasses.fields(kind) if f.init and f.name != "head"}
