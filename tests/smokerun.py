@@ -18,7 +18,7 @@ import yaml
 from marginmine.defaults import K as DEFAULT_K
 from test_workflow import REPO, SNAKEMAKE, copy_workflow, snakemake
 
-TARGETS = ("all", "preprocess", "encoders", "scoring", "report_figures", "results/test/comparison.tsv")
+TARGETS = ("all", "preprocess", "encoders", "scoring", "report_figures", "results/test/comparison.tsv", "seeds")
 SHARDS = ("0000", "0001")
 SCORING = yaml.safe_load((REPO / "config" / "test.yaml").read_text())["scoring"]
 K = SCORING.get("k", DEFAULT_K)  # config/test.yaml keeps the schema's default
@@ -109,7 +109,7 @@ DOWNSTREAM_OF_THE_ENCODER = ("results/test/encoder", "work/test/encoders", "resu
 #: the killed run trains one NMT system (the ratio selection's) to keep the suite within its time;
 #: everything it writes is compared with the uninterrupted two-system run
 ONE_SYSTEM = "one_system.yaml"
-ONE_SYSTEM_YAML = "selection: {sizes: [2k], methods: [ratio]}\nnmt: {seeds: [1]}\n"
+ONE_SYSTEM_YAML = "selection: {sizes: [2k], methods: [ratio]}\nseeds: {baselines: [ratio]}\nnmt: {seeds: [1]}\n"
 #: ... and builds only what the long, killable steps (encoder training, embedding, NMT training)
 #: feed (the evaluations and tables are deterministic functions of those outputs; rebuilding them
 #: would test no crash safety and cost the suite's time)

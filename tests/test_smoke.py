@@ -174,6 +174,36 @@ def test_nmt_decodes_every_line_and_the_comparison_has_every_method(smoke: Path,
     assert overlap["overlapping_pairs"] == 0 and any(f.endswith("heldout.test.en") for f in overlap["protected_files"]), overlap
 
 
+def _table(path: Path) -> list[dict[str, str]]:
+    head, *rows = [line.rstrip("\n").split("\t") for line in path.read_text(encoding="utf-8").splitlines()]
+    return [dict(zip(head, r)) for r in rows]
+
+
+def test_the_published_scorers_suite_reaches_bleu_and_its_tables(smoke: Path) -> None:
+    """`seeds` (config/test.yaml): Eq. 9 / 10 and the calibrated confidence over the smoke DAN in score
+    files of their own, the head fitted on held-out news with its leaks removed and counted, eq10
+    trained to BLEU, and the suite's tables with the experiment's baselines beside them."""
+    suite = smoke / "results/test/seeds"
+    head = json.loads((smoke / "work/test/heads/cal/head.json").read_text())
+    assert head["held_out"]["report"]["protected_sentences"] > 0 and head["held_out"]["pairs"] > 3900
+    assert head["check"]["auc_fitted"] > 0.9  # each source's own translation against the other targets
+    cols = read_tsv(smoke / "work/test/score/seeds/dan/shard0000.scores.tsv.gz")[0]
+    assert "eq9" in cols and "eq10" in cols and "ratio" not in cols  # the experiment's files are not touched
+    assert "cal" in read_tsv(smoke / "work/test/score/seeds/dan/cal/shard0000.scores.tsv.gz")[0]
+    bleu = json.loads((smoke / "results/test/nmt/eq10.2k/seed1/bleu.json").read_text())
+    assert bleu["test"]["lines"] == 300
+    quality = {r["scorer"]: float(r["auc"]) for r in _table(suite / "quality.tsv") if r["data"].startswith("paracrawl")}
+    for name in ("ratio", "eq9", "eq10", "cal"):  # each separates ParaCrawl's good pairs from its bad
+        assert quality[name] > AUC_FLOOR, quality
+    mined = {(r["scorer"], r["retrieval"]) for r in _table(suite / "bucc.tsv")}
+    assert {("eq9", "max"), ("eq10", "max"), ("cal", "max"), ("ratio", "max")} <= mined, mined
+    compared = {r["method"]: r for r in _table(suite / "comparison.tsv") if r["test_set"] == "test"}
+    assert compared["eq10"]["versus"] == "ratio" and 0 < float(compared["eq10"]["p_value"]) <= 1, compared
+    summary = {r["system"]: r for r in _table(suite / "summary.tsv")}
+    assert {"ratio", "random", "eq9", "eq10", "cal"} <= set(summary), summary
+    assert summary["eq10"]["test_bleu"] and summary["cal"]["paracrawl_auc"], summary
+
+
 def test_a_second_run_has_nothing_to_do(smoke: Path, real_data: Path) -> None:
     r = snakemake("-n", *smoke_command(real_data), cwd=smoke)
     assert r.returncode == 0 and "Nothing to be done" in r.stdout + r.stderr, (r.stdout + r.stderr)[-3000:]
@@ -210,6 +240,7 @@ def test_smoke_run_killed_three_times_ends_byte_identical(smoke: Path, real_data
 TOY_OVERLAY = """plugins: [toy_scores]
 scorers: {lenratio: {kind: length-ratio}}
 selection: {sizes: [2k], methods: [lenratio]}
+seeds: {baselines: [lenratio]}
 nmt: {seeds: [1], params: {max_epoch: 1}}
 """
 
