@@ -498,6 +498,20 @@ SUITES = {
 }
 
 
+def seeds_margin_args():
+    """--margins of the suite's intrinsic evaluation: cosine, ratio, and each margin function a suite
+    scorer's kind mines with (Eq. 9 / 10), as the kinds declare (`mines`)."""
+    from marginmine.scoring import KINDS
+    from marginmine.scoring.margin import MARGINS
+
+    margins = ["absolute", "ratio"]
+    for name in SUITES["seeds"]["scorers"]:
+        m = getattr(KINDS[ALL_SCORERS[name]["kind"]], "mines", None)
+        if m in MARGINS and m not in margins:
+            margins.append(m)
+    return f"--margins {','.join(margins)}"
+
+
 def suite_groups(suite):
     return list(dict.fromkeys(score_group(n) for n in SUITES[suite]["scorers"]))
 

@@ -92,7 +92,8 @@ rule train_encoder:
 
 
 rule eval_encoder:
-    """Tatoeba retrieval and newstest alignment error rates, cosine and ratio margin."""
+    """Tatoeba retrieval and newstest alignment error rates, cosine and ratio margin (and, for the
+    seeds suite, its scorers' margin functions)."""
     input:
         encoder=lambda wc: f"{ENCODER_DIRS[wc.name]}/encoder.json",
         gold=intrinsic_files,
@@ -104,6 +105,7 @@ rule eval_encoder:
         f"{BENCH}/eval_encoder/{{name}}.tsv"
     params:
         sets=intrinsic_set_args,
+        margins="",  # the CLI's default: cosine and ratio (the seeds suite adds its kinds' margins)
         encdir=lambda wildcards, input: os.path.dirname(input.encoder),
         device=ENC["device"],
     wildcard_constraints:
@@ -116,7 +118,7 @@ rule eval_encoder:
         "../envs/encoder.yaml"
     shell:
         "marginmine eval-encoder --encoder {params.encdir:q} --name {wildcards.name:q} {params.sets} "
-        "--device {params.device:q} --threads {threads} --output {output:q} > {log:q} 2>&1"
+        "{params.margins} --device {params.device:q} --threads {threads} --output {output:q} > {log:q} 2>&1"
 
 
 rule encoder_report:

@@ -8,9 +8,20 @@
 SEEDS_DIR = f"{RESULTS}/seeds"
 
 
+use rule eval_encoder as seeds_eval_encoder with:
+    output:
+        f"{SEEDS_DIR}/eval/{{name}}.json",
+    log:
+        f"{LOGS}/seeds/eval_encoder/{{name}}.log",
+    benchmark:
+        f"{BENCH}/seeds/eval_encoder/{{name}}.tsv"
+    params:
+        margins=seeds_margin_args(),
+
+
 use rule encoder_report as seeds_encoder_report with:
     input:
-        expand(rules.eval_encoder.output, name=SUITES["seeds"]["encoders"]),
+        expand(rules.seeds_eval_encoder.output, name=SUITES["seeds"]["encoders"]),
     output:
         tsv=f"{SEEDS_DIR}/intrinsic.tsv",
         md=f"{SEEDS_DIR}/intrinsic.md",

@@ -257,6 +257,28 @@ def test_eq9_and_eq10_in_the_intrinsic_retrieval_evaluation() -> None:
     assert errors["eq10"] == errors["absolute"], errors
 
 
+def test_the_intrinsic_report_shows_every_margin_evaluated(tmp_path: Path) -> None:
+    """The seeds suite evaluates cosine, ratio, eq9 and eq10; the experiment cosine and ratio - one
+    Markdown cell per set with every margin an encoder was evaluated under, n/a where it was not."""
+    import json
+
+    from marginmine.encoders.intrinsic import write_report
+
+    def result(name: str, margins: list[str]) -> Path:
+        rows = [{"set": "tatoeba", "margin": m, "pairs": 10, "err_src2tgt": e, "err_tgt2src": e, "err_avg": e}
+                for e, m in enumerate(margins, 1)]
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps({"encoder": name, "rows": rows}))
+        return path
+
+    write_report([result("dan", ["cosine", "ratio", "eq9", "eq10"]), result("old", ["cosine", "ratio"])],
+                 tmp_path / "i.tsv", tmp_path / "i.md")
+    md = (tmp_path / "i.md").read_text()
+    assert "| encoder | tatoeba err % (cosine / ratio / eq9 / eq10) |" in md
+    assert "| dan | 1.0 / 2.0 / 3.0 / 4.0 |" in md and "| old | 1.0 / 2.0 / n/a / n/a |" in md
+    assert len((tmp_path / "i.tsv").read_text().splitlines()) == 1 + 6
+
+
 def test_without_a_cosine_scorer_composition_still_writes_its_density_table(tmp_path: Path) -> None:
     def ratio_only(c: dict) -> None:
         c["scorers"] = {"ratio": {"kind": "ratio"}}

@@ -64,6 +64,10 @@ def test_seeds_plans_its_encoders_scores_selections_systems_and_tables(real_data
     assert len(cal) == 4 and '"hn-cal": {"kind": "calibrated", "encoder": "dan-hn", "head": "work/demo/heads/hn-cal"}' in cal[0]
     assert "--src-embeddings work/demo/embed/dan-hn/" in cal[0] and '"hn-ratio"' not in cal[0]
     assert counts["train_nmt"] == 2 * len(suite["methods"]) + 2 + 1  # two seeds each; ratio x2, random x1
+    # the suite's intrinsic evaluation: every encoder of its table under cosine, ratio and Eq. 9 / 10
+    assert counts["seeds_eval_encoder"] == 1 + len(suite["encoders"])
+    evals = [c for c in re.findall(r"marginmine eval-encoder [^\n]*", r.stdout) if "results/demo/seeds/eval/" in c]
+    assert len(evals) == 1 + len(suite["encoders"]) and all("--margins absolute,ratio,eq9,eq10 " in c for c in evals)
     for table in ("seeds_encoder_report", "seeds_eval_mining", "seeds_eval_filter", "seeds_composition",
                   "seeds_compare", "seeds_summary"):
         assert counts[table] == 1, table
@@ -142,7 +146,7 @@ def _tsv(path: Path, rows: list[list[object]]) -> Path:
 def test_summary_joins_the_tables_and_leaves_what_they_lack_empty(tmp_path: Path) -> None:
     intrinsic = _tsv(tmp_path / "i.tsv", [["encoder", "set", "margin", "pairs", "err_avg"],
                                           ["dan", "tatoeba", "cosine", 1000, 5.5], ["dan", "tatoeba", "ratio", 1000, 4.4],
-                                          ["hn", "tatoeba", "ratio", 1000, 3.9]])
+                                          ["hn", "tatoeba", "ratio", 1000, 3.9], ["dan", "tatoeba", "eq10", 1000, 4.1]])
     bucc = _tsv(tmp_path / "b.tsv", [["scorer", "retrieval", "f1"], ["ratio", "fwd", 0.5], ["ratio", "max", 0.6],
                                      ["cosine", "fwd", 0.4]])
     quality = _tsv(tmp_path / "q.tsv", [["data", "scorer", "auc"], ["paracrawl-human-eval-en-de", "ratio", 0.621],
@@ -154,12 +158,15 @@ def test_summary_joins_the_tables_and_leaves_what_they_lack_empty(tmp_path: Path
     sel = tmp_path / "ratio.20k.json"
     sel.write_text('{"method": "ratio", "selected": 20000}')
     scorers = {"ratio": {"kind": "ratio", "encoder": "dan"}, "cosine": {"kind": "cosine", "encoder": "dan"},
-               "hn-ratio": {"kind": "ratio", "encoder": "hn"}}
+               "hn-ratio": {"kind": "ratio", "encoder": "hn"}, "eq10": {"kind": "eq10", "encoder": "dan"},
+               "cal": {"kind": "calibrated", "encoder": "dan"}, "toy": {"kind": "not-registered", "encoder": "dan"}}
     fields, rows = summary_rows(
         scorers, ["ratio", "random"], ["20k"], read_table(intrinsic, ["encoder"]), read_table(bucc, ["f1"]),
         read_table(quality, ["auc"]), read_table(comparison, ["bleu_mean"]), selected_counts([sel]))
     by = {r["system"]: r for r in rows}
-    assert list(by) == ["ratio", "cosine", "hn-ratio", "random"]
+    assert list(by) == ["ratio", "cosine", "hn-ratio", "eq10", "cal", "toy", "random"]
+    # each kind under the margin it mines with (calibrated: retrieval by cosine); none for a kind unknown here
+    assert by["eq10"]["err_tatoeba"] == 4.1 and by["cal"]["err_tatoeba"] == 5.5 and by["toy"]["err_tatoeba"] is None
     assert by["ratio"]["paracrawl_auc"] == 0.621 and by["ratio"]["demo_auc"] == 0.758
     assert by["ratio"]["bucc_f1"] == pytest.approx(60.0) and by["ratio"]["bucc_retrieval"] == "max"
     assert by["ratio"]["err_tatoeba"] == 4.4 and by["cosine"]["err_tatoeba"] == 5.5 and by["hn-ratio"]["err_tatoeba"] == 3.9

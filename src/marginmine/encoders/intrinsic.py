@@ -81,13 +81,14 @@ def write_report(inputs: Sequence[Path], tsv: Path, md: Path) -> None:
                 fh.write(f"{res['encoder']}\t{r['set']}\t{r['margin']}\t{r['pairs']}\t{r['err_src2tgt']:.2f}\t"
                          f"{r['err_tgt2src']:.2f}\t{r['err_avg']:.2f}\t{minutes}\n")
     sets = list(dict.fromkeys(r["set"] for res in results for r in res["rows"]))
-    head = "| encoder | " + " | ".join(f"{s} err % (cosine / ratio)" for s in sets) + " |"
+    margins = list(dict.fromkeys(r["margin"] for res in results for r in res["rows"]))
+    head = "| encoder | " + " | ".join(f"{s} err % ({' / '.join(margins)})" for s in sets) + " |"
     lines = [head, "|---" * (len(sets) + 1) + "|"]
     for res in results:
         cells = []
         for s in sets:
             by = {r["margin"]: r["err_avg"] for r in res["rows"] if r["set"] == s}
-            cells.append(f"{by.get('cosine', float('nan')):.1f} / {by.get('ratio', float('nan')):.1f}")
+            cells.append(" / ".join(f"{by[m]:.1f}" if m in by else "n/a" for m in margins))
         lines.append(f"| {res['encoder']} | " + " | ".join(cells) + " |")
     write_text(md, "# Encoder intrinsic evaluation\n\nError rates averaged over both directions (lower is "
                   f"better); ratio margin with k = {K}.\n\n" + "\n".join(lines) + "\n")

@@ -18,8 +18,6 @@ from marginmine.errors import InputError
 from marginmine.io.safe import write_text
 from marginmine.io.text import open_text_out
 
-#: the intrinsic margin a score kind is judged by (kinds without their own read the ratio margin)
-INTRINSIC_MARGIN = {"cosine": "cosine", "absolute": "cosine", "distance": "distance"}
 PARACRAWL_PREFIX = "paracrawl"
 DEMO_DATA = "demo corpus (preprocessed)"
 
@@ -39,6 +37,15 @@ def read_table(path: str | Path, required: Sequence[str]) -> list[dict[str, str]
 
 def _num(text: str | None) -> float | None:
     return float(text) if text not in (None, "") else None
+
+
+def intrinsic_margin(kind: str) -> str | None:
+    """The intrinsic table's margin a score kind is judged by: the margin function it mines with
+    (``absolute`` is the table's ``cosine``); none for a kind that cannot mine or is not registered."""
+    from marginmine.scoring import KINDS
+
+    mines = getattr(KINDS.get(kind), "mines", None)
+    return "cosine" if mines == "absolute" else mines
 
 
 def summary_rows(scorers: Mapping[str, Mapping[str, object]], methods: Sequence[str], sizes: Sequence[str],
@@ -63,7 +70,7 @@ def summary_rows(scorers: Mapping[str, Mapping[str, object]], methods: Sequence[
     for name in names:
         s = scorers.get(name, {})
         enc, kind = s.get("encoder"), s.get("kind")
-        margin = INTRINSIC_MARGIN.get(str(kind), "ratio")
+        margin = intrinsic_margin(str(kind))
         for n in sizes:
             b = bleu.get((name, n), {})
             row: dict[str, object] = {
