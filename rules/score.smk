@@ -77,7 +77,7 @@ rule fit_scorer:
     shell:
         "marginmine fit-scorer --scorers {params.scorers:q} --name {wildcards.name:q} {params.plugins} "
         "--encoder {params.encdir:q} --held-out {params.held_out} {params.langs} "
-        "--protect {input.protect:q} --encoder-data {input.data:q} --seed {params.seed} --device "
+        "--protect {input.protect:q} --encoder-data {input.data:q} --seed {params.seed:q} --device "
         "{params.device:q} --threads {threads} --output {params.outdir:q} > {log:q} 2>&1"
 
 

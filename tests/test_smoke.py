@@ -8,9 +8,11 @@ figures, on the real data; then checked for what would break if the science brok
 * the ratio margin ranks the human-labelled ParaCrawl pairs above chance, and its selection lets
   through less noise than the random one (the corpus' sidecar labels);
 * a second run has nothing to do;
-* killed three times by process group (encoder training, embedding, NMT training) and rerun as
-  ``make demo`` does, it ends with the same bytes (the last test; tests/test_kill.py kills single
-  commands). One module, so that ``pytest -n 2 --dist loadfile`` keeps it on one worker.
+* the published scorers' suite (target `seeds`) reaches its tables, and a user's own score kind
+  plugs in through the config alone.
+
+The run is shared by the pytest workers (tests/conftest.py): tests/test_smoke_kill.py runs a killed
+copy from scratch on the other worker meanwhile and compares it with this run at its end.
 """
 
 from __future__ import annotations
@@ -25,8 +27,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from smokerun import (DOWNSTREAM_OF_THE_ENCODER, K, KILLED_TARGETS, ONE_SYSTEM, SCORING, SHARDS, SYSTEMS, final_outputs, nmt_checkpoint_exists,
-                      run_until, running_for, smoke_command)
+from smokerun import K, SCORING, SHARDS, SYSTEMS, smoke_command
 from marginmine.nmt.significance import SEED_TABLE_HEADER
 from test_workflow import snakemake
 
@@ -192,9 +193,14 @@ def test_the_published_scorers_suite_reaches_bleu_and_its_tables(smoke: Path) ->
     assert "cal" in read_tsv(smoke / "work/test/score/seeds/dan/cal/shard0000.scores.tsv.gz")[0]
     bleu = json.loads((smoke / "results/test/nmt/eq10.2k/seed1/bleu.json").read_text())
     assert bleu["test"]["lines"] == 300
-    quality = {r["scorer"]: float(r["auc"]) for r in _table(suite / "quality.tsv") if r["data"].startswith("paracrawl")}
-    for name in ("ratio", "eq9", "eq10", "cal"):  # each separates ParaCrawl's good pairs from its bad
-        assert quality[name] > AUC_FLOOR, quality
+    # each separates good pairs from bad: on the demo corpus' own labels (91k pairs; measured 0.742 -
+    # 0.754, AMD EPYC) and above chance on ParaCrawl's 2,000 human labels (0.550 - 0.556 for the three;
+    # 0.53 is two standard errors above 0.5 there)
+    quality = _table(suite / "quality.tsv")
+    paracrawl = {r["scorer"]: float(r["auc"]) for r in quality if r["data"].startswith("paracrawl")}
+    demo = {r["scorer"]: float(r["auc"]) for r in quality if r["data"].startswith("demo corpus")}
+    for name in ("ratio", "eq9", "eq10", "cal"):
+        assert demo[name] > 0.7 and paracrawl[name] > 0.53, (demo, paracrawl)
     mined = {(r["scorer"], r["retrieval"]) for r in _table(suite / "bucc.tsv")}
     assert {("eq9", "max"), ("eq10", "max"), ("cal", "max"), ("ratio", "max")} <= mined, mined
     compared = {r["method"]: r for r in _table(suite / "comparison.tsv") if r["test_set"] == "test"}
@@ -207,34 +213,6 @@ def test_the_published_scorers_suite_reaches_bleu_and_its_tables(smoke: Path) ->
 def test_a_second_run_has_nothing_to_do(smoke: Path, real_data: Path) -> None:
     r = snakemake("-n", *smoke_command(real_data), cwd=smoke)
     assert r.returncode == 0 and "Nothing to be done" in r.stdout + r.stderr, (r.stdout + r.stderr)[-3000:]
-
-
-@pytest.mark.slow
-@pytest.mark.workflow
-def test_smoke_run_killed_three_times_ends_byte_identical(smoke: Path, real_data: Path, tmp_path: Path) -> None:
-    # the uninterrupted run up to preprocessing (corpus, shards, dev/test slices, encoder data), then
-    # everything from encoder training on runs again (its outputs gone), killed three times
-    d = tmp_path / "killed"
-    shutil.copytree(smoke, d, symlinks=True)
-    for gone in DOWNSTREAM_OF_THE_ENCODER:
-        for p in d.glob(gone):
-            shutil.rmtree(p) if p.is_dir() else p.unlink()
-    assert not (d / "results/test/encoder").exists() and (d / "work/test/preprocess/kept/shard0000.tsv.gz").exists()
-    log = tmp_path / "snakemake.log"
-    moments = [("encoder training", running_for("train-encoder", 10)),
-               ("embedding", running_for("embed", 0.5)),
-               ("NMT training", nmt_checkpoint_exists(d))]
-    for what, moment in moments:
-        assert run_until(d, real_data, log, moment) == "killed", what
-        assert (d / ".snakemake/locks").is_dir() and any((d / ".snakemake/locks").iterdir()), \
-            f"killed during {what}, Snakemake left no lock: this test would not show that it is cleared"
-    assert run_until(d, real_data, log, None) == "finished"
-    ref, got = final_outputs(smoke, (("ratio", 1),)), final_outputs(d, (("ratio", 1),))
-    assert set(got) == set(ref) and len(ref) == 23, sorted(ref)
-    different = sorted(k for k in ref if ref[k] != got[k])
-    assert not different, different
-    r = snakemake("-n", *smoke_command(real_data, overlay=ONE_SYSTEM, targets=KILLED_TARGETS), cwd=d)
-    assert "Nothing to be done" in r.stdout + r.stderr, (r.stdout + r.stderr)[-3000:]
 
 
 TOY_OVERLAY = """plugins: [toy_scores]
