@@ -17,7 +17,7 @@ SNAKEMAKE := $(BIN)/snakemake
 # state, so the rerun of such a job is the resume, not a risk
 RESUME := --rerun-incomplete
 
-.PHONY: setup demo demo-laser seeds test test-fast dryrun lint dag clean-venv slurm-test check-data unlock-stale
+.PHONY: setup demo demo-laser seeds test test-seeds test-fast dryrun lint dag clean-venv slurm-test check-data unlock-stale
 
 setup: $(STAMP)
 
@@ -59,6 +59,11 @@ check-data:
 test: check-data $(STAMP)
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder --durations=15; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test: no tests were collected" >&2; exit 1; fi; exit $$rc
+
+# the published scorers' suite (`seeds`) on a smoke run of its own (~12 min; not in `make test`,
+# whose 15 minutes it does not fit: tests/test_smoke_seeds.py)
+test-seeds: check-data $(STAMP)
+	$(BIN)/python -m pytest -q -m suite tests/test_smoke_seeds.py
 
 dryrun: $(STAMP) unlock-stale
 	$(SNAKEMAKE) -n results/bleu_10M.txt

@@ -18,7 +18,7 @@ import yaml
 from marginmine.defaults import K as DEFAULT_K
 from test_workflow import REPO, SNAKEMAKE, copy_workflow, snakemake
 
-TARGETS = ("all", "preprocess", "encoders", "scoring", "report_figures", "results/test/comparison.tsv", "seeds")
+TARGETS = ("all", "preprocess", "encoders", "scoring", "report_figures", "results/test/comparison.tsv")
 SHARDS = ("0000", "0001")
 SCORING = yaml.safe_load((REPO / "config" / "test.yaml").read_text())["scoring"]
 K = SCORING.get("k", DEFAULT_K)  # config/test.yaml keeps the schema's default
@@ -39,45 +39,9 @@ def run_smoke(d: Path, real_data: Path, timeout: float = 1500) -> subprocess.Com
 
 def smoke_run(d: Path, real_data: Path) -> Path:
     """The workflow copied into ``d`` and the smoke experiment run there to the end."""
-    d.mkdir(parents=True, exist_ok=True)
     copy_workflow(d)
     r = run_smoke(d, real_data)
     assert r.returncode == 0, (r.stdout + r.stderr)[-4000:]
-    return d
-
-
-def shared_smoke(tmp_path_factory, real_data: Path) -> Path:  # noqa: ANN001 (pytest.TempPathFactory)
-    """The smoke run, once per session across the pytest workers (their base directories share a
-    parent): tests/test_smoke.py checks it on one worker while tests/test_smoke_kill.py runs its killed
-    copy on the other and, at its end, waits for it to compare. ``MARGINMINE_SMOKE_DIR`` names a
-    finished run to use instead (development)."""
-    done = os.environ.get("MARGINMINE_SMOKE_DIR")
-    if done:
-        return Path(done)
-    base = tmp_path_factory.getbasetemp()
-    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
-    return shared_smoke_run(root / "shared", real_data)
-
-
-def shared_smoke_run(root: Path, real_data: Path) -> Path:
-    """The smoke experiment in ``root/smoke``, run once for all pytest workers of a session (``root``
-    is their common base directory): the first worker to ask runs it holding a lock, the others wait
-    for it and use the same directory. A failed run is remembered, so no worker repeats it."""
-    import fcntl
-
-    d, done, failed = root / "smoke", root / "smoke.done", root / "smoke.failed"
-    root.mkdir(parents=True, exist_ok=True)
-    with open(root / "smoke.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
-        if failed.exists():
-            raise AssertionError(f"the shared smoke run failed in another worker: {failed.read_text()[-4000:]}")
-        if not done.exists():
-            try:
-                smoke_run(d, real_data)
-            except BaseException as exc:
-                failed.write_text(str(exc))
-                raise
-            done.write_text("")
     return d
 
 
@@ -89,10 +53,9 @@ def sha256(path: Path) -> str:
 SYSTEMS = (("ratio", 1), ("ratio", 2), ("random", 1))
 
 
-def final_outputs(d: Path, systems: tuple[tuple[str, int], ...] = SYSTEMS, tables: bool = True) -> dict[str, str]:
+def final_outputs(d: Path, systems: tuple[tuple[str, int], ...] = SYSTEMS) -> dict[str, str]:
     """SHA-256 of every output a rerun must reproduce byte for byte (BLEU by its numbers), for the
-    NMT ``systems`` (method, seed) run (the method-set tables only when both smoke methods ran;
-    the comparison's runs table with ``tables``)."""
+    NMT ``systems`` (method, seed) run (the method-set tables only when both smoke methods ran)."""
     out = {}
     methods = sorted({m for m, _ in systems})
     patterns = ["work/test/score/*/*.scores.tsv.gz", "work/test/embed/*/*.npy", "results/test/preprocess/ledger.json",
@@ -111,8 +74,6 @@ def final_outputs(d: Path, systems: tuple[tuple[str, int], ...] = SYSTEMS, table
         b = json.loads(p.read_text())
         sets = {"test": b["test"], "dev": b["dev"], **b["extra"]}
         out[str(p.relative_to(d))] = json.dumps({k: {x: v[x] for x in numbers} for k, v in sets.items()})
-    if not tables:
-        return out
     rows = [r.split("\t") for r in (d / "results/test/comparison_runs.tsv").read_text().splitlines()]
     keep = [i for i, h in enumerate(rows[0]) if h != "train_s"]  # wall time differs between runs
     out["comparison_runs (all but train_s)"] = "\n".join(
@@ -137,6 +98,13 @@ def group_commands(pgid: int) -> list[str]:
             continue
     return out
 
+
+#: what encoder training and every later step write (Snakemake reruns a producer only when some
+#: target needs its output, so all of it goes)
+DOWNSTREAM_OF_THE_ENCODER = ("results/test/encoder", "work/test/encoders", "results/test/encoders", "work/test/embed",
+                             "work/test/score", "work/test/select", "results/test/select", "results/test/mining",
+                             "results/test/filtering", "work/test/nmt", "results/test/nmt", "results/test/report",
+                             "results/test/comparison.*", "results/test/bleu_2k.*")
 
 #: the killed run trains one NMT system (the ratio selection's) to keep the suite within its time;
 #: everything it writes is compared with the uninterrupted two-system run
