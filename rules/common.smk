@@ -461,6 +461,38 @@ def head_inputs(names):
 HEADS = config.get("heads") or {}
 
 
+def _corpus_negatives(name):
+    """A fitted scorer whose kind draws its negatives from the corpus (the kind says so)."""
+    from marginmine.scoring import KINDS
+
+    return getattr(KINDS[ALL_SCORERS[name]["kind"]], "corpus_negatives", False)
+
+
+def _fit_corpus(name):
+    """(shard, src embeddings, tgt embeddings) of the corpus, for a scorer whose negatives come from it."""
+    enc = ALL_SCORERS[name]["encoder"]
+    return [(rules.preprocess_shard.output.kept.format(shard=s), rules.embed_shard.output.src.format(encoder=enc, shard=s),
+             rules.embed_shard.output.tgt.format(encoder=enc, shard=s)) for s in SHARDS]
+
+
+def fit_corpus_files(wildcards):
+    """The corpus files a fitted scorer's negatives come from (none for most), and the labelled
+    evaluation file whose pairs are never negatives."""
+    if not _corpus_negatives(wildcards.name):
+        return []
+    files = [f for triple in _fit_corpus(wildcards.name) for f in triple]
+    return files + ([data_path(FILTER_EVAL["paracrawl"])] if FILTER_EVAL and FILTER_EVAL.get("paracrawl") else [])
+
+
+def fit_corpus_args(wildcards):
+    if not _corpus_negatives(wildcards.name):
+        return ""
+    args = "--corpus " + " ".join(shlex.quote(",".join(t)) for t in _fit_corpus(wildcards.name))
+    if FILTER_EVAL and FILTER_EVAL.get("paracrawl"):
+        args += f" --exclude-pairs {shlex.quote(data_path(FILTER_EVAL['paracrawl']))}"
+    return args
+
+
 def held_out_files(wildcards=None):
     return [data_path(h[side]) for h in HEADS.get("held_out", []) for side in ("src", "tgt")]
 

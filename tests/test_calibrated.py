@@ -13,7 +13,8 @@ from doubles import TrigramEncoder
 
 from marginmine.errors import InputError, MarginmineError
 from marginmine.scoring import make_kind
-from marginmine.scoring.calibrated import HEAD_ARRAYS, head_logit, load_head
+from marginmine.scoring.calibrated import HEAD_ARRAYS, head_logit
+from marginmine.scoring.heads import load_arrays
 from marginmine.scoring.filtereval import roc_auc
 from marginmine.scoring.heads import HeldOut, fit_head
 
@@ -79,7 +80,7 @@ def test_the_fit_removes_and_counts_leaked_pairs_and_orients_both_files(fitted: 
     assert manifest["fit"]["loss_last_50"] < manifest["fit"]["loss_first_50"]
     from marginmine.io.safe import sha256_file
 
-    assert manifest["sha256"] == sha256_file(fitted / "head.npz") and set(load_head(fitted)) == set(HEAD_ARRAYS)
+    assert manifest["sha256"] == sha256_file(fitted / "head.npz") and set(load_arrays(fitted)) == set(HEAD_ARRAYS)
 
 
 def test_the_calibrated_score_separates_translations_it_never_saw(fitted: Path, real_data: Path) -> None:
@@ -144,13 +145,13 @@ def test_errors_name_what_to_do(fitted: Path, real_data: Path, tmp_path: Path) -
     with pytest.raises(MarginmineError, match="fitted on 64-dim embeddings, given 8-dim ones"):
         kind.pair_scores(np.ones((1, 8)), np.ones((1, 8)))
     with pytest.raises(InputError, match="cannot read the fitted head's manifest"):
-        load_head(tmp_path)
+        load_arrays(tmp_path)
     broken = tmp_path / "broken"
     broken.mkdir()
     (broken / "head.json").write_text((fitted / "head.json").read_text())
     (broken / "head.npz").write_bytes((fitted / "head.npz").read_bytes()[:-10])
     with pytest.raises(InputError, match="is not the manifest's"):
-        load_head(broken)
+        load_arrays(broken)
     with pytest.raises(MarginmineError, match="is not the corpus' en-de"):
         fit_head("cal", kind, tmp_path, [HeldOut("en", "fr", "a", "b")], "en", "de", tmp_path / "o", seed=1)
     with pytest.raises(MarginmineError, match="takes SRC_LANG,TGT_LANG,SRC_FILE,TGT_FILE"):

@@ -51,7 +51,7 @@ def test_missing_local_source_file_names_its_key(tmp_path: Path) -> None:
 # option strings the input functions in rules/common.smk build with each path already quoted
 PREQUOTED = {"params.langs", "params.args", "params.slice", "params.budget", "params.sha256", "params.extra",
              "params.sets", "params.langid", "params.heldout", "params.subsets", "params.plugins", "params.density",
-             "params.tables", "params.held_out", "params.margins",
+             "params.tables", "params.held_out", "params.margins", "params.corpus",
              "params.top_n",
              "wildcards.seed"}  # the seed wildcard is constrained to digits
 

@@ -111,7 +111,8 @@ PATHS: dict[str, tuple[tuple[tuple[str, str], ...], tuple[Derived, ...]]] = {
     "eval-mining": ((("encoder", "indir"), ("data", "indir"), ("tsv", "out"), ("md", "out")), ()),
     "eval-filter": ((("encoder", "indir"), ("paracrawl", "in"), ("demo_labels", "in"), ("pairs", "in"),
                      ("scores", "in"), ("tsv", "out"), ("md", "out"), ("json", "out")), ()),
-    "fit-scorer": ((("encoder", "indir"), ("protect", "in"), ("encoder_data", "in"), ("output", "outdir")), ()),
+    "fit-scorer": ((("encoder", "indir"), ("protect", "in"), ("encoder_data", "in"), ("exclude_pairs", "in"),
+                    ("output", "outdir")), ()),
     "train-nmt": ((("train", "in"), ("dev_src", "in"), ("dev_ref", "in"), ("workdir", "out")), ()),
     "evaluate": ((("workdir", "indir"), ("test_src", "in"), ("test_ref", "in"), ("dev_src", "in"),
                   ("dev_ref", "in"), ("output", "out")), (_bleu_sidecar,)),
@@ -125,7 +126,7 @@ PATHS: dict[str, tuple[tuple[tuple[str, str], ...], tuple[Derived, ...]]] = {
 
 #: commands whose ``--gold-*`` / ``--extra`` values pack several paths into one argument
 _PACKED = {"bucc-data": ("gold_train", "gold_test"), "evaluate": ("extra",), "compare": ("subsets",),
-           "fit-scorer": ("held_out",)}
+           "fit-scorer": ("held_out", "corpus")}
 
 
 def _values(value: object) -> list[str]:
@@ -149,8 +150,9 @@ def roles(command: str, args: argparse.Namespace) -> tuple[list[Role], list[Role
         for item in getattr(args, dest, None) or []:
             # evaluate's --extra parses to (name, src, ref), compare's --subsets to (name, labels);
             # bucc-data's --gold-* are "SRC,TGT" strings
-            # fit-scorer's --held-out parses to a HeldOut (its files: .src, .tgt)
-            fields = ([item.src, item.tgt] if hasattr(item, "tgt_lang") else
+            # fit-scorer's --held-out parses to a HeldOut (.src, .tgt), --corpus to a CorpusShard
+            fields = ([item.src, item.tgt] if hasattr(item, "tgt_lang") else [item.pairs, item.src, item.tgt]
+                      if hasattr(item, "pairs") else
                       list(item[1:]) if isinstance(item, (list, tuple)) else str(item).split(","))
             ins.extend(Role(f"--{dest.replace('_', '-')}", Path(f)) for f in fields if f)
     for derive in derived:

@@ -161,13 +161,20 @@ def cmd_fit_scorer(args: argparse.Namespace) -> int:
     kinds = parse_scorers(scorer_spec(args))
     if args.name not in kinds:
         raise MarginmineError(f"--name {args.name}: not among --scorers ({', '.join(kinds)})")
+    exclude: list[tuple[str, str]] = []
+    if args.exclude_pairs:
+        from marginmine.scoring.filtereval import read_paracrawl_eval
+
+        labelled = read_paracrawl_eval(args.exclude_pairs)
+        exclude = list(zip(labelled.src, labelled.tgt))
     fit_head(args.name, kinds[args.name], args.encoder, args.held_out, args.src_lang, args.tgt_lang, args.output,
-             protect=args.protect, encoder_data=args.encoder_data, seed=args.seed, device=args.device)
+             protect=args.protect, encoder_data=args.encoder_data, seed=args.seed, device=args.device,
+             corpus=args.corpus, exclude=exclude)
     return 0
 
 
 def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> None:
-    from marginmine.scoring.heads import HeldOut
+    from marginmine.scoring.heads import CorpusShard, HeldOut
 
     p = sub.add_parser("bucc-data", help="build the BUCC-style mining benchmark from real text")
     p.add_argument("--gold-train", nargs="+", required=True, metavar="SRC,TGT")
@@ -223,6 +230,10 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> N
     p.add_argument("--protect", nargs="*", default=[], help="sets no held-out pair may share a side with")
     p.add_argument("--encoder-data", default=None, help="the encoder's training-data manifest.json (its pairs "
                                                          "are not held out)")
+    p.add_argument("--corpus", nargs="*", default=[], type=CorpusShard.parse, metavar="TSV,SRC_NPY,TGT_NPY",
+                   help="the corpus' shards and their embeddings (kinds whose negatives come from the corpus)")
+    p.add_argument("--exclude-pairs", default=None, help="a human-labelled evaluation TSV (ParaCrawl format): "
+                                                          "its pairs are never negatives")
     p.add_argument("--seed", type=int, default=SEED)
     p.add_argument("--device", default="cpu")
     p.add_argument("--threads", type=int, default=None)

@@ -28,15 +28,13 @@ workflow names it in the scorer's ``head`` param.
 
 from __future__ import annotations
 
-import functools
-import json
 from dataclasses import dataclass
-from pathlib import Path
 from typing import ClassVar
 
 import numpy as np
 
-from marginmine.errors import InputError, MarginmineError
+from marginmine.errors import MarginmineError
+from marginmine.scoring.heads import load_arrays
 from marginmine.scoring.kinds import Batch, register
 
 #: the arrays of a fitted calibration head, in order
@@ -57,30 +55,6 @@ def head_logit(arrays: dict[str, np.ndarray], u: np.ndarray, phi: np.ndarray) ->
         h = np.maximum(z @ arrays[f"{part}_w1"].astype(np.float64) + arrays[f"{part}_b1"], 0.0)
         out.append(h @ arrays[f"{part}_w2"].astype(np.float64) + arrays[f"{part}_b2"])
     return out[0] * np.asarray(phi, np.float64) + out[1]
-
-
-def load_head(directory: str | Path) -> dict[str, np.ndarray]:
-    """A fitted head's arrays, its npz checked against the manifest's SHA-256 (once per process)."""
-    manifest_path = Path(directory) / "head.json"
-    try:
-        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-        name, digest = manifest["file"], manifest["sha256"]
-    except (OSError, KeyError, json.JSONDecodeError) as exc:
-        raise InputError(str(manifest_path), f"cannot read the fitted head's manifest ({exc})",
-                         hint="fit it: marginmine fit-scorer (the workflow's fit_scorer rule)") from exc
-    return _verified_arrays(str(Path(directory) / name), digest)
-
-
-@functools.lru_cache(maxsize=8)
-def _verified_arrays(npz: str, digest: str) -> dict[str, np.ndarray]:
-    from marginmine.io.safe import sha256_file
-
-    found = sha256_file(npz) if Path(npz).is_file() else None
-    if found != digest:
-        raise InputError(npz, f"SHA-256 {found} is not the manifest's {digest}",
-                         hint="the head was changed or half-written: fit it again")
-    with np.load(npz, allow_pickle=False) as data:
-        return {name: np.array(data[name]) for name in HEAD_ARRAYS}
 
 
 @register("calibrated")
@@ -108,7 +82,7 @@ class Calibrated:
     def _arrays(self) -> dict[str, np.ndarray]:
         if not self.head:
             raise MarginmineError("calibrated: no fitted head (param head: the directory marginmine fit-scorer wrote)")
-        return load_head(self.head)
+        return load_arrays(self.head)
 
     def score(self, batch: Batch) -> np.ndarray:
         if len(batch) == 0:

@@ -17,6 +17,7 @@ complete; a rerun rewrites it (the output is never an input).
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import logging
@@ -26,7 +27,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from marginmine.errors import MarginmineError
+from marginmine.errors import InputError, MarginmineError
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +49,48 @@ class HeldOut:
         return cls(*parts)
 
 
+@dataclass(frozen=True)
+class CorpusShard:
+    """One preprocessed shard of the corpus and its encoder's embeddings (line-aligned)."""
+
+    pairs: str
+    src: str
+    tgt: str
+
+    @classmethod
+    def parse(cls, text: str) -> "CorpusShard":
+        parts = text.split(",")
+        if len(parts) != 3 or not all(parts):
+            raise MarginmineError(f"--corpus takes SHARD_TSV,SRC_NPY,TGT_NPY, got {text!r}")
+        return cls(*parts)
+
+
+def corpus_negatives(kind: Any, shards: Sequence[CorpusShard], n: int, seed: int,
+                     exclude: Sequence[tuple[str, str]] = ()) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
+    """The corpus pairs ``kind.choose_negatives`` picks (``n`` of them) among those not in
+    ``exclude`` (text pairs, e.g. the human-labelled evaluation file): their embeddings and counts."""
+    from marginmine.preprocess.normalize import sentence_key
+    from marginmine.scoring.files import ArrayEmbeddings, iter_pairs
+
+    if not shards:
+        raise MarginmineError(f"kind {type(kind).kind_name} draws its negatives from the corpus: give --corpus")
+    banned = {(sentence_key(a), sentence_key(b)) for a, b in exclude}
+    us, vs, eligible = [], [], []
+    for sh in shards:
+        emb = ArrayEmbeddings.load(sh.src, sh.tgt)
+        emb.check_input(sh.pairs)
+        us.append(np.asarray(emb.src))
+        vs.append(np.asarray(emb.tgt))
+        eligible += [(sentence_key(a), sentence_key(b)) not in banned for a, b in iter_pairs([sh.pairs])]
+    u, v = np.concatenate(us), np.concatenate(vs)
+    ok = np.array(eligible, dtype=bool)
+    cos = np.einsum("ij,ij->i", u.astype(np.float64), v.astype(np.float64))
+    idx = kind.choose_negatives(cos, ok, n, seed)
+    stats = {"corpus_pairs": len(ok), "excluded": int((~ok).sum()), "negatives": len(idx),
+             "negative_cosine": [float(cos[idx].min()), float(cos[idx].max())] if len(idx) else None}
+    return u[idx].astype(np.float32), v[idx].astype(np.float32), stats
+
+
 def _pair_auc(u: np.ndarray, v: np.ndarray, score) -> float:  # noqa: ANN001
     """AUC of ``score(u_rows, v_rows)`` separating each source's own target from every other target."""
     from marginmine.scoring.filtereval import roc_auc
@@ -59,7 +102,8 @@ def _pair_auc(u: np.ndarray, v: np.ndarray, score) -> float:  # noqa: ANN001
 
 def fit_head(name: str, kind: Any, encoder_dir: str | Path, held_out: Sequence[HeldOut], src_lang: str,
              tgt_lang: str, out_dir: str | Path, *, protect: Sequence[str | Path] = (),
-             encoder_data: str | Path | None = None, seed: int, device: str = "cpu") -> dict[str, Any]:
+             encoder_data: str | Path | None = None, seed: int, device: str = "cpu",
+             corpus: Sequence[CorpusShard] = (), exclude: Sequence[tuple[str, str]] = ()) -> dict[str, Any]:
     """Fit ``kind`` (a fitted kind instance) for scorer ``name``; return the manifest written."""
     from marginmine.encoders.base import MANIFEST, load_encoder, read_training_data
     from marginmine.encoders.data import TrainingSource, prepare
@@ -90,9 +134,21 @@ def fit_head(name: str, kind: Any, encoder_dir: str | Path, held_out: Sequence[H
     dev = np.arange(len(src)) % 10 == 9
     log.info("%s: fitting %s on %d held-out pairs (%d kept out to check the fit)", name, type(kind).kind_name,
              int((~dev).sum()), int(dev.sum()))
-    arrays, stats = kind.fit(u[~dev], v[~dev], seed)
+    negatives: dict[str, Any] = {}
+    if getattr(kind, "corpus_negatives", False):
+        nu, nv, negatives = corpus_negatives(kind, corpus, len(src), seed, exclude)
+        ndev = np.arange(len(nu)) % 10 == 9
+        arrays, stats = kind.fit(u[~dev], v[~dev], seed, negatives=(nu[~ndev], nv[~ndev]))
+    else:
+        arrays, stats = kind.fit(u[~dev], v[~dev], seed)
     check = {"auc_fitted": _pair_auc(u[dev], v[dev], lambda a, b: kind.apply(arrays, a, b)),
              "auc_cosine": _pair_auc(u[dev], v[dev], lambda a, b: np.einsum("ij,ij->i", a, b))}
+    if negatives:  # kept-out positives against kept-out negatives
+        from marginmine.scoring.filtereval import roc_auc
+
+        label = np.r_[np.ones(int(dev.sum()), bool), np.zeros(int(ndev.sum()), bool)]
+        check["auc_fitted_vs_negatives"] = roc_auc(np.r_[kind.apply(arrays, u[dev], v[dev]),
+                                                         kind.apply(arrays, nu[ndev], nv[ndev])], label)
     log.info("%s: held-out check, own target vs the others: AUC %.4f (cosine %.4f)", name,
              check["auc_fitted"], check["auc_cosine"])
     buf = io.BytesIO()
@@ -104,10 +160,34 @@ def fit_head(name: str, kind: Any, encoder_dir: str | Path, held_out: Sequence[H
         "sha256": sha256_file(out / "head.npz"), "seed": seed,
         "encoder": {"dir": str(encoder_dir), "manifest_sha256": sha256_file(Path(encoder_dir) / MANIFEST)},
         "held_out": {"pairs": len(src), "fit": int((~dev).sum()), "check": int(dev.sum()), "report": report},
-        "fit": stats, "check": check,
+        "fit": stats, "check": check, "negatives": negatives,
     }
     write_text(out / "head.json", json.dumps(manifest, indent=1) + "\n")
     return manifest
+
+
+def load_arrays(directory: str | Path) -> dict[str, np.ndarray]:
+    """A fitted head's arrays, its npz checked against the manifest's SHA-256 (once per process)."""
+    manifest_path = Path(directory) / "head.json"
+    try:
+        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+        name, digest = manifest["file"], manifest["sha256"]
+    except (OSError, KeyError, json.JSONDecodeError) as exc:
+        raise InputError(str(manifest_path), f"cannot read the fitted head's manifest ({exc})",
+                         hint="fit it: marginmine fit-scorer (the workflow's fit_scorer rule)") from exc
+    return _verified_arrays(str(Path(directory) / name), digest)
+
+
+@functools.lru_cache(maxsize=8)
+def _verified_arrays(npz: str, digest: str) -> dict[str, np.ndarray]:
+    from marginmine.io.safe import sha256_file
+
+    found = sha256_file(npz) if Path(npz).is_file() else None
+    if found != digest:
+        raise InputError(npz, f"SHA-256 {found} is not the manifest's {digest}",
+                         hint="the head was changed or half-written: fit it again")
+    with np.load(npz, allow_pickle=False) as data:
+        return {name: np.array(data[name]) for name in data.files}
 
 
 def _params(kind: Any) -> dict[str, Any]:

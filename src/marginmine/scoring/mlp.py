@@ -1,0 +1,154 @@
+"""MLP similarity on the concatenated embeddings (the MLP-similarity seed paper, Sec. 3.3 Eq. 13-15),
+a *fitted* score kind whose negatives come from the corpus.
+
+``q(a, b) = sigmoid(MLP([a; b]))``: ``layers`` hidden layers of ``hidden`` units with ReLU and one
+output, trained for ``steps`` updates on the loss ``-sum_pos log q - sum_neg log(1 - q)`` (Eq. 15,
+misprinted ``1 - log q`` in the paper) with Adam, each batch half positives, half negatives.
+
+* Positives: held-out clean pairs (``heads.held_out``, e.g. newstest2019; see
+  :mod:`marginmine.scoring.heads` for the leakage check).
+* Negatives, as many as positives, from the corpus being filtered, by its own cosine: rank the
+  eligible pairs by cosine, keep the top ``band`` share (0.2 ... 1.0) and take the *last* pairs of that
+  cut (:func:`band_negatives`; ``negatives: random`` draws them uniformly instead). Pairs of the
+  human-labelled evaluation file are never eligible, and the corpus' labels are never read.
+
+Score files hold the logit (the MLP saturates: many pairs at q = 0 keep their order). The MLP does
+not mine (``mines = None``): it scores pairs given to it. Each pair's score depends on its two
+embeddings only, so split score files are byte-identical.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+
+from marginmine.errors import MarginmineError
+from marginmine.scoring.heads import load_arrays
+from marginmine.scoring.kinds import Batch, register
+
+NEGATIVE_KINDS = ("band", "random")
+
+
+def band_negatives(cos: np.ndarray, eligible: np.ndarray, n: int, band: float, kind: str = "band",
+                   seed: int = 0) -> np.ndarray:
+    """Indices of ``n`` negative pairs among the ``eligible`` ones: the last ``n`` of the top ``band``
+    share by descending cosine (ties: lower index first), or ``n`` uniformly random ones."""
+    idx = np.flatnonzero(eligible)
+    if kind == "random":
+        if len(idx) < n:
+            raise MarginmineError(f"mlp: {len(idx)} eligible corpus pairs, fewer than the {n} positives")
+        return np.sort(np.random.default_rng(seed).choice(idx, n, replace=False))
+    order = idx[np.lexsort((idx, -np.asarray(cos, np.float64)[idx]))]
+    cut = order[: math.ceil(band * len(order))]
+    if len(cut) < n:
+        raise MarginmineError(f"mlp: the top {band:.0%} of the corpus by cosine holds {len(cut)} pairs, fewer "
+                              f"than the {n} positives (a larger band, or fewer held-out pairs)")
+    return cut[len(cut) - n:]
+
+
+def eq15_loss(pos_logit, neg_logit):  # noqa: ANN001, ANN201 (torch tensors; torch is imported lazily)
+    """Eq. 15 as a mean over the batch: ``-(sum_pos log q + sum_neg log(1 - q)) / (n_pos + n_neg)``
+    with ``q = sigmoid(logit)`` (log-sigmoid: stable where q saturates)."""
+    from torch.nn.functional import logsigmoid
+
+    return -(logsigmoid(pos_logit).sum() + logsigmoid(-neg_logit).sum()) / (len(pos_logit) + len(neg_logit))
+
+
+def mlp_logit(arrays: dict[str, np.ndarray], u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """The MLP's output before the sigmoid, float64 (``w0, b0, w1, b1, ...``; the last layer has one unit)."""
+    h = np.concatenate([np.asarray(u, np.float64), np.asarray(v, np.float64)], axis=1)
+    n = len([k for k in arrays if k.startswith("w")])
+    for i in range(n):
+        h = h @ arrays[f"w{i}"].astype(np.float64) + arrays[f"b{i}"]
+        if i < n - 1:
+            h = np.maximum(h, 0.0)
+    return h[:, 0]
+
+
+@register("mlp")
+@dataclass(frozen=True)
+class MLP:
+    """``q(a, b)`` = an MLP on ``[a; b]`` (fitted: ``head``)."""
+
+    hidden: int = 512
+    layers: int = 2
+    steps: int = 1000
+    batch_size: int = 128
+    lr: float = 0.001
+    band: float = 0.6
+    negatives: str = "band"
+    head: str = ""
+
+    mines: ClassVar[str | None] = None
+    fitted: ClassVar[bool] = True
+    corpus_negatives: ClassVar[bool] = True
+
+    def __post_init__(self) -> None:
+        if self.hidden < 1 or self.layers < 1 or self.steps < 1 or self.batch_size < 2 or self.lr <= 0:
+            raise ValueError("hidden, layers and steps must be >= 1, batch_size >= 2, lr > 0")
+        if not 0 < self.band <= 1:
+            raise ValueError(f"band must be in (0, 1], got {self.band}")
+        if self.negatives not in NEGATIVE_KINDS:
+            raise ValueError(f"negatives must be one of {', '.join(NEGATIVE_KINDS)}, got {self.negatives!r}")
+
+    def choose_negatives(self, cos: np.ndarray, eligible: np.ndarray, n: int, seed: int) -> np.ndarray:
+        return band_negatives(cos, eligible, n, self.band, self.negatives, seed)
+
+    def score(self, batch: Batch) -> np.ndarray:
+        if len(batch) == 0:
+            return np.zeros(0, np.float32)
+        return self.pair_scores(np.asarray(batch.xu)[batch.gx], np.asarray(batch.yu)[batch.gy])
+
+    def pair_scores(self, u: np.ndarray, v: np.ndarray) -> np.ndarray:
+        if not self.head:
+            raise MarginmineError("mlp: no fitted head (param head: the directory marginmine fit-scorer wrote)")
+        return self.apply(load_arrays(self.head), u, v)
+
+    def apply(self, arrays: dict[str, np.ndarray], u: np.ndarray, v: np.ndarray) -> np.ndarray:
+        if u.shape[1] + v.shape[1] != arrays["w0"].shape[0]:
+            raise MarginmineError(f"mlp head {self.head or '(given)'}: fitted on {arrays['w0'].shape[0] // 2}-dim "
+                                  f"embeddings, given {u.shape[1]}-dim ones (another encoder's?)")
+        return mlp_logit(arrays, u, v).astype(np.float32)
+
+    def fit(self, u: np.ndarray, v: np.ndarray, seed: int,
+            negatives: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[dict[str, np.ndarray], dict[str, float]]:
+        """Train on positives ``(u, v)`` and ``negatives`` (the corpus pairs chosen by the band)."""
+        import torch
+        from torch import nn
+
+        if negatives is None or not len(negatives[0]):
+            raise MarginmineError("mlp: fitted with corpus negatives; none were given")
+        torch.manual_seed(seed)
+        gen = torch.Generator().manual_seed(seed)
+        dim = u.shape[1] + v.shape[1]
+        mods: list[nn.Module] = []
+        width = dim
+        for _ in range(self.layers):
+            mods += [nn.Linear(width, self.hidden), nn.ReLU()]
+            width = self.hidden
+        mods.append(nn.Linear(width, 1))
+        net = nn.Sequential(*mods)
+        pos = torch.from_numpy(np.concatenate([u, v], axis=1).astype(np.float32))
+        neg = torch.from_numpy(np.concatenate([np.asarray(negatives[0]), np.asarray(negatives[1])],
+                                              axis=1).astype(np.float32))
+        opt = torch.optim.Adam(net.parameters(), lr=self.lr)
+        half = self.batch_size // 2
+        losses = []
+        for _ in range(self.steps):
+            p = pos[torch.randint(len(pos), (half,), generator=gen)]
+            q = neg[torch.randint(len(neg), (self.batch_size - half,), generator=gen)]
+            logit = net(torch.cat([p, q]))[:, 0]
+            loss = eq15_loss(logit[:half], logit[half:])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            losses.append(float(loss.detach()))
+        arrays: dict[str, np.ndarray] = {}
+        linears = [m for m in net if isinstance(m, nn.Linear)]
+        for i, m in enumerate(linears):
+            arrays[f"w{i}"] = m.weight.detach().numpy().T.copy()
+            arrays[f"b{i}"] = m.bias.detach().numpy().copy()
+        return arrays, {"loss_first_50": float(np.mean(losses[:50])), "loss_last_50": float(np.mean(losses[-50:]))}
