@@ -53,10 +53,14 @@ def test_seeds_plans_its_encoders_scores_selections_systems_and_tables(real_data
     new_encoders = {s["encoder"] for s in suite["scorers"].values() if "encoder" in s}
     assert counts["embed_shard"] == 4 * (1 + len(new_encoders))
     # the demo's score files for the baselines (dan), the suite's own for dan (eq9, eq10) and each new
-    # encoder, and the fitted hn-cal's own (refitting its head rescores nothing else)
-    assert counts["score_shard"] == 4 * (2 + len(new_encoders) + 1)
-    assert counts["fit_scorer"] == 1
-    fit = re.search(r"marginmine fit-scorer [^\n]*", r.stdout).group(0)
+    # encoder, and each fitted scorer's own (refitting its head rescores nothing else)
+    fitted = [n for n, s in suite["scorers"].items() if s["kind"] in ("calibrated", "mlp")]
+    assert counts["score_shard"] == 4 * (2 + len(new_encoders) + len(fitted))
+    assert counts["fit_scorer"] == len(fitted) == 7
+    mlp = re.search(r"marginmine fit-scorer [^\n]*--name mlp-60 [^\n]*", r.stdout).group(0)
+    assert "--corpus work/demo/preprocess/kept/shard0000.tsv.gz,work/demo/embed/dan/shard0000.en.npy," in mlp
+    assert f"--exclude-pairs {real_data}/paracrawl-human-eval-en-de/" in mlp
+    fit = re.search(r"marginmine fit-scorer [^\n]*--name hn-cal [^\n]*", r.stdout).group(0)
     assert "--name hn-cal" in fit and "--encoder results/demo/encoders/dan-hn " in fit and "--output work/demo/heads/hn-cal" in fit
     assert f"en,de,{real_data}/wmt-newstest-ende/newstest2019-ende.en,{real_data}/wmt-newstest-ende/newstest2019-ende.de" in fit
     assert "newstest2017.de" in fit and "newstest2012.de" in fit and "--encoder-data work/demo/encoder/data/manifest.json" in fit
@@ -72,7 +76,7 @@ def test_seeds_plans_its_encoders_scores_selections_systems_and_tables(real_data
                   "seeds_compare", "seeds_summary"):
         assert counts[table] == 1, table
     score = re.findall(r"marginmine score [^\n]*", r.stdout)
-    on_dan = [c for c in score if "--output work/demo/score/seeds/dan/" in c]
+    on_dan = [c for c in score if re.search(r"--output work/demo/score/seeds/dan/shard", c)]
     assert len(on_dan) == 4 and '"eq9": {"kind": "eq9", "encoder": "dan"}' in on_dan[0]
     assert '"ratio"' not in on_dan[0] and "--src-embeddings work/demo/embed/dan/" in on_dan[0]
     assert [c for c in score if "--output work/demo/score/dan/" in c][0].count('"kind"') == 3  # ratio, cosine, distance
