@@ -7,7 +7,9 @@ side in a protected set (dev/test, intrinsic, mining benchmark) or in the encode
 data is removed and counted, never silently. Every pair is oriented to the corpus' direction
 (``src_lang`` -> ``tgt_lang``), whichever side the file pair names first. A tenth of the pairs
 (every tenth, in file order) is kept out of the fit to report the head's separation of each
-source's translation from the other targets (AUC of the fitted score vs raw cosine).
+source's translation from the other targets (AUC of the fitted score vs raw cosine). A kind whose
+negatives come from the corpus (``corpus_negatives``, e.g. ``mlp``) gets them from the corpus' shards
+and their embeddings (:func:`corpus_negatives`); a tenth of them is kept out too.
 
 Output: ``head.npz`` (the kind's arrays, no pickle), ``data/`` (the cleaned pairs and their
 ``report.json``) and, last, ``head.json``: the kind, its params, the npz's SHA-256, the encoder's
