@@ -60,7 +60,7 @@ test: check-data $(STAMP)
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder --durations=15; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test: no tests were collected" >&2; exit 1; fi; exit $$rc
 
-# the published scorers' suite (`seeds`) on a smoke run of its own (~12 min; not in `make test`,
+# the published scorers' suite (`seeds`) on a smoke run of its own (5m53s alone; not in `make test`,
 # whose 15 minutes it does not fit: tests/test_smoke_seeds.py)
 test-seeds: check-data $(STAMP)
 	$(BIN)/python -m pytest -q -m suite tests/test_smoke_seeds.py
