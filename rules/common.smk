@@ -428,11 +428,17 @@ PAPER_BASELINES = list(PAPERS.get("baselines", []))
 ALL_SCORERS = {**SCORERS, **PAPER_SCORERS}
 
 
-def is_fitted(name):
-    """A scorer whose kind has a head fitted on held-out pairs (the kind says so: `fitted`)."""
+def kind_says(name, attribute, default=False):
+    """What a scorer's kind declares about itself (`fitted`, `corpus_negatives`, `mines`): the
+    workflow asks the kind, it never knows kinds by name."""
     from marginmine.scoring import KINDS
 
-    return getattr(KINDS[ALL_SCORERS[name]["kind"]], "fitted", False)
+    return getattr(KINDS[ALL_SCORERS[name]["kind"]], attribute, default)
+
+
+def is_fitted(name):
+    """A scorer whose kind has a head fitted on held-out pairs."""
+    return kind_says(name, "fitted")
 
 
 def score_group(name):
@@ -461,13 +467,6 @@ def head_inputs(names):
 HEADS = config.get("heads") or {}
 
 
-def _corpus_negatives(name):
-    """A fitted scorer whose kind draws its negatives from the corpus (the kind says so)."""
-    from marginmine.scoring import KINDS
-
-    return getattr(KINDS[ALL_SCORERS[name]["kind"]], "corpus_negatives", False)
-
-
 def _fit_corpus(name):
     """(shard, src embeddings, tgt embeddings) of the corpus, for a scorer whose negatives come from it."""
     enc = ALL_SCORERS[name]["encoder"]
@@ -478,14 +477,14 @@ def _fit_corpus(name):
 def fit_corpus_files(wildcards):
     """The corpus files a fitted scorer's negatives come from (none for most), and the labelled
     evaluation file whose pairs are never negatives."""
-    if not _corpus_negatives(wildcards.name):
+    if not kind_says(wildcards.name, "corpus_negatives"):
         return []
     files = [f for triple in _fit_corpus(wildcards.name) for f in triple]
     return files + ([data_path(FILTER_EVAL["paracrawl"])] if FILTER_EVAL and FILTER_EVAL.get("paracrawl") else [])
 
 
 def fit_corpus_args(wildcards):
-    if not _corpus_negatives(wildcards.name):
+    if not kind_says(wildcards.name, "corpus_negatives"):
         return ""
     args = "--corpus " + " ".join(shlex.quote(",".join(t)) for t in _fit_corpus(wildcards.name))
     if FILTER_EVAL and FILTER_EVAL.get("paracrawl"):
@@ -533,12 +532,11 @@ SUITES = {
 def seeds_margin_args():
     """--margins of the suite's intrinsic evaluation: cosine, ratio, and each margin function a suite
     scorer's kind mines with (Eq. 9 / 10), as the kinds declare (`mines`)."""
-    from marginmine.scoring import KINDS
     from marginmine.scoring.margin import MARGINS
 
     margins = ["absolute", "ratio"]
     for name in SUITES["seeds"]["scorers"]:
-        m = getattr(KINDS[ALL_SCORERS[name]["kind"]], "mines", None)
+        m = kind_says(name, "mines", None)
         if m in MARGINS and m not in margins:
             margins.append(m)
     return f"--margins {','.join(margins)}"

@@ -34,8 +34,8 @@ from typing import ClassVar
 import numpy as np
 
 from marginmine.errors import MarginmineError
-from marginmine.scoring.heads import load_arrays
-from marginmine.scoring.kinds import Batch, register
+from marginmine.scoring.heads import FittedKind
+from marginmine.scoring.kinds import register
 
 #: the arrays of a fitted calibration head, in order
 HEAD_ARRAYS = ("scale_w1", "scale_b1", "scale_w2", "scale_b2", "bias_w1", "bias_b1", "bias_w2", "bias_b2")
@@ -59,7 +59,7 @@ def head_logit(arrays: dict[str, np.ndarray], u: np.ndarray, phi: np.ndarray) ->
 
 @register("calibrated")
 @dataclass(frozen=True)
-class Calibrated:
+class Calibrated(FittedKind):
     """Guo et al. (2018)'s calibrated confidence over an encoder's embeddings (fitted: ``head``)."""
 
     hidden: int = 64
@@ -79,22 +79,8 @@ class Calibrated:
         if not 0 <= self.dropout < 1 or self.lr <= 0:
             raise ValueError("dropout must be in [0, 1) and lr > 0")
 
-    def _arrays(self) -> dict[str, np.ndarray]:
-        if not self.head:
-            raise MarginmineError("calibrated: no fitted head (param head: the directory marginmine fit-scorer wrote)")
-        return load_arrays(self.head)
-
-    def score(self, batch: Batch) -> np.ndarray:
-        if len(batch) == 0:
-            return np.zeros(0, np.float32)
-        return self.pair_scores(np.asarray(batch.xu)[batch.gx], np.asarray(batch.yu)[batch.gy])
-
-    def pair_scores(self, u: np.ndarray, v: np.ndarray) -> np.ndarray:
-        """The calibrated logit of the pairs ``(u[i], v[i])`` (also of mined pairs)."""
-        return self.apply(self._arrays(), u, v)
-
     def apply(self, arrays: dict[str, np.ndarray], u: np.ndarray, v: np.ndarray) -> np.ndarray:
-        """:meth:`pair_scores` with given head arrays (float32)."""
+        """The calibrated logit of the pairs ``(u[i], v[i])`` with given head arrays (float32)."""
         if u.shape[1] * 2 != arrays["scale_w1"].shape[0]:
             raise MarginmineError(f"calibrated head {self.head or '(given)'}: fitted on "
                                   f"{arrays['scale_w1'].shape[0] // 2}-dim embeddings, given {u.shape[1]}-dim ones "

@@ -30,8 +30,36 @@ from typing import Any, Sequence
 import numpy as np
 
 from marginmine.errors import InputError, MarginmineError
+from marginmine.scoring.kinds import Batch
 
 log = logging.getLogger(__name__)
+
+
+def _fields(text: str, n: int, usage: str) -> list[str]:
+    """``n`` non-empty comma-separated fields of a command-line value, or ``usage`` as the error."""
+    parts = text.split(",")
+    if len(parts) != n or not all(parts):
+        raise MarginmineError(f"{usage}, got {text!r}")
+    return parts
+
+
+class FittedKind:
+    """What every fitted kind does the same way: score a batch's pairs, or given pairs, with the
+    head in its ``head`` directory; the kind itself implements ``apply(arrays, u, v)`` and ``fit``."""
+
+    head: str
+
+    def score(self, batch: Batch) -> np.ndarray:
+        if len(batch) == 0:
+            return np.zeros(0, np.float32)
+        return self.pair_scores(np.asarray(batch.xu)[batch.gx], np.asarray(batch.yu)[batch.gy])
+
+    def pair_scores(self, u: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """The fitted score of the pairs ``(u[i], v[i])`` (also of mined pairs)."""
+        if not self.head:
+            raise MarginmineError(f"{type(self).kind_name}: no fitted head (param head: the directory "  # type: ignore[attr-defined]
+                                  "marginmine fit-scorer wrote)")
+        return self.apply(load_arrays(self.head), u, v)  # type: ignore[attr-defined]
 
 
 @dataclass(frozen=True)
@@ -45,10 +73,7 @@ class HeldOut:
 
     @classmethod
     def parse(cls, text: str) -> "HeldOut":
-        parts = text.split(",")
-        if len(parts) != 4 or not all(parts):
-            raise MarginmineError(f"--held-out takes SRC_LANG,TGT_LANG,SRC_FILE,TGT_FILE, got {text!r}")
-        return cls(*parts)
+        return cls(*_fields(text, 4, "--held-out takes SRC_LANG,TGT_LANG,SRC_FILE,TGT_FILE"))
 
 
 @dataclass(frozen=True)
@@ -61,10 +86,7 @@ class CorpusShard:
 
     @classmethod
     def parse(cls, text: str) -> "CorpusShard":
-        parts = text.split(",")
-        if len(parts) != 3 or not all(parts):
-            raise MarginmineError(f"--corpus takes SHARD_TSV,SRC_NPY,TGT_NPY, got {text!r}")
-        return cls(*parts)
+        return cls(*_fields(text, 3, "--corpus takes SHARD_TSV,SRC_NPY,TGT_NPY"))
 
 
 def corpus_negatives(kind: Any, shards: Sequence[CorpusShard], n: int, seed: int,
@@ -77,20 +99,28 @@ def corpus_negatives(kind: Any, shards: Sequence[CorpusShard], n: int, seed: int
     if not shards:
         raise MarginmineError(f"kind {type(kind).kind_name} draws its negatives from the corpus: give --corpus")
     banned = {(sentence_key(a), sentence_key(b)) for a, b in exclude}
-    us, vs, eligible = [], [], []
-    for sh in shards:
+    embs, cos, eligible = [], [], []
+    for sh in shards:  # memory-mapped: only the cosines and the chosen rows are held
         emb = ArrayEmbeddings.load(sh.src, sh.tgt)
         emb.check_input(sh.pairs)
-        us.append(np.asarray(emb.src))
-        vs.append(np.asarray(emb.tgt))
+        embs.append(emb)
+        for a in range(0, len(emb.src), 65_536):
+            cos.append(np.einsum("ij,ij->i", np.asarray(emb.src[a:a + 65_536], np.float64),
+                                 np.asarray(emb.tgt[a:a + 65_536], np.float64)))
         eligible += [(sentence_key(a), sentence_key(b)) not in banned for a, b in iter_pairs([sh.pairs])]
-    u, v = np.concatenate(us), np.concatenate(vs)
+    cosines = np.concatenate(cos)
     ok = np.array(eligible, dtype=bool)
-    cos = np.einsum("ij,ij->i", u.astype(np.float64), v.astype(np.float64))
-    idx = kind.choose_negatives(cos, ok, n, seed)
+    idx = kind.choose_negatives(cosines, ok, n, seed)
+    starts = np.cumsum([0] + [len(e.src) for e in embs])
+    shard_of = np.searchsorted(starts, idx, side="right") - 1
+    u = np.empty((len(idx), embs[0].src.shape[1]), np.float32)
+    v = np.empty((len(idx), embs[0].tgt.shape[1]), np.float32)
+    for i, e in enumerate(embs):  # each shard's chosen rows, in the kind's order
+        at = np.flatnonzero(shard_of == i)
+        u[at], v[at] = e.src[idx[at] - starts[i]], e.tgt[idx[at] - starts[i]]
     stats = {"corpus_pairs": len(ok), "excluded": int((~ok).sum()), "negatives": len(idx),
-             "negative_cosine": [float(cos[idx].min()), float(cos[idx].max())] if len(idx) else None}
-    return u[idx].astype(np.float32), v[idx].astype(np.float32), stats
+             "negative_cosine": [float(cosines[idx].min()), float(cosines[idx].max())] if len(idx) else None}
+    return u, v, stats
 
 
 def _pair_auc(u: np.ndarray, v: np.ndarray, score) -> float:  # noqa: ANN001

@@ -26,8 +26,8 @@ from typing import ClassVar
 import numpy as np
 
 from marginmine.errors import MarginmineError
-from marginmine.scoring.heads import load_arrays
-from marginmine.scoring.kinds import Batch, register
+from marginmine.scoring.heads import FittedKind
+from marginmine.scoring.kinds import register
 
 NEGATIVE_KINDS = ("band", "random")
 
@@ -70,7 +70,7 @@ def mlp_logit(arrays: dict[str, np.ndarray], u: np.ndarray, v: np.ndarray) -> np
 
 @register("mlp")
 @dataclass(frozen=True)
-class MLP:
+class MLP(FittedKind):
     """``q(a, b)`` = an MLP on ``[a; b]`` (fitted: ``head``)."""
 
     hidden: int = 512
@@ -96,16 +96,6 @@ class MLP:
 
     def choose_negatives(self, cos: np.ndarray, eligible: np.ndarray, n: int, seed: int) -> np.ndarray:
         return band_negatives(cos, eligible, n, self.band, self.negatives, seed)
-
-    def score(self, batch: Batch) -> np.ndarray:
-        if len(batch) == 0:
-            return np.zeros(0, np.float32)
-        return self.pair_scores(np.asarray(batch.xu)[batch.gx], np.asarray(batch.yu)[batch.gy])
-
-    def pair_scores(self, u: np.ndarray, v: np.ndarray) -> np.ndarray:
-        if not self.head:
-            raise MarginmineError("mlp: no fitted head (param head: the directory marginmine fit-scorer wrote)")
-        return self.apply(load_arrays(self.head), u, v)
 
     def apply(self, arrays: dict[str, np.ndarray], u: np.ndarray, v: np.ndarray) -> np.ndarray:
         if u.shape[1] + v.shape[1] != arrays["w0"].shape[0]:
