@@ -27,11 +27,13 @@ envvars:
 
 
 include: "rules/common.smk"
+include: "rules/translate_common.smk"
 include: "rules/data.smk"
 include: "rules/preprocess.smk"
 include: "rules/encoder.smk"
 include: "rules/score.smk"
 include: "rules/nmt.smk"
+include: "rules/translate.smk"
 include: "rules/report.smk"
 include: "rules/seeds.smk"
 

@@ -445,10 +445,14 @@ def score_group(name):
     """The score files a scorer's column is in: its encoder's (work/<exp>/score/<encoder>/), or for a
     `seeds:` scorer the suite's own (work/<exp>/score/seeds/<encoder>/), so the experiment's score
     files never change when the suite is added. A fitted scorer has files of its own
-    (.../<encoder>/<name>/): refitting its head rescores nothing else."""
+    (.../<encoder>/<name>/): refitting its head rescores nothing else. The scorers that vote over
+    translations share files of their own (.../<encoder>/votes/): they wait for the translations,
+    no other scorer does, and one job computes the three searches once for all of them."""
     s = ALL_SCORERS[name]
     group = f"seeds/{s['encoder']}" if name in PAPER_SCORERS else s["encoder"]
-    return f"{group}/{name}" if is_fitted(name) else group
+    if is_fitted(name):
+        return f"{group}/{name}"
+    return f"{group}/votes" if kind_says(name, "translated") else group
 
 
 def group_encoder(group):
@@ -517,6 +521,8 @@ ALL_SCORED_ENCODERS = list(dict.fromkeys(s["encoder"] for s in ALL_SCORERS.value
 ALL_GROUPS = list(dict.fromkeys(score_group(n) for n in ALL_SCORERS))
 GROUP_ENCODERS = {score_group(n): s["encoder"] for n, s in ALL_SCORERS.items()}
 FITTED = [n for n in ALL_SCORERS if is_fitted(n)]
+#: score groups whose scorers vote over translations (rule score_translated, translate.smk)
+TRANSLATED_GROUPS = [score_group(n) for n in ALL_SCORERS if kind_says(n, "translated")]
 
 #: what each target's tables hold: the experiment (`demo`, `all` ...), and the published scorers'
 #: suite (`seeds`) with the experiment's baselines (their scorers, selections and systems) beside
@@ -616,6 +622,8 @@ def filter_eval_inputs(suite):
             out["heads"] = heads
         if FILTER_EVAL and FILTER_EVAL.get("paracrawl"):
             out["paracrawl"] = data_path(FILTER_EVAL["paracrawl"])
+            if suite_votes(suite):
+                out["paracrawl_translated"] = text_translations("paracrawl.")
         if LABELLED_CORPUS:
             out["labels"] = f"{WORK}/corpus/demo.labels.tsv"
             out["pairs"] = expand(rules.preprocess_shard.output.kept, shard=SHARDS)
@@ -636,6 +644,8 @@ def filter_eval_args(suite):
         out = []
         if "paracrawl" in input.keys():
             out.append(f"--paracrawl {shlex.quote(input.paracrawl)}")
+        if "paracrawl_translated" in input.keys():
+            out.append(f"--paracrawl-translated {_quoted(input.paracrawl_translated)}")
         if "labels" in input.keys():
             out.append(f"--demo-labels {shlex.quote(input.labels)} --pairs {_quoted(input.pairs)}")
             out += [f"--scores {_quoted(score_files(g))}" for g in suite_groups(suite)]
@@ -692,6 +702,8 @@ def seeds_targets():
         out.append(rules.seeds_eval_filter.output.md)
     if LABELLED_CORPUS:
         out.append(rules.seeds_composition.output.md)
+    if suite_votes("seeds"):
+        out.append(rules.seeds_vote_report.output.md)
     return out
 
 

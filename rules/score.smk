@@ -3,6 +3,15 @@
 # mining benchmark and filtering quality on labelled pairs. Input functions live in common.smk.
 
 
+#: score_shard's command; score_translated (translate.smk) adds the translations' embeddings to it
+SCORE_SHELL = (
+    "marginmine score --input {input.shard:q} --src-embeddings {input.src:q} --tgt-embeddings "
+    "{input.tgt:q} --scorers {params.scorers:q} {params.plugins} -k {params.k:q} --batch-size "
+    "{params.batch_size:q} --index {params.index:q} --nprobe {params.nprobe:q} --device {params.device:q} "
+    "--threads {threads} --allow-empty --output {output:q} > {log:q} 2>&1"
+)
+
+
 rule score_shard:
     """kNN within batches of the shard (both directions, distinct sentences) and every scorer over
     this encoder, one column each under a header naming them; resumes from the last finished batch."""
@@ -26,7 +35,7 @@ rule score_shard:
         nprobe=SCORING["nprobe"],
         device=SCORING["device"],
     wildcard_constraints:
-        group="|".join(map(re.escape, ALL_GROUPS)),
+        group="|".join(map(re.escape, [g for g in ALL_GROUPS if g not in TRANSLATED_GROUPS])) or "(?!)",
     priority: 10  # the critical path (encoder -> scores -> selections -> NMT) goes first
     threads: job_threads(2)
     resources:
@@ -36,10 +45,7 @@ rule score_shard:
     conda:
         "../envs/score.yaml"
     shell:
-        "marginmine score --input {input.shard:q} --src-embeddings {input.src:q} --tgt-embeddings "
-        "{input.tgt:q} --scorers {params.scorers:q} {params.plugins} -k {params.k:q} --batch-size "
-        "{params.batch_size:q} --index {params.index:q} --nprobe {params.nprobe:q} --device {params.device:q} "
-        "--threads {threads} --allow-empty --output {output:q} > {log:q} 2>&1"
+        SCORE_SHELL
 
 
 rule fit_scorer:
@@ -210,6 +216,7 @@ rule eval_mining:
         encoders=[encoder_json(e) for e in suite_encoders("main")],
         data=rules.mining_benchmark_data.output.summary,
         heads=head_inputs(SUITES["main"]["scorers"]),
+        translated=lambda w: pool_translations("main"),
     output:
         tsv=report(f"{RESULTS}/mining/bucc.tsv", category="Mining"),
         md=f"{RESULTS}/mining/bucc.md",
@@ -224,6 +231,7 @@ rule eval_mining:
         data=lambda w, input: os.path.dirname(input.data),
         k=SCORING["k"],
         langs=f"--src-lang {SRC} --tgt-lang {TGT}",
+        translated=lambda w, input: pool_translation_args(w, input),
     threads: job_threads(2)
     resources:
         mem_mb=4000,
@@ -232,8 +240,8 @@ rule eval_mining:
         "../envs/score.yaml"
     shell:
         "marginmine eval-mining --encoder {params.encoders:q} --scorers {params.scorers:q} {params.plugins} "
-        "-k {params.k:q} --data {params.data:q} {params.langs} --threads {threads} --tsv {output.tsv:q} "
-        "--md {output.md:q} > {log:q} 2>&1"
+        "-k {params.k:q} --data {params.data:q} {params.translated} {params.langs} --threads {threads} "
+        "--tsv {output.tsv:q} --md {output.md:q} > {log:q} 2>&1"
 
 
 rule eval_filter:

@@ -36,6 +36,7 @@ use rule eval_mining as seeds_eval_mining with:
         encoders=[encoder_json(e) for e in suite_encoders("seeds")],
         data=rules.mining_benchmark_data.output.summary,
         heads=head_inputs(SUITES["seeds"]["scorers"]),
+        translated=lambda w: pool_translations("seeds"),
     output:
         tsv=f"{SEEDS_DIR}/bucc.tsv",
         md=f"{SEEDS_DIR}/bucc.md",
@@ -132,3 +133,33 @@ rule seeds_summary:
         "--intrinsic {input.intrinsic:q} {params.tables} --comparison {input.comparison:q} --select {input.select:q} "
         "--title {params.title:q} --tsv {output.tsv:q} --md {output.md:q} > {log:q} 2>&1"
 
+
+rule seeds_vote_report:
+    """Translate-then-vote: the translators' BLEU and decoding speed, the five candidate sets' P/R/F1
+    on the intrinsic sets of the language pair, the natural voted-set sizes on the corpus."""
+    input:
+        unpack(vote_report_inputs),
+    output:
+        tsv=f"{SEEDS_DIR}/votes.tsv",
+        md=f"{SEEDS_DIR}/votes.md",
+    log:
+        f"{LOGS}/seeds/votes.log",
+    benchmark:
+        f"{BENCH}/seeds/votes.tsv"
+    params:
+        args=vote_report_args,
+        encdir=lambda w, input: os.path.dirname(input.encoder),
+        k=SCORING["k"],
+        langs=f"--src-lang {SRC} --tgt-lang {TGT}",
+        title=f"{EXP}: translate-then-vote, {SRC}-{TGT}",
+        device=ENC["device"],
+    threads: job_threads(2)
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    conda:
+        "../envs/score.yaml"
+    shell:
+        "marginmine vote-report --encoder {params.encdir:q} {params.args} -k {params.k:q} {params.langs} "
+        "--title {params.title:q} --device {params.device:q} --threads {threads} --tsv {output.tsv:q} "
+        "--md {output.md:q} > {log:q} 2>&1"

@@ -1,6 +1,6 @@
 """The published scorers' suite (target `seeds`, config/test.yaml's `seeds:` section) on a copy of the
-smoke run: Eq. 9 / 10 and the calibrated confidence over the smoke DAN, eq10 trained to BLEU, and the
-suite's tables. ``make test-seeds`` (marker ``suite``): it adds ~130 CPU-seconds to the smoke run,
+smoke run: Eq. 9 / 10, the calibrated confidence and translate-then-vote (pairwise) over the smoke DAN,
+eq10 and the vote trained to BLEU, and the suite's tables. ``make test-seeds`` (marker ``suite``): it adds ~130 CPU-seconds to the smoke run,
 which the default run's 15 minutes do not hold (README, Tests)."""
 
 from __future__ import annotations
@@ -64,3 +64,21 @@ def test_the_published_scorers_suite_reaches_bleu_and_its_tables(smoke: Path, re
     summary = {r["system"]: r for r in _table(suite / "summary.tsv")}
     assert {"ratio", "random", "eq9", "eq10", "cal"} <= set(summary), summary
     assert summary["eq10"]["test_bleu"] and summary["cal"]["paracrawl_auc"], summary
+    # translate-then-vote: two translators (one per direction) from the encoder data's en-de pairs,
+    # both sides of every shard translated line for line and embedded, the vote in files of its own
+    for direction in ("en-de", "de-en"):
+        data = json.loads((d / f"results/test/translate/{direction}/data.json").read_text())
+        assert data["pairs"] > 100_000 and data["src_lang"] == direction[:2], data
+        for shard in ("0000", "0001"):
+            stats = json.loads((d / f"work/test/translate/{direction}/shard{shard}.json").read_text())
+            kept = d / f"work/test/preprocess/kept/shard{shard}.tsv.gz"
+            with gzip.open(kept, "rt", encoding="utf-8") as fh:
+                assert stats["lines"] == sum(1 for _ in fh) > 0
+    assert _header(d / "work/test/score/seeds/dan/votes/shard0000.scores.tsv.gz") == ["vote"]
+    bleu = json.loads((d / "results/test/nmt/vote.2k/seed1/bleu.json").read_text())
+    assert bleu["test"]["lines"] == 300
+    assert "vote" in paracrawl and "vote" in demo and ("vote", "vote:pairwise") in mined
+    assert summary["vote"]["test_bleu"], summary
+    votes = (suite / "votes.tsv").read_text().splitlines()
+    sections = {line.split("\t")[0] for line in votes}
+    assert sections == {"translators", "intrinsic", "corpus"}, votes

@@ -1,4 +1,5 @@
-"""Subcommands of the NMT stage (issue #5): ``train-nmt`` and ``evaluate``. Registered by
+"""Subcommands of the NMT stage (issue #5): ``train-nmt``, ``evaluate``; translate-then-vote's
+``translator-data`` and ``translate``. Registered by
 :mod:`marginmine.cli.main`."""
 
 from __future__ import annotations
@@ -100,6 +101,53 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_translate(args: argparse.Namespace) -> int:
+    """One file (or one column of a shard) translated by a model of the expected direction,
+    resumably in chunks; the stats (lines, empty sources and hypotheses, sentences/s) as JSON."""
+    from marginmine.io.safe import write_text
+    from marginmine.nmt.evaluate import translate_files
+    from marginmine.nmt.train import load_manifest
+
+    if Path(args.output).resolve() == Path(args.input).resolve():
+        raise MarginmineError(f"translate: --output {args.output} is the input; give another file")
+    manifest = load_manifest(args.workdir, verify=False)
+    have = (manifest["src_lang"], manifest["tgt_lang"])
+    if have != (args.src_lang, args.tgt_lang):
+        raise MarginmineError(f"translate: {args.workdir} translates {have[0]}>{have[1]}, not "
+                              f"{args.src_lang}>{args.tgt_lang}: give the translator of that direction")
+    stats = translate_files(args.workdir, [(args.input, args.output)], beam=args.beam, batch_size=args.batch_size,
+                            threads=args.threads or 0, device=args.device, lenpen=args.lenpen,
+                            max_len_a=args.max_len_a, max_len_b=args.max_len_b, chunk_lines=args.chunk_lines,
+                            decoder=args.decoder, column=args.column)[0]
+    if args.stats:
+        write_text(args.stats, json.dumps(stats, indent=1, sort_keys=True) + "\n")
+    log.info("translate: %d lines (%d empty sources, %d empty translations, kept as lines) -> %s; %.1f sentences/s",
+             stats["lines"], stats["empty_sources"], stats["empty_hypotheses"], args.output,
+             stats["call_sentences_per_s"])
+    return 0
+
+
+def cmd_translator_data(args: argparse.Namespace) -> int:
+    from marginmine.nmt.translators import translator_pairs
+
+    r = translator_pairs(args.encoder_data, args.src_lang, args.tgt_lang, args.output, args.report)
+    log.info("translator-data: %d %s>%s pairs from %d data sets -> %s", r["pairs"], args.src_lang, args.tgt_lang,
+             len(r["sources"]), args.output)
+    return 0
+
+
+def _decoding_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--beam", type=int, default=5)
+    p.add_argument("--batch-size", type=int, default=64, help="sentences per decoding batch")
+    p.add_argument("--lenpen", type=float, default=1.0)
+    p.add_argument("--max-len-a", type=float, default=1.5, help="hypothesis <= a * source pieces + b")
+    p.add_argument("--max-len-b", type=int, default=10)
+    p.add_argument("--threads", type=int, default=None, help="CPU threads of the decoder")
+    p.add_argument("--device", default="auto", help="auto, cpu or cuda (fails if no GPU is visible)")
+    p.add_argument("--decoder", default=_default_decoder(), choices=("ctranslate2", "fairseq"),
+                   help="beam search by CTranslate2 (default; the checkpoint converted once) or fairseq-generate")
+
+
 def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> None:
     p = sub.add_parser("train-nmt", help="BPE + fairseq transformer on selected pairs, last checkpoints averaged")
     p.add_argument("--train", required=True, help="TSV (.gz allowed): source and target in the first two columns")
@@ -125,17 +173,30 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> N
                    help="further test sets, e.g. newstest2014,nt14.en,nt14.de")
     p.add_argument("--output", required=True, help="report: first line the test sacreBLEU (a .json beside it)")
     p.add_argument("--hyp-dir", default=None, help="hypotheses (default: OUTPUT without suffix + .hyp/)")
-    p.add_argument("--beam", type=int, default=5)
-    p.add_argument("--batch-size", type=int, default=64, help="sentences per decoding batch")
     p.add_argument("--max-tokens", type=int, default=None, help="source tokens per decoding batch")
-    p.add_argument("--lenpen", type=float, default=1.0)
-    p.add_argument("--max-len-a", type=float, default=1.5, help="hypothesis <= a * source pieces + b")
-    p.add_argument("--max-len-b", type=int, default=10)
-    p.add_argument("--threads", type=int, default=None, help="CPU threads of the decoder")
-    p.add_argument("--device", default="auto", help="auto, cpu or cuda (fails if no GPU is visible)")
-    p.add_argument("--decoder", default=_default_decoder(), choices=("ctranslate2", "fairseq"),
-                   help="beam search by CTranslate2 (default; the checkpoint converted once) or fairseq-generate")
+    _decoding_args(p)
     handlers["evaluate"] = cmd_evaluate
+
+    p = sub.add_parser("translate", help="translate a file (or a shard's column) with a trained model, resumably")
+    p.add_argument("--workdir", required=True, help="the translator: a directory written by train-nmt")
+    p.add_argument("--src-lang", required=True, help="the language of the input (checked against the model)")
+    p.add_argument("--tgt-lang", required=True, help="the language to translate into (checked against the model)")
+    p.add_argument("--input", required=True, help="one sentence per line, or a TSV with --column (.gz allowed)")
+    p.add_argument("--column", type=int, default=None, help="0-based column of a TSV input to translate")
+    p.add_argument("--output", required=True, help="one translation per input line (.gz allowed); empty lines kept")
+    p.add_argument("--stats", default=None, help="JSON: lines, empty sources/translations, sentences/s")
+    p.add_argument("--chunk-lines", type=int, default=5000,
+                   help="lines per saved chunk: a killed run resumes at the first missing one (default %(default)s)")
+    _decoding_args(p)
+    handlers["translate"] = cmd_translate
+
+    p = sub.add_parser("translator-data", help="a translator's training TSV: the encoder data's pairs of one language pair")
+    p.add_argument("--encoder-data", required=True, help="manifest.json of marginmine encoder-data")
+    p.add_argument("--src-lang", required=True)
+    p.add_argument("--tgt-lang", required=True)
+    p.add_argument("--output", required=True, help="TSV (.gz allowed): source, target")
+    p.add_argument("--report", default=None, help="JSON: pairs per data set")
+    handlers["translator-data"] = cmd_translator_data
 
 
 def _default_decoder() -> str:

@@ -134,8 +134,15 @@ def cmd_score(args: argparse.Namespace) -> int:
     if args.src_embeddings or args.tgt_embeddings:
         if not (args.src_embeddings and args.tgt_embeddings):
             raise MarginmineError("give both --src-embeddings and --tgt-embeddings")
-        emb = ArrayEmbeddings.load(args.src_embeddings, args.tgt_embeddings)
+        if bool(args.src_translated) != bool(args.tgt_translated):
+            raise MarginmineError("give both --src-translated and --tgt-translated (or neither)")
+        emb = ArrayEmbeddings.load(args.src_embeddings, args.tgt_embeddings, args.src_translated, args.tgt_translated)
         ident = {"embeddings": [args.src_embeddings, args.tgt_embeddings]}
+        if args.src_translated:
+            ident["translated"] = [args.src_translated, args.tgt_translated]
+    elif args.src_translated or args.tgt_translated:
+        raise MarginmineError("--src-translated/--tgt-translated go with --src-embeddings/--tgt-embeddings "
+                              "(precomputed embeddings of the input and of its translations)")
     else:
         from marginmine.encoders.base import read_manifest
 
@@ -230,6 +237,10 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler], colu
     p.add_argument("--encoder", default=None, help="encoder directory (or give precomputed embeddings)")
     p.add_argument("--src-embeddings", default=None, help=".npy of the source side, line-aligned with --input")
     p.add_argument("--tgt-embeddings", default=None, help=".npy of the target side")
+    p.add_argument("--src-translated", default=None,
+                   help=".npy: the source side translated into the target language, embedded (vote kinds)")
+    p.add_argument("--tgt-translated", default=None,
+                   help=".npy: the target side translated into the source language, embedded (vote kinds)")
     p.add_argument("--src-lang", default="en")
     p.add_argument("--tgt-lang", default="de")
     add_scorers(p)

@@ -82,7 +82,13 @@ def cmd_eval_mining(args: argparse.Namespace) -> int:
     dirs = _encoder_dirs(args)
     scorers = _named_scorers(args, dirs)
     encoders = _load_encoders(dirs, args, {e for e, _ in scorers.values()})
-    rows, cannot = evaluate(encoders, scorers, args.data, args.src_lang, args.tgt_lang, K)
+    translated = {}
+    for item in args.translated:
+        key, sep, path = item.partition("=")
+        if not sep or key not in {f"{sp}.{side}" for sp in ("train", "test") for side in ("src", "tgt")}:
+            raise MarginmineError(f"--translated {item!r}: give SPLIT.SIDE=FILE, e.g. test.src=test.src.de")
+        translated[key] = path
+    rows, cannot = evaluate(encoders, scorers, args.data, args.src_lang, args.tgt_lang, K, translated)
     title = f"BUCC-style mining, {args.src_lang}-{args.tgt_lang} (test split; thresholds from train)"
     write_table(rows, args.tsv, args.md, title, cannot)
     for r in rows:
@@ -106,10 +112,20 @@ def cmd_eval_filter(args: argparse.Namespace) -> int:
         scorers = _named_scorers(args, dirs)
         encoders = _load_encoders(dirs, args, {e for e, _ in scorers.values()})
         data = read_paracrawl_eval(args.paracrawl)
+        translated = None
+        if args.paracrawl_translated:
+            from marginmine.errors import InputError
+            from marginmine.io.text import read_lines
+
+            translated = tuple(read_lines(p) for p in args.paracrawl_translated)
+            for p, lines in zip(args.paracrawl_translated, translated):
+                if len(lines) != len(data.src):
+                    raise InputError(p, f"has {len(lines)} lines, {args.paracrawl} has {len(data.src)} pairs",
+                                     hint="translate the labelled file's column again (one line per pair)")
         scores: dict[str, np.ndarray] = {}
         for enc_name, encoder in encoders.items():  # one batch: the whole file, as the paper's filtering
             mine = tuple((n, kind) for n, (e, kind) in scorers.items() if e == enc_name)
-            emb = EncoderEmbeddings(encoder, args.src_lang, args.tgt_lang)  # type: ignore[arg-type]
+            emb = EncoderEmbeddings(encoder, args.src_lang, args.tgt_lang, translated=translated)  # type: ignore[arg-type]
             settings = ScoreSettings(mine, batch_size=max(1, len(data.src)), index=index_spec(args))  # type: ignore[arg-type]
             scores.update(score_batch(data.src, data.tgt, 0, emb, settings))
         scores = {n: scores[n] for n in scorers}  # config order
@@ -173,6 +189,38 @@ def cmd_fit_scorer(args: argparse.Namespace) -> int:
     return 0
 
 
+def _named_files(items: list[str], flag: str) -> dict[str, list[str]]:
+    """``NAME=FILE[,FILE...]`` items -> {NAME: [FILE, ...]} (repeated names extend)."""
+    out: dict[str, list[str]] = {}
+    for item in items:
+        name, sep, files = item.partition("=")
+        if not sep or not name or not files:
+            raise MarginmineError(f"{flag} {item!r}: give NAME=FILE[,FILE...]")
+        out.setdefault(name, []).extend(files.split(","))
+    return out
+
+
+def cmd_vote_report(args: argparse.Namespace) -> int:
+    from marginmine.encoders.base import load_encoder
+    from marginmine.scoring.votereport import VoteSet, corpus_sizes, intrinsic_rows, translator_rows, write_report
+
+    torch_threads(args.threads)
+    sets = []
+    for item in args.set:
+        parts = item.split(",")
+        if len(parts) != 5:
+            raise MarginmineError(f"--set {item!r}: give NAME,SRC,TGT,SRC_TRANSLATED,TGT_TRANSLATED")
+        sets.append(VoteSet(*parts))
+    intrinsic = intrinsic_rows(load_encoder(args.encoder, args.device), sets, args.src_lang, args.tgt_lang, args.k) \
+        if sets else []
+    bleu = {d: f[0] for d, f in _named_files(args.translator, "--translator").items()}
+    write_report(translator_rows(bleu, _named_files(args.stats, "--stats")), intrinsic,
+                 corpus_sizes(_named_files(args.scores, "--scores")), args.tsv, args.md, args.title)
+    for r in intrinsic:
+        log.info("%s / %s: P %.3f R %.3f F1 %.3f", r["set"], r["rule"], r["precision"], r["recall"], r["f1"])
+    return 0
+
+
 def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> None:
     from marginmine.scoring.heads import CorpusShard, HeldOut
 
@@ -192,6 +240,9 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> N
                    help="an encoder the scorers name; repeatable")
     add_scorers(p)
     p.add_argument("--data", required=True, help="directory written by bucc-data")
+    p.add_argument("--translated", nargs="*", default=[], metavar="SPLIT.SIDE=FILE",
+                   help="the pools translated into the other language, line for line (vote scorers): "
+                        "train.src=F train.tgt=F test.src=F test.tgt=F")
     p.add_argument("--src-lang", required=True)
     p.add_argument("--tgt-lang", required=True)
     p.add_argument("--tsv", required=True)
@@ -204,6 +255,9 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> N
                    help="an encoder the scorers name (for --paracrawl); repeatable")
     add_scorers(p)
     p.add_argument("--paracrawl", default=None, help="ParaCrawl human-evaluation TSV (9 columns)")
+    p.add_argument("--paracrawl-translated", nargs=2, default=None, metavar=("SRC_TRANSLATED", "TGT_TRANSLATED"),
+                   help="its sources translated into the target language and its targets into the source "
+                        "language, one line per pair (for vote scorers)")
     p.add_argument("--src-lang", default="en")
     p.add_argument("--tgt-lang", default="de")
     p.add_argument("--demo-labels", default=None, help="demo corpus sidecar labels TSV")
@@ -239,3 +293,23 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> N
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--output", required=True, help="the head's directory")
     handlers["fit-scorer"] = cmd_fit_scorer
+
+    p = sub.add_parser("vote-report", help="translate-then-vote: translators' BLEU and speed, intrinsic P/R/F1, "
+                                          "voted-set sizes")
+    p.add_argument("--encoder", required=True, help="the vote scorers' encoder directory")
+    p.add_argument("--set", action="append", default=[], metavar="NAME,SRC,TGT,SRC_TRANSLATED,TGT_TRANSLATED",
+                   help="an intrinsic set oriented src->tgt and both sides' translations; repeatable")
+    p.add_argument("--translator", nargs="*", default=[], metavar="DIRECTION=BLEU_JSON")
+    p.add_argument("--stats", nargs="*", default=[], metavar="DIRECTION=STATS_JSON[,...]",
+                   help="translate --stats files of the corpus shards")
+    p.add_argument("--scores", nargs="*", default=[], metavar="SCORER=FILE[,...]",
+                   help="a vote scorer's shard score files")
+    p.add_argument("-k", type=int, default=K)
+    p.add_argument("--src-lang", required=True)
+    p.add_argument("--tgt-lang", required=True)
+    p.add_argument("--title", default="Translate-then-vote")
+    p.add_argument("--tsv", required=True)
+    p.add_argument("--md", required=True)
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--threads", type=int, default=None)
+    handlers["vote-report"] = cmd_vote_report

@@ -156,7 +156,8 @@ class _Decoder:
 def translate_files(workdir: str | Path, jobs: list[tuple[str | Path, str | Path]], *, beam: int = 5,
                     batch_size: int = 64, max_tokens: int | None = None, threads: int = 0, device: str = "auto",
                     lenpen: float = 1.0, max_len_a: float = 1.5, max_len_b: int = 10,
-                    chunk_lines: int | None = None, decoder: str = DEFAULT_DECODER) -> list[dict[str, Any]]:
+                    chunk_lines: int | None = None, decoder: str = DEFAULT_DECODER,
+                    column: int | None = None) -> list[dict[str, Any]]:
     """Translate every ``(src_file, out_file)`` of ``jobs``; one stats dict per job, in order.
 
     ``decoder``: ``ctranslate2`` (default) or ``fairseq``. Without ``chunk_lines`` all files go
@@ -164,7 +165,8 @@ def translate_files(workdir: str | Path, jobs: list[tuple[str | Path, str | Path
     chunks of that many lines, each chunk saved when done (``.<out>.chunks/``, with the model's
     SHA-256, the source's and the settings): a killed run resumes at the first missing chunk, a
     changed model, source or setting starts the chunks again (logged). Either way each output has
-    exactly one line per source line (checked) and is written atomically at the end.
+    exactly one line per source line (checked) and is written atomically at the end. ``column``:
+    the sources are that 0-based tab-separated column of each line (a corpus shard), not the line.
     """
     import sentencepiece as spm
 
@@ -182,7 +184,7 @@ def translate_files(workdir: str | Path, jobs: list[tuple[str | Path, str | Path
     outs = [Path(o) for _, o in jobs]
     if len({o.resolve() for o in outs}) != len(outs):
         raise NmtError(f"translate: two jobs write the same file ({', '.join(map(str, outs))})")
-    all_lines = [[one_line(x) for x in read_lines(s)] for s, _ in jobs]
+    all_lines = [[one_line(x) for x in _source_lines(s, column)] for s, _ in jobs]
     keep = [[i for i, x in enumerate(lines) if x] for lines in all_lines]
     pieces = [spm_pieces(dec.sp, [lines[i] for i in k]) for lines, k in zip(all_lines, keep)]
     stats_list: list[dict[str, Any]] = []
@@ -195,6 +197,7 @@ def translate_files(workdir: str | Path, jobs: list[tuple[str | Path, str | Path
                            "empty_sources": len(lines) - len(k), "truncated_sources": truncated,
                            "decoder": dec.decoder, "beam": dec.beam, "batch_size": dec.batch_size, "max_tokens": dec.max_tokens,
                            "lenpen": dec.lenpen, "max_len_a": dec.max_len_a, "max_len_b": dec.max_len_b,
+                           "src_lang": manifest["src_lang"], "tgt_lang": manifest["tgt_lang"], "column": column,
                            "files_in_call": len(jobs) if chunk_lines is None else 1})
     for o in outs:
         o.parent.mkdir(parents=True, exist_ok=True)
@@ -206,7 +209,7 @@ def translate_files(workdir: str | Path, jobs: list[tuple[str | Path, str | Path
             for i in k:
                 job_hyps[i] = next(decoded)
     else:
-        for (src_file, out), lines, job_hyps, k, p, st in zip(jobs, all_lines, hyps, keep, pieces, stats_list):
+        for (src_file, _), out, lines, job_hyps, k, p, st in zip(jobs, outs, all_lines, hyps, keep, pieces, stats_list):
             st["chunks_resumed"], st["chunks"] = _translate_chunks(dec, Path(src_file), out, len(lines), job_hyps, k, p,
                                                                    int(chunk_lines), st)
     seconds = round(time.monotonic() - t0, 2)
@@ -215,6 +218,7 @@ def translate_files(workdir: str | Path, jobs: list[tuple[str | Path, str | Path
             raise NmtError(f"{out}: {len(job_hyps)} hypotheses for {len(lines)} source lines")
         with open_text_out(out) as fo:  # atomic: a temporary name, renamed when complete
             fo.writelines(one_line(h) + "\n" for h in job_hyps)
+        st["empty_hypotheses"] = sum(1 for h in job_hyps if not one_line(h).strip())  # counted, kept as lines
         st["call_seconds"] = seconds
         st["call_sentences_per_s"] = round(n_decoded / max(seconds, 1e-9), 2)
         if chunk_lines is not None:
@@ -222,6 +226,21 @@ def translate_files(workdir: str | Path, jobs: list[tuple[str | Path, str | Path
     log.info("translate: %d file(s), %d lines (%d decoded) in %.1f s (%.1f sentences/s including start-up)",
              len(jobs), sum(len(x) for x in all_lines), n_decoded, seconds, n_decoded / max(seconds, 1e-9))
     return stats_list
+
+
+def _source_lines(path: str | Path, column: int | None) -> list[str]:
+    """The sentences to translate: every line of ``path``, or its ``column`` (a line without it is refused)."""
+    lines = read_lines(path)
+    if column is None:
+        return lines
+    out = []
+    for n, line in enumerate(lines, 1):
+        cols = line.split("\t")
+        if column >= len(cols):
+            raise InputError(str(path), f"has {len(cols)} column(s), the sentence to translate is column {column}",
+                             line=n, hint="give the shard the column belongs to, or the right --column")
+        out.append(cols[column])
+    return out
 
 
 def _chunk_dir(out: Path) -> Path:
@@ -233,7 +252,7 @@ def _translate_chunks(dec: _Decoder, src_file: Path, out: Path, n_lines: int, hy
     """Fill ``hyps`` chunk by chunk, reusing the chunks a killed run finished; (resumed, total)."""
     cdir = _chunk_dir(out)
     settings = {**dec.settings(), "source_sha256": sha256_file(src_file), "chunk_lines": chunk_lines,
-                "lines": n_lines}
+                "lines": n_lines, "column": st.get("column")}
     meta = cdir / "settings.json"
     if cdir.exists() and (not meta.exists() or json.loads(meta.read_text(encoding="utf-8")) != settings):
         log.warning("translate: %s holds chunks of another model, source or settings; translating again", cdir)

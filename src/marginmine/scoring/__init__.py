@@ -6,7 +6,7 @@ scorers' evaluations (:mod:`.bucc`, :mod:`.filtereval`, :mod:`.composition`).
 The registry API is re-exported here (``from marginmine.scoring import register, Batch``). The
 built-in kinds are listed explicitly: one import per module that registers kinds."""
 
-from marginmine.scoring import builtin, calibrated, mlp  # noqa: F401  (ratio, distance, cosine, absolute, eq9, eq10; calibrated; mlp)
+from marginmine.scoring import builtin, calibrated, mlp, votes  # noqa: F401  (ratio, distance, cosine, absolute, eq9, eq10; calibrated; mlp; vote)
 from marginmine.scoring.kinds import (BUILTIN_METHODS, KINDS, NAME, Batch, ScoreKind, describe, kind_params,
                                       load_plugins, make_kind, parse_scorers, register)
 

@@ -176,12 +176,55 @@ def evaluate_split_pair(train: tuple[np.ndarray, np.ndarray, Split], test: tuple
     return rows
 
 
+def vote_rows(data: Mapping[str, tuple[np.ndarray, np.ndarray, Split]],
+              translated: Mapping[str, tuple[np.ndarray, np.ndarray]], votes: Sequence[tuple[str, object]],
+              encoder: str = "") -> list[MiningResult]:
+    """Translate-then-vote scorers (kind ``vote``): the pairs each one's rule keeps of the three
+    searches (ratio margin, intersection, no threshold: the paper's setting), P/R/F1 on test and
+    F1 on train; ``translated[split]``: the embedded translations of that split's pools."""
+    from marginmine.scoring.votes import mined_sets, rule_pairs
+
+    rows = []
+    for name, kind in votes:
+        prf = {}
+        for split, (x, y, sp) in data.items():
+            sets = mined_sets(x, y, *translated[split], int(kind.k))  # type: ignore[attr-defined]
+            kept = rule_pairs(sets, kind.rule)  # type: ignore[attr-defined]
+            correct = len(kept & set(sp.gold))
+            p = correct / len(kept) if kept else 0.0
+            r = correct / len(sp.gold) if sp.gold else 0.0
+            prf[split] = (p, r, 2 * p * r / (p + r) if p + r else 0.0, len(kept))
+        rows.append(MiningResult(name, encoder, "ratio", f"vote:{kind.rule}", float("nan"),  # type: ignore[attr-defined]
+                                 prf["train"][2], *prf["test"]))
+    return rows
+
+
+def read_translated(directory: str | Path, split: str, translations: Mapping[str, str | Path]) -> tuple[list[str], list[str]]:
+    """A split's pools translated (``translations``: ``<split>.src``/``<split>.tgt`` -> file), line
+    for line with the pool files (checked)."""
+    out = []
+    for side in ("src", "tgt"):
+        key = f"{split}.{side}"
+        if key not in translations:
+            raise InputError(str(directory), f"no translation of {key} was given",
+                             hint="give --translated train.src=FILE train.tgt=FILE test.src=FILE test.tgt=FILE")
+        lines, pool = read_lines(translations[key]), read_lines(Path(directory) / key)
+        if len(lines) != len(pool):
+            raise InputError(str(translations[key]), f"has {len(lines)} lines, {Path(directory) / key} has "
+                             f"{len(pool)}", hint="a translation must be line-aligned with its pool: translate it again")
+        out.append(lines)
+    return out[0], out[1]
+
+
 def evaluate(encoders: dict[str, SentenceEncoder], scorers: dict[str, tuple[str, object]], directory: str | Path,
-             src_lang: str, tgt_lang: str, default_k: int) -> tuple[list[MiningResult], list[str]]:
+             src_lang: str, tgt_lang: str, default_k: int,
+             translations: Mapping[str, str | Path] | None = None) -> tuple[list[MiningResult], list[str]]:
     """Rows for every scorer that can mine (``scorers``: name -> (encoder name, kind instance)),
-    each encoder's pools embedded once; and the names of the scorers that cannot mine."""
+    each encoder's pools embedded once; and the names of the scorers that cannot mine. Scorers
+    that vote over translations need ``translations`` of the pools (:func:`read_translated`)."""
     rows: list[MiningResult] = []
-    cannot = [n for n, (_, kind) in scorers.items() if getattr(kind, "mines", None) is None]
+    votes = {n for n, (_, kind) in scorers.items() if getattr(kind, "translated", False)}
+    cannot = [n for n, (_, kind) in scorers.items() if getattr(kind, "mines", None) is None and n not in votes]
     for enc_name, encoder in encoders.items():
         mine = [(n, kind) for n, (e, kind) in scorers.items() if e == enc_name and n not in cannot]
         if not mine:
@@ -190,6 +233,13 @@ def evaluate(encoders: dict[str, SentenceEncoder], scorers: dict[str, tuple[str,
         for split in SPLITS:
             sp = read_split(directory, split)
             data[split] = (embed_unique(encoder, sp.src, src_lang), embed_unique(encoder, sp.tgt, tgt_lang), sp)
+        voting = [(n, kind) for n, kind in mine if n in votes]
+        if voting:
+            trans = {split: read_translated(directory, split, translations or {}) for split in SPLITS}
+            emb = {split: (embed_unique(encoder, a, tgt_lang), embed_unique(encoder, b, src_lang))
+                   for split, (a, b) in trans.items()}
+            rows += vote_rows(data, emb, voting, enc_name)
+            mine = [(n, kind) for n, kind in mine if n not in votes]
         by_k: dict[int, list[tuple[str, str]]] = {}
         for n, kind in mine:
             by_k.setdefault(int(getattr(kind, "k", default_k)), []).append((n, kind.mines))  # type: ignore[attr-defined]
@@ -213,7 +263,8 @@ def write_table(rows: Sequence[MiningResult], tsv: str | Path, md: str | Path, t
              "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r.scorer} | {r.encoder} | {r.margin} | {r.retrieval} | {100 * r.precision:.1f} | "
-                     f"{100 * r.recall:.1f} | {100 * r.f1:.1f} | {r.threshold:.4f} | {100 * r.train_f1:.1f} |")
+                     f"{100 * r.recall:.1f} | {100 * r.f1:.1f} | "
+                     f"{'none' if np.isnan(r.threshold) else f'{r.threshold:.4f}'} | {100 * r.train_f1:.1f} |")
     if cannot_mine:
         lines += ["", f"Not mining scores (no margin function to retrieve with): {', '.join(cannot_mine)}."]
     write_text(md, "\n".join(lines) + "\n")

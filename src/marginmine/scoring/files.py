@@ -111,13 +111,23 @@ class EncoderEmbeddings:
     tgt_lang: str
     dtype: str = "float16"
     chunk: int = 50_000
+    #: each side's translation into the other language, line for line with the input (vote kinds)
+    translated: tuple[Sequence[str], Sequence[str]] | None = None
+
+    def translated_rows(self, start: int, texts: Sequence[str], first: np.ndarray, side: str) -> np.ndarray:
+        """The translations of ``side``'s distinct sentences, embedded in the language they are in."""
+        if self.translated is None:
+            raise ValueError("no translations given")
+        lines = self.translated[0 if side == "src" else 1]
+        return self._embed([lines[start + int(i)] for i in first], self.tgt_lang if side == "src" else self.src_lang)
 
     def unique_rows(self, start: int, texts: Sequence[str], first: np.ndarray, side: str) -> np.ndarray:
-        lang = self.src_lang if side == "src" else self.tgt_lang
-        sentences = [texts[i] for i in first]
+        return self._embed([texts[i] for i in first], self.src_lang if side == "src" else self.tgt_lang)
+
+    def _embed(self, sentences: Sequence[str], lang: str) -> np.ndarray:
         out = np.empty((len(sentences), self.encoder.dim), dtype=self.dtype)
         for a in range(0, len(sentences), self.chunk):
-            out[a:a + self.chunk] = self.encoder.encode(sentences[a:a + self.chunk], lang)
+            out[a:a + self.chunk] = self.encoder.encode(list(sentences[a:a + self.chunk]), lang)
         return out
 
     def check_input(self, input_path: str) -> None:
@@ -126,22 +136,34 @@ class EncoderEmbeddings:
 
 @dataclass
 class ArrayEmbeddings:
-    """Precomputed line-aligned embeddings (``marginmine embed`` output, memory-mapped)."""
+    """Precomputed line-aligned embeddings (``marginmine embed`` output, memory-mapped); optionally
+    the embeddings of each side's translation into the other language (``translated``: source
+    side's, target side's), for the kinds that vote over translations."""
 
     src: np.ndarray
     tgt: np.ndarray
     paths: tuple[str, str] = ("<src embeddings>", "<tgt embeddings>")
+    translated: tuple[np.ndarray, np.ndarray] | None = None
+    translated_paths: tuple[str, str] = ("<src translated>", "<tgt translated>")
 
     @classmethod
-    def load(cls, src: str | Path, tgt: str | Path) -> "ArrayEmbeddings":
+    def load(cls, src: str | Path, tgt: str | Path, src_translated: str | Path | None = None,
+             tgt_translated: str | Path | None = None) -> "ArrayEmbeddings":
+        paths = [p for p in (src, tgt, src_translated, tgt_translated) if p is not None]
         arrays = []
-        for p in (src, tgt):
+        for p in paths:
             try:
                 arrays.append(np.load(p, mmap_mode="r"))
             except (OSError, ValueError) as exc:
                 raise InputError(str(p), f"cannot read embeddings: {exc}", hint="re-run marginmine embed") from exc
-        if arrays[0].shape != arrays[1].shape:
-            raise InputError(str(tgt), f"shape {arrays[1].shape} differs from {src}'s {arrays[0].shape}")
+        for p, a in zip(paths[1:], arrays[1:]):
+            if a.shape != arrays[0].shape:
+                raise InputError(str(p), f"shape {a.shape} differs from {src}'s {arrays[0].shape}",
+                                 hint="every embedding file must have one row per line of the scored input "
+                                      "(translations: one per line of the side they translate)")
+        if len(arrays) == 4:
+            return cls(arrays[0], arrays[1], (str(src), str(tgt)), (arrays[2], arrays[3]),
+                       (str(src_translated), str(tgt_translated)))
         return cls(arrays[0], arrays[1], (str(src), str(tgt)))
 
     def check_input(self, input_path: str) -> None:
@@ -154,8 +176,20 @@ class ArrayEmbeddings:
                              hint="embed the same file that is being scored (marginmine embed --input "
                                   "<the scored file>), or score the file these embeddings were made from")
 
+    def translated_rows(self, start: int, texts: Sequence[str], first: np.ndarray, side: str) -> np.ndarray:
+        """The embeddings of the translations of ``side``'s distinct sentences (as :meth:`unique_rows`)."""
+        if self.translated is None:
+            raise InputError(self.paths[0], "no translations' embeddings were given",
+                             hint="give marginmine score --src-translated and --tgt-translated")
+        i = 0 if side == "src" else 1
+        return self._rows(self.translated[i], self.translated_paths[i], start, texts, first)
+
     def unique_rows(self, start: int, texts: Sequence[str], first: np.ndarray, side: str) -> np.ndarray:
         arr, path = (self.src, self.paths[0]) if side == "src" else (self.tgt, self.paths[1])
+        return self._rows(arr, path, start, texts, first)
+
+    @staticmethod
+    def _rows(arr: np.ndarray, path: str, start: int, texts: Sequence[str], first: np.ndarray) -> np.ndarray:
         if start + len(texts) > len(arr):
             raise InputError(path, f"has {len(arr)} rows, the input has more lines",
                              hint="embed the same file that is being scored")
@@ -175,7 +209,11 @@ def score_batch(src: Sequence[str], tgt: Sequence[str], start: int, emb: Embeddi
     fy, gy = unique_groups(tgt)
     xu = emb.unique_rows(start, src, fx, "src")
     yu = emb.unique_rows(start, tgt, fy, "tgt")
-    batch = Batch(src, tgt, xu, yu, gx, gy, settings.index)
+    translated = None
+    if getattr(emb, "translated", None) is not None:
+        def translated(side: str) -> np.ndarray:
+            return emb.translated_rows(start, src if side == "src" else tgt, fx if side == "src" else fy, side)
+    batch = Batch(src, tgt, xu, yu, gx, gy, settings.index, translated)
     out = {}
     for name, kind in settings.scorers:
         values = np.asarray(kind.score(batch))

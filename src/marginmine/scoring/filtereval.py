@@ -24,6 +24,8 @@ log = logging.getLogger(__name__)
 #: columns of paracrawl-v3-validation-data.sorted.*.tsv
 PARACRAWL_COLUMNS = ("url_src", "url_tgt", "src", "tgt", "hunalign", "zipporah", "bicleaner", "label", "comment")
 SHIPPED_SCORES = ("bicleaner", "zipporah", "hunalign")
+#: 0-based columns of the two sentences (what translate-then-vote translates)
+PARACRAWL_SIDES = {"src": PARACRAWL_COLUMNS.index("src"), "tgt": PARACRAWL_COLUMNS.index("tgt")}
 
 
 def average_ranks(values: np.ndarray) -> np.ndarray:

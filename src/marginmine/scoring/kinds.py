@@ -23,8 +23,12 @@ encoder's embeddings of held-out pairs: ``fit(u, v, seed) -> (arrays, stats)`` a
 the workflow fits once per scorer (``marginmine fit-scorer``, :mod:`marginmine.scoring.heads`) and
 fills in. Kinds with ``pair_scores(u, v)`` score pairs found by mining with their own score.
 
-A :class:`Batch` computes what several kinds share once: the pairs' cosines and, per ``k``, the
-neighbourhood means. Kinds must score each pair from its batch only (the scoring contract in
+A kind that votes over translations (``translated: ClassVar[bool] = True``, e.g. ``vote``) needs
+each side's sentences translated into the other language and embedded (the workflow translates and
+embeds them, ``marginmine score --src-translated/--tgt-translated`` passes them to the batch).
+
+A :class:`Batch` computes what several kinds share once: the pairs' cosines, per ``k`` the
+neighbourhood means and the translate-then-vote candidate sets. Kinds must score each pair from its batch only (the scoring contract in
 :mod:`marginmine.scoring.files`: split files give byte-identical scores).
 """
 
@@ -59,8 +63,12 @@ class Batch:
     gx: np.ndarray
     gy: np.ndarray
     spec: IndexSpec = IndexSpec(kind="flat")
+    #: ``translated("src")``: the embeddings of the distinct sources' translations into the target
+    #: language, row for row with ``xu`` (``"tgt"``: the targets' into the source language, as ``yu``)
+    translated: Callable[[str], np.ndarray] | None = None
     _cos: np.ndarray | None = field(default=None, repr=False)
     _means: dict[tuple[str, int], np.ndarray] = field(default_factory=dict, repr=False)
+    _votes: dict[int, np.ndarray] = field(default_factory=dict, repr=False)
 
     def __len__(self) -> int:
         return len(self.gx)
@@ -98,6 +106,21 @@ class Batch:
         if len(self) == 0:
             return np.zeros(0)
         return self.side_mean("src", k)[self.gx].astype(np.float64)
+
+
+    def vote_sets(self, k: int) -> np.ndarray:
+        """bool ``(pairs, 3)``: each pair found (or not) by the original, forward-translated and
+        backward-translated searches of this batch (:func:`marginmine.scoring.votes.found_sets`)."""
+        if k not in self._votes:
+            from marginmine.scoring.votes import found_sets
+
+            if self.translated is None:
+                raise MarginmineError("a vote scorer needs both sides' translations embedded: give marginmine score "
+                                      "--src-translated and --tgt-translated (the workflow translates and embeds "
+                                      "them for kinds that say `translated`)")
+            self._votes[k] = found_sets(self.xu, self.yu, self.translated("src"), self.translated("tgt"),
+                                        self.gx, self.gy, k, self.spec)
+        return self._votes[k]
 
 
 class ScoreKind(Protocol):

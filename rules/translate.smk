@@ -1,0 +1,220 @@
+# Translate-then-vote (a scorer whose kind says `translated`, e.g. vote): two translators trained by
+# the NMT stage on the encoder's training pairs of the language pair (one per direction, the
+# reverse one on the swapped columns), their BLEU, every corpus shard's side translated into the
+# other language (resumable in chunks) and embedded by the scorer's encoder; the evaluation texts
+# (ParaCrawl's labelled pairs, the mining benchmark's pools) translated the same way. Nothing here
+# runs unless a scorer needs it. Settings: config `translators:` (schema).
+
+
+rule translator_data:
+    """A translator's training pairs: the encoder data's pairs of the language pair, in its
+    direction (their leakage checks are the encoder data's)."""
+    input:
+        rules.encoder_data.output.manifest,
+    output:
+        tsv=f"{WORK}/translate/{{direction}}/train.tsv.gz",
+        report=f"{RESULTS}/translate/{{direction}}/data.json",
+    log:
+        f"{LOGS}/translate/{{direction}}/data.log",
+    benchmark:
+        f"{BENCH}/translate/{{direction}}/data.tsv"
+    params:
+        langs=lambda w: "--src-lang {} --tgt-lang {}".format(*w.direction.split("-")),
+    wildcard_constraints:
+        direction="|".join(DIRECTIONS),
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    conda:
+        "../envs/nmt.yaml"
+    shell:
+        "marginmine translator-data --encoder-data {input:q} {params.langs} --output {output.tsv:q} "
+        "--report {output.report:q} > {log:q} 2>&1"
+
+
+use rule train_nmt as train_translator with:
+    input:
+        data=rules.translator_data.output.tsv,
+        dev=lambda w: translator_eval(w.direction, "dev"),
+    output:
+        f"{WORK}/translate/{{direction}}/seed{{seed}}/checkpoint_avg.pt",
+    log:
+        f"{LOGS}/translate/{{direction}}/seed{{seed}}.train.log",
+    benchmark:
+        f"{BENCH}/translate/{{direction}}/seed{{seed}}.train.tsv"
+    params:
+        workdir=lambda w, output: os.path.dirname(output[0]),
+        nmt_params=translator_params_json(),
+        budget=nmt_budget_arg,
+        langs=lambda w: "--src-lang {} --tgt-lang {}".format(*w.direction.split("-")),
+    wildcard_constraints:
+        direction="|".join(DIRECTIONS),
+        seed=r"\d+",
+
+
+rule evaluate_translator:
+    """A translator's BLEU on the experiment's dev and test sets (read in its direction): what
+    bounds the votes."""
+    input:
+        model=lambda w: translator_model(w.direction),
+        test=lambda w: translator_eval(w.direction, "test"),
+        dev=lambda w: translator_eval(w.direction, "dev"),
+    output:
+        report=f"{RESULTS}/translate/{{direction}}/bleu.txt",
+        json=f"{RESULTS}/translate/{{direction}}/bleu.json",
+    log:
+        f"{LOGS}/translate/{{direction}}/evaluate.log",
+    benchmark:
+        f"{BENCH}/translate/{{direction}}/evaluate.tsv"
+    params:
+        workdir=lambda w, input: os.path.dirname(input.model),
+        beam=TRANSLATORS["beam"],
+        decoder=NMT["decoder"],
+    wildcard_constraints:
+        direction="|".join(DIRECTIONS),
+    threads: job_threads(2)
+    resources:
+        mem_mb=4000,
+        runtime=NMT["eval_runtime_min"],
+    conda:
+        "../envs/nmt.yaml"
+    shell:
+        "marginmine evaluate --workdir {params.workdir:q} --test-src {input.test[0]:q} --test-ref {input.test[1]:q} "
+        "--dev-src {input.dev[0]:q} --dev-ref {input.dev[1]:q} --beam {params.beam:q} --decoder {params.decoder:q} "
+        "--threads {threads} --output {output.report:q} > {log:q} 2>&1"
+
+
+rule translate_shard:
+    """One side of one preprocessed shard translated into the other language (resumable in chunks;
+    one line per shard line, empty translations kept and counted)."""
+    input:
+        model=lambda w: translator_model(w.direction),
+        shard=rules.preprocess_shard.output.kept,
+    output:
+        text=f"{WORK}/translate/{{direction}}/shard{{shard}}.txt.gz",
+        stats=f"{WORK}/translate/{{direction}}/shard{{shard}}.json",
+    log:
+        f"{LOGS}/translate/{{direction}}/shard{{shard}}.log",
+    benchmark:
+        f"{BENCH}/translate/{{direction}}/shard{{shard}}.tsv"
+    params:
+        workdir=lambda w, input: os.path.dirname(input.model),
+        langs=lambda w: "--src-lang {} --tgt-lang {}".format(*w.direction.split("-")),
+        column=lambda w: 0 if w.direction == DIRECTIONS[0] else 1,
+        beam=TRANSLATORS["beam"],
+        chunk=TRANSLATORS["chunk_lines"],
+        decoder=NMT["decoder"],
+    wildcard_constraints:
+        direction="|".join(DIRECTIONS),
+    threads: job_threads(2)
+    resources:
+        mem_mb=4000,
+        runtime=TRANSLATORS["runtime_min"],
+    conda:
+        "../envs/nmt.yaml"
+    shell:
+        "marginmine translate --workdir {params.workdir:q} {params.langs} --input {input.shard:q} "
+        "--column {params.column} --output {output.text:q} --stats {output.stats:q} --chunk-lines {params.chunk:q} "
+        "--beam {params.beam:q} --decoder {params.decoder:q} --threads {threads} > {log:q} 2>&1"
+
+
+rule translate_text:
+    """An evaluation text (ParaCrawl's labelled pairs, a mining pool) translated into the other
+    language, for the vote scorers' evaluations."""
+    input:
+        model=lambda w: translator_model(direction_of(TRANSLATED_TEXTS[w.name][2])),
+        text=lambda w: TRANSLATED_TEXTS[w.name][0],
+    output:
+        text=f"{WORK}/translate/texts/{{name}}.txt",
+        stats=f"{WORK}/translate/texts/{{name}}.json",
+    log:
+        f"{LOGS}/translate/texts/{{name}}.log",
+    benchmark:
+        f"{BENCH}/translate/texts/{{name}}.tsv"
+    params:
+        workdir=lambda w, input: os.path.dirname(input.model),
+        langs=lambda w: "--src-lang {} --tgt-lang {}".format(*direction_of(TRANSLATED_TEXTS[w.name][2]).split("-")),
+        column=lambda w: "" if TRANSLATED_TEXTS[w.name][1] is None else f"--column {TRANSLATED_TEXTS[w.name][1]}",
+        beam=TRANSLATORS["beam"],
+        chunk=TRANSLATORS["chunk_lines"],
+        decoder=NMT["decoder"],
+    wildcard_constraints:
+        name="|".join(map(re.escape, TRANSLATED_TEXTS)) or "(?!)",
+    threads: job_threads(2)
+    resources:
+        mem_mb=4000,
+        runtime=TRANSLATORS["runtime_min"],
+    conda:
+        "../envs/nmt.yaml"
+    shell:
+        "marginmine translate --workdir {params.workdir:q} {params.langs} --input {input.text:q} {params.column} "
+        "--output {output.text:q} --stats {output.stats:q} --chunk-lines {params.chunk:q} --beam {params.beam:q} "
+        "--decoder {params.decoder:q} --threads {threads} > {log:q} 2>&1"
+
+
+rule embed_translation:
+    """A shard side's translation embedded by the vote scorer's encoder, in the language it was
+    translated into (one row per shard line)."""
+    input:
+        encoder=lambda wc: encoder_json(wc.encoder),
+        text=rules.translate_shard.output.text,
+    output:
+        f"{WORK}/embed/{{encoder}}/shard{{shard}}.{{direction}}.npy",
+    log:
+        f"{LOGS}/embed/{{encoder}}/shard{{shard}}.{{direction}}.log",
+    benchmark:
+        f"{BENCH}/embed/{{encoder}}/shard{{shard}}.{{direction}}.tsv"
+    params:
+        encdir=lambda wildcards, input: os.path.dirname(input.encoder),
+        lang=lambda w: w.direction.split("-")[1],
+        device=ENC["device"],
+        dtype=ENC["embed_dtype"],
+    wildcard_constraints:
+        encoder="|".join(map(re.escape, ALL_SCORED_ENCODERS)),
+        direction="|".join(DIRECTIONS),
+    threads: job_threads(2)
+    resources:
+        mem_mb=4000,
+        runtime=60,
+    conda:
+        "../envs/encoder.yaml"
+    shell:
+        "marginmine embed --encoder {params.encdir:q} --lang {params.lang:q} --input {input.text:q} "
+        "--output {output:q} --dtype {params.dtype:q} --device {params.device:q} --threads {threads} "
+        "--allow-empty > {log:q} 2>&1"
+
+
+rule score_translated:
+    """score_shard for a scorer that votes over translations (its own score group): the same
+    command with the embeddings of both sides' translations."""
+    input:
+        src=lambda wc: rules.embed_shard.output.src.format(encoder=group_encoder(wc.group), shard=wc.shard),
+        tgt=lambda wc: rules.embed_shard.output.tgt.format(encoder=group_encoder(wc.group), shard=wc.shard),
+        shard=rules.preprocess_shard.output.kept,
+        translated=lambda wc: shard_translation_embeddings(wc.group, wc.shard),
+    output:
+        f"{WORK}/score/{{group}}/shard{{shard}}.scores.tsv.gz",
+    log:
+        f"{LOGS}/score/{{group}}/shard{{shard}}.log",
+    benchmark:
+        f"{BENCH}/score/{{group}}/shard{{shard}}.tsv"
+    params:
+        scorers=lambda wc: group_scorers_json(wc.group),
+        plugins=plugin_args,
+        k=SCORING["k"],
+        batch_size=SCORING["batch_size"],
+        index=SCORING["index"],
+        nprobe=SCORING["nprobe"],
+        device=SCORING["device"],
+        translated=translation_args,
+    wildcard_constraints:
+        group="|".join(map(re.escape, TRANSLATED_GROUPS)) or "(?!)",
+    threads: job_threads(2)
+    resources:
+        mem_mb=SCORING["mem_mb"],
+        runtime=SCORING["runtime_min"],
+    conda:
+        "../envs/score.yaml"
+    shell:
+        SCORE_SHELL.replace("--output", "{params.translated} --output")
