@@ -92,7 +92,7 @@ def test_scores_a_shard(imported, pairs, tmp_path):
         fh.write("\n".join(rows) + "\n")
     for col, lang in ((0, "en"), (1, "de")):
         assert main(["embed", "--encoder", str(imported), "--lang", lang, "--input", str(shard), "--column",
-                     str(col), "--output", str(tmp_path / f"{lang}.npy")]) == 0
+                     str(col), "--output", str(tmp_path / f"{lang}.npy"), "--threads", "1"]) == 0
     out = tmp_path / "scores.tsv.gz"
     assert main(["score", "--input", str(shard), "--src-embeddings", str(tmp_path / "en.npy"),
                  "--tgt-embeddings", str(tmp_path / "de.npy"), "--scorers", "ratio,cosine",
