@@ -83,3 +83,22 @@ FIRST = ("test_smoke.py", "test_own_corpus.py", "test_slurm.py", "test_nmt.py", 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     rank = {name: i for i, name in enumerate(FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(FIRST)))
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log):  # noqa: ANN001, ANN201
+    """``--dist loadfile`` that gives a worker its next file only when it has at most one test left
+    (xdist's own threshold is two). With two, the worker running tests/test_smoke.py took the next
+    file as its kill test started and ran that file after the kill and plugin tests while the other
+    worker, done, waited (measured: tests/test_scorers.py's ~60 s on the critical path, 00:28 run
+    of 2026-11-24); with one, that file goes to the worker that is free."""
+    if config.getoption("dist", None) != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class OneAhead(LoadFileScheduling):
+        def _reschedule(self, node) -> None:  # noqa: ANN001
+            if not node.shutting_down and self.workqueue and self._pending_of(self.assigned_work[node]) > 1:
+                return
+            super()._reschedule(node)
+
+    return OneAhead(config, log)

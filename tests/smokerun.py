@@ -53,21 +53,42 @@ def sha256(path: Path) -> str:
 SYSTEMS = (("ratio", 1), ("ratio", 2), ("random", 1))
 
 
-def final_outputs(d: Path, systems: tuple[tuple[str, int], ...] = SYSTEMS) -> dict[str, str]:
+def model_digest(checkpoint: Path) -> str:
+    """SHA-256 over an NMT checkpoint's parameters (names, dtypes, shapes, bytes): the model itself
+    (the file also holds the training's wall times, which differ between runs)."""
+    import torch
+
+    state = torch.load(checkpoint, map_location="cpu", weights_only=False)["model"]  # our own test output
+    h = hashlib.sha256()
+    for name in sorted(state):
+        t = state[name].contiguous()
+        h.update(f"{name}:{t.dtype}:{tuple(t.shape)}".encode())
+        h.update(t.numpy().tobytes())
+    return h.hexdigest()
+
+
+def final_outputs(d: Path, systems: tuple[tuple[str, int], ...] = SYSTEMS, decoded: bool = True) -> dict[str, str]:
     """SHA-256 of every output a rerun must reproduce byte for byte (BLEU by its numbers), for the
-    NMT ``systems`` (method, seed) run (the method-set tables only when both smoke methods ran)."""
+    NMT ``systems`` (method, seed) run (the method-set tables only when both smoke methods ran).
+    ``decoded=False``: the systems were trained, not evaluated - their models' parameters instead."""
     out = {}
     methods = sorted({m for m, _ in systems})
     patterns = ["work/test/score/*/*.scores.tsv.gz", "work/test/embed/*/*.npy", "results/test/preprocess/ledger.json",
                 "results/test/preprocess/ledger.tsv", "work/test/preprocess/kept/*.tsv.gz",
                 "results/test/encoder/model.pt", "work/test/corpus/heldout.*"]
     patterns += [f"work/test/select/{m}.2k.tsv.gz" for m in methods]
-    patterns += [f"results/test/nmt/{m}.2k/seed{s}/bleu.hyp/*.de" for m, s in systems]  # every hypothesis: the model
+    for m, s in systems:
+        out[f"work/test/nmt/{m}.2k/seed{s}/checkpoint_avg.pt (parameters)"] = model_digest(
+            d / f"work/test/nmt/{m}.2k/seed{s}/checkpoint_avg.pt")
+    if decoded:
+        patterns += [f"results/test/nmt/{m}.2k/seed{s}/bleu.hyp/*.de" for m, s in systems]  # every hypothesis
     if set(methods) == {"ratio", "random"}:
         patterns += ["results/test/select/composition.tsv", "results/test/select/density.tsv"]
     for pattern in patterns:
         for p in sorted(d.glob(pattern)):
             out[str(p.relative_to(d))] = sha256(p)
+    if not decoded:
+        return out
     numbers = ("bleu", "tok_bleu", "precisions", "hyp_len", "ref_len", "lines")  # not seconds, not paths
     for m, s in systems:
         p = d / f"results/test/nmt/{m}.2k/seed{s}/bleu.json"
@@ -111,9 +132,10 @@ DOWNSTREAM_OF_THE_ENCODER = ("results/test/encoder", "work/test/encoders", "resu
 ONE_SYSTEM = "one_system.yaml"
 ONE_SYSTEM_YAML = "selection: {sizes: [2k], methods: [ratio]}\nseeds: {baselines: [ratio]}\nnmt: {seeds: [1]}\n"
 #: ... and builds only what the long, killable steps (encoder training, embedding, NMT training)
-#: feed (the evaluations and tables are deterministic functions of those outputs; rebuilding them
-#: would test no crash safety and cost the suite's time)
-KILLED_TARGETS = ("results/test/nmt/ratio.2k/seed1/bleu.json",)
+#: feed, up to the trained model (the evaluations and tables are deterministic functions of those
+#: outputs; decoding and rebuilding them would test no crash safety and cost the suite's time: the
+#: model is compared by its parameters)
+KILLED_TARGETS = ("work/test/nmt/ratio.2k/seed1/checkpoint_avg.pt",)
 
 
 def run_until(d: Path, real_data: Path, log: Path, moment: Callable[[list[str]], bool] | None,

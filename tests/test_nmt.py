@@ -425,6 +425,33 @@ def test_chunked_translation_resumes_after_a_kill_and_gives_the_same_file(traine
 
 
 @pytest.mark.slow
+def test_the_translate_command_translates_a_shard_column_line_for_line(trained, corpus, tmp_path):
+    """translate-then-vote's corpus step: a TSV column translated in chunks by the CLI, one line
+    per shard line, the empty source kept as an empty line and counted, the hypotheses those of the
+    plain file; a translator of the other direction is refused."""
+    sources = (corpus / "test.en").read_text(encoding="utf-8").split("\n")[:-1]
+    shard = tmp_path / "shard.tsv.gz"
+    with gzip.open(shard, "wt", encoding="utf-8") as fh:
+        fh.writelines(f"{i}\t{s}\n" for i, s in enumerate(sources))
+    plain = tmp_path / "plain.de"
+    translate(trained, corpus / "test.en", plain, beam=5, batch_size=8, threads=THREADS)
+    out, stats = tmp_path / "shard.de.gz", tmp_path / "stats.json"
+    rc = cli.main(["translate", "--workdir", str(trained), "--src-lang", "en", "--tgt-lang", "de", "--input",
+                   str(shard), "--column", "1", "--output", str(out), "--stats", str(stats), "--chunk-lines", "10",
+                   "--batch-size", "8", "--threads", str(THREADS)])
+    assert rc == 0
+    got = gzip.open(out, "rt", encoding="utf-8").read()
+    assert got == plain.read_text(encoding="utf-8") and got.count("\n") == len(sources) == N_TEST
+    st = json.loads(stats.read_text())
+    assert (st["lines"], st["empty_sources"], st["column"], st["chunks"]) == (N_TEST, 1, 1, 4)
+    assert st["empty_hypotheses"] == sum(1 for line in got.split("\n")[:-1] if not line.strip()) >= 1
+    assert cli.main(["translate", "--workdir", str(trained), "--src-lang", "de", "--tgt-lang", "en", "--input",
+                     str(shard), "--column", "1", "--output", str(tmp_path / "x.en")]) == 2  # wrong direction
+    assert cli.main(["translate", "--workdir", str(trained), "--src-lang", "en", "--tgt-lang", "de", "--input",
+                     str(shard), "--column", "2", "--output", str(tmp_path / "y.de")]) == 2  # no such column
+
+
+@pytest.mark.slow
 def test_rerun_does_not_retrain(trained, corpus, caplog):
     model = trained / "checkpoint_avg.pt"
     before = (model.stat().st_mtime_ns, (trained / "checkpoints" / "checkpoint_last.pt").stat().st_mtime_ns)

@@ -88,6 +88,12 @@ CLASHES: dict[str, list[str]] = {
     "report-figures": ["--work", "w", "--outdir", ".", "--ledger", "tables.html"],
     "export-encoder": ["--encoder", "data", "--output", "data"],
     "export-filtered": ["--selection", "in.tsv", "--tsv", "o.tsv", "--src", "in.tsv", "--tgt", "o.de"],
+    "translate": ["--workdir", "data", "--src-lang", "en", "--tgt-lang", "de", "--input", "in.tsv", "--column", "0",
+                  "--output", "o.de", "--stats", "in.tsv"],
+    "translator-data": ["--encoder-data", "in.json", "--src-lang", "en", "--tgt-lang", "de", "--output", "o.tsv",
+                        "--report", "in.json"],
+    "vote-report": ["--encoder", "data", "--src-lang", "en", "--tgt-lang", "de", "--set",
+                    "t,in.txt,in2.txt,p.txt,l.tsv", "--tsv", "o.tsv", "--md", "p.txt"],
 }
 
 

@@ -165,16 +165,3 @@ def test_mining_sets_recover_news_pairs_hidden_among_others(real_data: Path) -> 
         assert len(kept & gold) / len(gold) > 0.95, rule
     assert rule_pairs(sets, "strict") <= rule_pairs(sets, "pairwise")
     assert len(sets["orig"] & gold) < len(sets["forward"] & gold)
-
-
-def test_the_translate_command_refuses_a_translator_of_the_wrong_direction(tmp_path: Path) -> None:
-    from marginmine.cli.main import main
-
-    work = tmp_path / "model"
-    work.mkdir()
-    (work / "manifest.json").write_text(json.dumps({"src_lang": "de", "tgt_lang": "en", "files": {}, "sha256": {}}))
-    src = tmp_path / "in.txt"
-    src.write_text("Hello\n")
-    rc = main(["translate", "--workdir", str(work), "--src-lang", "en", "--tgt-lang", "de", "--input", str(src),
-               "--output", str(tmp_path / "out.txt")])
-    assert rc == 2

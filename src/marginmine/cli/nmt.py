@@ -108,8 +108,6 @@ def cmd_translate(args: argparse.Namespace) -> int:
     from marginmine.nmt.evaluate import translate_files
     from marginmine.nmt.train import load_manifest
 
-    if Path(args.output).resolve() == Path(args.input).resolve():
-        raise MarginmineError(f"translate: --output {args.output} is the input; give another file")
     manifest = load_manifest(args.workdir, verify=False)
     have = (manifest["src_lang"], manifest["tgt_lang"])
     if have != (args.src_lang, args.tgt_lang):

@@ -100,7 +100,7 @@ PATHS: dict[str, tuple[tuple[tuple[str, str], ...], tuple[Derived, ...]]] = {
     "eval-encoder": ((("encoder", "indir"), ("output", "out")), ()),
     "encoder-report": ((("inputs", "in"), ("tsv", "out"), ("md", "out")), ()),
     "score": ((("input", "in"), ("encoder", "indir"), ("src_embeddings", "in"), ("tgt_embeddings", "in"),
-               ("output", "out")), ()),
+               ("src_translated", "in"), ("tgt_translated", "in"), ("output", "out")), ()),
     "mine": ((("src", "in"), ("tgt", "in"), ("encoder", "indir"), ("output", "out"), ("ledger", "out")),
              (_ledger_twin("ledger"),)),
     "select": ((("pairs", "in"), ("scores", "in"), ("output", "out"), ("report", "out")), ()),
@@ -109,13 +109,16 @@ PATHS: dict[str, tuple[tuple[tuple[str, str], ...], tuple[Derived, ...]]] = {
                      ("md", "out"), ("density_tsv", "out")), ()),
     "bucc-data": ((("mono_src", "in"), ("mono_tgt", "in")), (_bucc_files,)),
     "eval-mining": ((("encoder", "indir"), ("data", "indir"), ("tsv", "out"), ("md", "out")), ()),
-    "eval-filter": ((("encoder", "indir"), ("paracrawl", "in"), ("demo_labels", "in"), ("pairs", "in"),
-                     ("scores", "in"), ("tsv", "out"), ("md", "out"), ("json", "out")), ()),
+    "eval-filter": ((("encoder", "indir"), ("paracrawl", "in"), ("paracrawl_translated", "in"), ("demo_labels", "in"),
+                     ("pairs", "in"), ("scores", "in"), ("tsv", "out"), ("md", "out"), ("json", "out")), ()),
     "fit-scorer": ((("encoder", "indir"), ("protect", "in"), ("encoder_data", "in"), ("exclude_pairs", "in"),
                     ("output", "outdir")), ()),
     "train-nmt": ((("train", "in"), ("dev_src", "in"), ("dev_ref", "in"), ("workdir", "out")), ()),
     "evaluate": ((("workdir", "indir"), ("test_src", "in"), ("test_ref", "in"), ("dev_src", "in"),
                   ("dev_ref", "in"), ("output", "out")), (_bleu_sidecar,)),
+    "translate": ((("workdir", "indir"), ("input", "in"), ("output", "out"), ("stats", "out")), ()),
+    "translator-data": ((("encoder_data", "in"), ("output", "out"), ("report", "out")), ()),
+    "vote-report": ((("encoder", "indir"), ("tsv", "out"), ("md", "out")), ()),
     "compare": ((("inputs", "in"), ("tsv", "out"), ("md", "out"), ("runs", "out"), ("png", "out")), ()),
     "headline": ((("inputs", "in"), ("output", "out")), ()),
     "summary": ((("intrinsic", "in"), ("bucc", "in"), ("quality", "in"), ("comparison", "in"), ("select", "in"),
@@ -127,6 +130,9 @@ PATHS: dict[str, tuple[tuple[tuple[str, str], ...], tuple[Derived, ...]]] = {
 #: commands whose ``--gold-*`` / ``--extra`` values pack several paths into one argument
 _PACKED = {"bucc-data": ("gold_train", "gold_test"), "evaluate": ("extra",), "compare": ("subsets",),
            "fit-scorer": ("held_out", "corpus")}
+#: ... or name their paths: ``NAME=FILE[,FILE...]`` (files after the ``=``), ``NAME,FILE,FILE...``
+_NAMED = {"eval-mining": ("translated",), "vote-report": ("translator", "stats", "scores")}
+_NAMED_CSV = {"vote-report": ("set",)}
 
 
 def _values(value: object) -> list[str]:
@@ -155,6 +161,12 @@ def roles(command: str, args: argparse.Namespace) -> tuple[list[Role], list[Role
                       if hasattr(item, "pairs") else
                       list(item[1:]) if isinstance(item, (list, tuple)) else str(item).split(","))
             ins.extend(Role(f"--{dest.replace('_', '-')}", Path(f)) for f in fields if f)
+    for dest in _NAMED.get(command, ()):
+        for item in getattr(args, dest, None) or []:
+            ins.extend(Role(f"--{dest}", Path(f)) for f in str(item).partition("=")[2].split(",") if f)
+    for dest in _NAMED_CSV.get(command, ()):
+        for item in getattr(args, dest, None) or []:
+            ins.extend(Role(f"--{dest}", Path(f)) for f in str(item).split(",")[1:] if f)
     for derive in derived:
         outs.extend(derive(args))
     return ins, outs
