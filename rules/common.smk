@@ -628,9 +628,19 @@ def filter_eval_inputs(suite):
             out["labels"] = f"{WORK}/corpus/demo.labels.tsv"
             out["pairs"] = expand(rules.preprocess_shard.output.kept, shard=SHARDS)
             out["scores"] = [f for g in suite_groups(suite) for f in score_files(g)]
+            corpus = negatives_corpus(suite)
+            if corpus:
+                out["corpus"] = [f for triples in corpus.values() for t in triples for f in t]
         return out
 
     return inputs
+
+
+def negatives_corpus(suite):
+    """encoder -> the corpus (shard, embeddings) triples of the suite's scorers fitted against corpus
+    negatives (mlp): the quality table also scores them without their own negatives."""
+    names = [n for n in SUITES[suite]["scorers"] if kind_says(n, "corpus_negatives")]
+    return {ALL_SCORERS[n]["encoder"]: _fit_corpus(n) for n in names}
 
 
 def _quoted(paths):
@@ -649,6 +659,10 @@ def filter_eval_args(suite):
         if "labels" in input.keys():
             out.append(f"--demo-labels {shlex.quote(input.labels)} --pairs {_quoted(input.pairs)}")
             out += [f"--scores {_quoted(score_files(g))}" for g in suite_groups(suite)]
+            corpus = negatives_corpus(suite)
+            if corpus:
+                triples = _quoted(f"{e}={','.join(t)}" for e, ts in corpus.items() for t in ts)
+                out.append(f"--corpus {triples}")
         return " ".join(out)
 
     return args

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from doubles import TrigramEncoder
 
-from marginmine.errors import MarginmineError
+from marginmine.errors import InputError, MarginmineError
 from marginmine.scoring import make_kind
 from marginmine.scoring.filtereval import roc_auc
 from marginmine.scoring.heads import CorpusShard, HeldOut, fit_head
@@ -135,6 +135,27 @@ def test_the_labelled_pairs_are_never_negatives(fitted, real_data: Path, tmp_pat
     assert stats["excluded"] == 5 and len(nu) == n_pairs - 5  # every eligible pair taken ...
     with pytest.raises(MarginmineError, match="fewer than the"):  # ... and not one more
         corpus_negatives(kind, [shard], n_pairs - 4, seed=1, exclude=excluded)
+
+
+def test_its_own_negatives_are_found_again_for_the_quality_table(fitted) -> None:  # noqa: ANN001
+    """eval-filter's row without the MLP's own negatives: the fit's choice made again from the same
+    corpus (the 60% band's last pairs by cosine), checked against head.json; another corpus is refused."""
+    from marginmine.scoring.heads import corpus_negatives, fitted_negatives
+
+    head, excluded = fitted
+    out = head.parent
+    shard = CorpusShard(str(out / "shard0000.tsv.gz"), str(out / "s.en.npy"), str(out / "s.de.npy"))
+    kind = make_kind("mlp", {"head": str(head)}, "test")
+    idx = fitted_negatives(head, kind, [shard], excluded)
+    manifest = json.loads((head / "head.json").read_text())
+    assert len(idx) == len(set(idx.tolist())) == manifest["negatives"]["negatives"]
+    u = np.load(out / "s.en.npy").astype(np.float32)
+    v = np.load(out / "s.de.npy").astype(np.float32)
+    nu, nv, _ = corpus_negatives(kind, [shard], len(idx), seed=manifest["seed"], exclude=excluded)
+    np.testing.assert_array_equal(u[idx], nu)  # the rows the fit trained on
+    np.testing.assert_array_equal(v[idx], nv)
+    with pytest.raises(InputError, match="records negatives"):  # the labelled pairs not excluded: another choice
+        fitted_negatives(head, kind, [shard], [])
 
 
 def test_errors(fitted, tmp_path: Path) -> None:  # noqa: ANN001

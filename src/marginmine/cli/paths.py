@@ -131,7 +131,7 @@ PATHS: dict[str, tuple[tuple[tuple[str, str], ...], tuple[Derived, ...]]] = {
 _PACKED = {"bucc-data": ("gold_train", "gold_test"), "evaluate": ("extra",), "compare": ("subsets",),
            "fit-scorer": ("held_out", "corpus")}
 #: ... or name their paths: ``NAME=FILE[,FILE...]`` (files after the ``=``), ``NAME,FILE,FILE...``
-_NAMED = {"eval-mining": ("translated",), "vote-report": ("translator", "stats", "scores")}
+_NAMED = {"eval-mining": ("translated",), "vote-report": ("translator", "stats", "scores"), "eval-filter": ("corpus",)}
 _NAMED_CSV = {"vote-report": ("set",)}
 
 

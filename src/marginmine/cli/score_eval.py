@@ -97,6 +97,35 @@ def cmd_eval_mining(args: argparse.Namespace) -> int:
     return 0
 
 
+def _without_own_negatives(args: argparse.Namespace, scores: dict, positive) -> list[dict]:  # noqa: ANN001
+    """Rows for the scorers fitted against corpus negatives (``mlp``): the demo corpus without the
+    pairs that were its own negatives (chosen again from --corpus, checked against the head)."""
+    import numpy as np
+
+    from marginmine.scoring.filtereval import quality_rows, read_paracrawl_eval
+    from marginmine.scoring.heads import CorpusShard, fitted_negatives
+
+    shards: dict[str, list] = {}
+    for item in args.corpus:
+        enc, sep, triple = item.partition("=")
+        if not sep:
+            raise MarginmineError(f"--corpus {item!r}: give ENCODER=SHARD_TSV,SRC_NPY,TGT_NPY")
+        shards.setdefault(enc, []).append(CorpusShard.parse(triple))
+    if not shards:
+        return []
+    labelled = read_paracrawl_eval(args.paracrawl) if args.paracrawl else None
+    exclude = list(zip(labelled.src, labelled.tgt)) if labelled else []
+    rows = []
+    for name, (enc, kind) in _named_scorers(args, _encoder_dirs(args)).items():
+        if getattr(kind, "corpus_negatives", False) and name in scores and enc in shards:
+            idx = fitted_negatives(kind.head, kind, shards[enc], exclude)  # type: ignore[attr-defined]
+            keep = np.ones(len(scores[name]), bool)
+            keep[idx] = False
+            rows += quality_rows("demo corpus, not its own negatives", {name: scores[name][keep]}, positive[keep],
+                                 args.top_n)
+    return rows
+
+
 def cmd_eval_filter(args: argparse.Namespace) -> int:
     import numpy as np
 
@@ -157,6 +186,7 @@ def cmd_eval_filter(args: argparse.Namespace) -> int:
                 raise MarginmineError(f"score column {name}: {len(v)} scores for {len(ids)} pairs in --pairs "
                                       "(two score-file groups hold the same column name, or a file is stale)")
         rows += quality_rows("demo corpus (preprocessed)", demo_scores, positive, args.top_n)
+        rows += _without_own_negatives(args, demo_scores, positive)
     if not rows:
         raise MarginmineError("nothing to evaluate: give --paracrawl and/or --demo-labels")
     write_quality_table(rows, args.tsv, args.md, "Filtering quality (ROC-AUC, precision of the top N)")
@@ -255,6 +285,9 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> N
                    help="an encoder the scorers name (for --paracrawl); repeatable")
     add_scorers(p)
     p.add_argument("--paracrawl", default=None, help="ParaCrawl human-evaluation TSV (9 columns)")
+    p.add_argument("--corpus", nargs="*", default=[], metavar="ENCODER=SHARD_TSV,SRC_NPY,TGT_NPY",
+                   help="the corpus shards (--pairs order) with an encoder's embeddings: scorers fitted against "
+                        "corpus negatives (mlp) also get rows without their own negatives")
     p.add_argument("--paracrawl-translated", nargs=2, default=None, metavar=("SRC_TRANSLATED", "TGT_TRANSLATED"),
                    help="its sources translated into the target language and its targets into the source "
                         "language, one line per pair (for vote scorers)")

@@ -89,10 +89,11 @@ class CorpusShard:
         return cls(*_fields(text, 3, "--corpus takes SHARD_TSV,SRC_NPY,TGT_NPY"))
 
 
-def corpus_negatives(kind: Any, shards: Sequence[CorpusShard], n: int, seed: int,
-                     exclude: Sequence[tuple[str, str]] = ()) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
-    """The corpus pairs ``kind.choose_negatives`` picks (``n`` of them) among those not in
-    ``exclude`` (text pairs, e.g. the human-labelled evaluation file): their embeddings and counts."""
+def negative_rows(kind: Any, shards: Sequence[CorpusShard], n: int, seed: int,
+                  exclude: Sequence[tuple[str, str]] = ()) -> tuple[np.ndarray, list[Any], dict[str, Any]]:
+    """The rows (0-based, over the shards in order) of the corpus pairs ``kind.choose_negatives``
+    picks (``n`` of them) among those not in ``exclude`` (text pairs, e.g. the human-labelled
+    evaluation file), the shards' memory-mapped embeddings and the counts."""
     from marginmine.preprocess.normalize import sentence_key
     from marginmine.scoring.files import ArrayEmbeddings, iter_pairs
 
@@ -110,7 +111,31 @@ def corpus_negatives(kind: Any, shards: Sequence[CorpusShard], n: int, seed: int
         eligible += [(sentence_key(a), sentence_key(b)) not in banned for a, b in iter_pairs([sh.pairs])]
     cosines = np.concatenate(cos)
     ok = np.array(eligible, dtype=bool)
-    idx = kind.choose_negatives(cosines, ok, n, seed)
+    idx = np.asarray(kind.choose_negatives(cosines, ok, n, seed))
+    stats = {"corpus_pairs": len(ok), "excluded": int((~ok).sum()), "negatives": len(idx),
+             "negative_cosine": [float(cosines[idx].min()), float(cosines[idx].max())] if len(idx) else None}
+    return idx, embs, stats
+
+
+def fitted_negatives(head: str | Path, kind: Any, shards: Sequence[CorpusShard],
+                     exclude: Sequence[tuple[str, str]] = ()) -> np.ndarray:
+    """The corpus rows a fitted head (``head``'s ``head.json``) took as its negatives, chosen again
+    (the choice is deterministic) and checked against the counts the fit recorded."""
+    manifest = json.loads((Path(head) / "head.json").read_text(encoding="utf-8"))
+    recorded = manifest.get("negatives") or {}
+    if not recorded:
+        raise MarginmineError(f"{head}: this head was fitted without corpus negatives")
+    idx, _, stats = negative_rows(kind, shards, int(recorded["negatives"]), int(manifest["seed"]), exclude)
+    if json.loads(json.dumps(stats)) != recorded:
+        raise InputError(str(Path(head) / "head.json"), f"records negatives {recorded}, the given corpus gives "
+                         f"{stats}", hint="give the corpus shards and embeddings (and --paracrawl file) it was fitted on")
+    return idx
+
+
+def corpus_negatives(kind: Any, shards: Sequence[CorpusShard], n: int, seed: int,
+                     exclude: Sequence[tuple[str, str]] = ()) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
+    """The corpus pairs ``kind.choose_negatives`` picks (:func:`negative_rows`): their embeddings and counts."""
+    idx, embs, stats = negative_rows(kind, shards, n, seed, exclude)
     starts = np.cumsum([0] + [len(e.src) for e in embs])
     shard_of = np.searchsorted(starts, idx, side="right") - 1
     u = np.empty((len(idx), embs[0].src.shape[1]), np.float32)
@@ -118,8 +143,6 @@ def corpus_negatives(kind: Any, shards: Sequence[CorpusShard], n: int, seed: int
     for i, e in enumerate(embs):  # each shard's chosen rows, in the kind's order
         at = np.flatnonzero(shard_of == i)
         u[at], v[at] = e.src[idx[at] - starts[i]], e.tgt[idx[at] - starts[i]]
-    stats = {"corpus_pairs": len(ok), "excluded": int((~ok).sum()), "negatives": len(idx),
-             "negative_cosine": [float(cosines[idx].min()), float(cosines[idx].max())] if len(idx) else None}
     return u, v, stats
 
 
