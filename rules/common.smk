@@ -548,6 +548,23 @@ def seeds_margin_args():
     return f"--margins {','.join(margins)}"
 
 
+def similarity_scorers():
+    """The suite's selection methods whose kind scores every pair of two sets (`pair_matrix`, e.g.
+    mlp): the intrinsic table also retrieves with them (seeds_eval_similarity)."""
+    return [n for n in PAPER_METHODS if n in PAPER_SCORERS and kind_says(n, "pair_matrix", None)]
+
+
+def pair_intrinsic_set_args(wildcards=None):
+    """--set of the intrinsic sets in the experiment's language pair (either orientation)."""
+    args = []
+    for item in config.get("intrinsic", []):
+        if {item["src_lang"], item["tgt_lang"]} == {SRC, TGT}:
+            a, b = source_files(f"intrinsic-{item['name']}", item["source"])
+            spec = f"{item['name']},{item['kind']},{item['src_lang']},{item['tgt_lang']},{a},{b}"
+            args.append(f"--set {shlex.quote(spec)}")
+    return " ".join(args)
+
+
 def suite_groups(suite):
     return list(dict.fromkeys(score_group(n) for n in SUITES[suite]["scorers"]))
 

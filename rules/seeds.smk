@@ -19,9 +19,45 @@ use rule eval_encoder as seeds_eval_encoder with:
         margins=seeds_margin_args(),
 
 
+rule seeds_eval_similarity:
+    """Intrinsic retrieval with a learned similarity (a suite method whose kind scores every pair,
+    e.g. the MLP) over all n x n pairs of the language pair's intrinsic sets, beside the margins."""
+    input:
+        encoder=lambda w: encoder_json(PAPER_SCORERS[w.name]["encoder"]),
+        heads=lambda w: head_inputs([w.name]),
+        sets=intrinsic_files,
+    output:
+        f"{SEEDS_DIR}/eval-similarity/{{name}}.json",
+    log:
+        f"{LOGS}/seeds/eval_similarity/{{name}}.log",
+    benchmark:
+        f"{BENCH}/seeds/eval_similarity/{{name}}.tsv"
+    params:
+        scorers=lambda w: scorers_json([w.name]),
+        encoders=lambda w: f"{PAPER_SCORERS[w.name]['encoder']}={ENCODER_DIRS[PAPER_SCORERS[w.name]['encoder']]}",
+        plugins=plugin_args,
+        sets=pair_intrinsic_set_args,
+        src=SRC,
+        seed=config["seed"],
+        device=ENC["device"],
+    wildcard_constraints:
+        name="|".join(map(re.escape, similarity_scorers())) or "(?!)",
+    threads: job_threads(2)
+    resources:
+        mem_mb=4000,
+        runtime=60,
+    conda:
+        "../envs/score.yaml"
+    shell:
+        "marginmine eval-similarity --encoder {params.encoders:q} --scorers {params.scorers:q} {params.plugins} "
+        "--name {wildcards.name:q} {params.sets} --src-lang {params.src:q} --label similarity --seed {params.seed:q} "
+        "--device {params.device:q} --threads {threads} --output {output:q} > {log:q} 2>&1"
+
+
 use rule encoder_report as seeds_encoder_report with:
     input:
         expand(rules.seeds_eval_encoder.output, name=SUITES["seeds"]["encoders"]),
+        expand(rules.seeds_eval_similarity.output, name=similarity_scorers()),
     output:
         tsv=f"{SEEDS_DIR}/intrinsic.tsv",
         md=f"{SEEDS_DIR}/intrinsic.md",

@@ -92,6 +92,8 @@ CLASHES: dict[str, list[str]] = {
                   "--output", "o.de", "--stats", "in.tsv"],
     "translator-data": ["--encoder-data", "in.json", "--src-lang", "en", "--tgt-lang", "de", "--output", "o.tsv",
                         "--report", "in.json"],
+    "eval-similarity": ["--encoder", "x=data", "--name", "m", "--src-lang", "en", "--set",
+                        "t,tatoeba,de,en,in.txt,in2.txt", "--output", "data/in.tsv"],
     "vote-report": ["--encoder", "data", "--src-lang", "en", "--tgt-lang", "de", "--set",
                     "t,in.txt,in2.txt,p.txt,l.tsv", "--tsv", "o.tsv", "--md", "p.txt"],
 }

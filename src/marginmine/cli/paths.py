@@ -119,6 +119,7 @@ PATHS: dict[str, tuple[tuple[tuple[str, str], ...], tuple[Derived, ...]]] = {
     "translate": ((("workdir", "indir"), ("input", "in"), ("output", "out"), ("stats", "out")), ()),
     "translator-data": ((("encoder_data", "in"), ("output", "out"), ("report", "out")), ()),
     "vote-report": ((("encoder", "indir"), ("tsv", "out"), ("md", "out")), ()),
+    "eval-similarity": ((("encoder", "indir"), ("output", "out")), ()),
     "compare": ((("inputs", "in"), ("tsv", "out"), ("md", "out"), ("runs", "out"), ("png", "out")), ()),
     "headline": ((("inputs", "in"), ("output", "out")), ()),
     "summary": ((("intrinsic", "in"), ("bucc", "in"), ("quality", "in"), ("comparison", "in"), ("select", "in"),
@@ -150,6 +151,8 @@ def roles(command: str, args: argparse.Namespace) -> tuple[list[Role], list[Role
     outs: list[Role] = []
     for dest, role in spec:
         for v in _values(getattr(args, dest, None)):
+            if dest == "encoder" and "=" in v:  # NAME=DIR (the evaluations name their encoders)
+                v = v.partition("=")[2]
             r = Role(f"--{dest.replace('_', '-')}", Path(v), role.endswith("dir"))
             (ins if role.startswith("in") else outs).append(r)
     for dest in _PACKED.get(command, ()):

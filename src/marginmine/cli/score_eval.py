@@ -251,6 +251,34 @@ def cmd_vote_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_eval_similarity(args: argparse.Namespace) -> int:
+    """A learned similarity (a scorer whose kind has ``pair_matrix``, e.g. mlp) as the retrieval
+    score of the intrinsic sets, all n x n pairs; the eval-encoder JSON format."""
+    from pathlib import Path as P
+
+    from marginmine.encoders.base import load_encoder
+    from marginmine.encoders.intrinsic import GoldSet, evaluate_similarity
+    from marginmine.io.safe import write_text
+
+    torch_threads(args.threads)
+    dirs = _encoder_dirs(args)
+    scorers = _named_scorers(args, dirs)
+    if args.name not in scorers:
+        raise MarginmineError(f"--name {args.name}: not among --scorers ({', '.join(scorers)})")
+    enc_name, kind = scorers[args.name]
+    if not callable(getattr(kind, "pair_matrix", None)):
+        raise MarginmineError(f"scorer {args.name}: its kind has no pair_matrix (a similarity of every pair)")
+    sets = [GoldSet(name, sl, tl, P(a), P(b), k) for name, k, sl, tl, a, b in (item.split(",") for item in args.set)]
+    rows = evaluate_similarity(load_encoder(dirs[enc_name], args.device), sets, kind.pair_matrix,  # type: ignore[attr-defined]
+                               args.src_lang, label=args.label, seed=args.seed)
+    write_text(args.output, json.dumps({"encoder": f"{args.name} ({enc_name})", "dir": dirs[enc_name], "info": {},
+                                        "rows": rows}, indent=1) + "\n")
+    for r in rows:
+        log.info("%s %s: %.1f%% / %.1f%% (avg %.1f%%)", args.name, r["set"], r["err_src2tgt"], r["err_tgt2src"],
+                 r["err_avg"])
+    return 0
+
+
 def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> None:
     from marginmine.scoring.heads import CorpusShard, HeldOut
 
@@ -346,3 +374,17 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> N
     p.add_argument("--device", default="cpu")
     p.add_argument("--threads", type=int, default=None)
     handlers["vote-report"] = cmd_vote_report
+
+    p = sub.add_parser("eval-similarity", help="intrinsic retrieval error with a learned similarity (e.g. mlp) "
+                                              "over all n x n pairs")
+    p.add_argument("--encoder", nargs="+", action="extend", required=True, metavar="NAME=DIR")
+    add_scorers(p)
+    p.add_argument("--name", required=True, help="the scorer whose similarity retrieves")
+    p.add_argument("--set", action="append", required=True, metavar="NAME,KIND,SRC_LANG,TGT_LANG,SRC,TGT")
+    p.add_argument("--src-lang", required=True, help="the language of the similarity's first input")
+    p.add_argument("--label", default="similarity", help="the margin column's name in the report")
+    p.add_argument("--seed", type=int, default=SEED)
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--threads", type=int, default=None)
+    p.add_argument("--output", required=True, help="JSON (eval-encoder's format)")
+    handlers["eval-similarity"] = cmd_eval_similarity

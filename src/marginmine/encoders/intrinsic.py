@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -67,6 +67,37 @@ def evaluate(encoder: SentenceEncoder, sets: Sequence[GoldSet], k: int = K, seed
             rows.append({"set": g.name, "kind": g.kind, "margin": "cosine" if margin == "absolute" else margin,
                          "pairs": len(xs), "err_src2tgt": 100 * e_xy, "err_tgt2src": 100 * e_yx,
                          "err_avg": 100 * (e_xy + e_yx) / 2})
+    return rows
+
+
+def matrix_errors(sim: np.ndarray, kind: str, seed: int = SEED) -> tuple[float, float]:
+    """Errors x -> y and y -> x when each row (column) takes its best partner by ``sim`` over all
+    pairs (gold: row i with column i); alignment sets shuffle the candidates first, as
+    :func:`shuffled_recovery_error` does."""
+    n = len(sim)
+    if kind != "alignment":
+        return float(np.mean(np.argmax(sim, axis=1) != np.arange(n))), float(np.mean(np.argmax(sim, axis=0) != np.arange(n)))
+    errs = []
+    for m, s in ((sim, seed), (sim.T, seed + 1)):
+        perm = np.random.default_rng(s).permutation(n)
+        errs.append(float(np.mean(perm[np.argmax(m[:, perm], axis=1)] != np.arange(n))))
+    return errs[0], errs[1]
+
+
+def evaluate_similarity(encoder: SentenceEncoder, sets: Sequence[GoldSet], similarity: Callable[[np.ndarray, np.ndarray], np.ndarray],
+                        src_lang: str, label: str = "similarity", seed: int = SEED) -> list[dict[str, object]]:
+    """As :func:`evaluate`, with a learned similarity of every pair (``similarity(x, y)`` -> matrix,
+    ``x`` in ``src_lang``: sets in the other orientation are read backwards) instead of a margin."""
+    rows: list[dict[str, object]] = []
+    for g in sets:
+        xs, ys = read_lines(g.src), read_lines(g.tgt)
+        if len(xs) != len(ys):
+            raise ValueError(f"{g.src} and {g.tgt} differ in length ({len(xs)} vs {len(ys)})")
+        x, y = encoder.encode(xs, g.src_lang), encoder.encode(ys, g.tgt_lang)
+        sim = similarity(x, y) if g.src_lang == src_lang else similarity(y, x).T
+        e_xy, e_yx = matrix_errors(sim, g.kind, seed)
+        rows.append({"set": g.name, "kind": g.kind, "margin": label, "pairs": len(xs), "err_src2tgt": 100 * e_xy,
+                     "err_tgt2src": 100 * e_yx, "err_avg": 100 * (e_xy + e_yx) / 2})
     return rows
 
 

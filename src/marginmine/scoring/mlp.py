@@ -68,6 +68,26 @@ def mlp_logit(arrays: dict[str, np.ndarray], u: np.ndarray, v: np.ndarray) -> np
     return h[:, 0]
 
 
+def logit_matrix(arrays: dict[str, np.ndarray], u: np.ndarray, v: np.ndarray, chunk: int = 32) -> np.ndarray:
+    """float32 ``(len(u), len(v))``: the MLP's logit of every pair (row i of ``u`` with row j of
+    ``v``), in float32 and chunks of ``chunk`` rows (the first layer split as ``[a; b] W0 = a W0a +
+    b W0b``, so each side is multiplied once)."""
+    w = {k: np.asarray(a, np.float32) for k, a in arrays.items()}
+    n_layers = len([k for k in w if k.startswith("w")])
+    d = u.shape[1]
+    a = np.asarray(u, np.float32) @ w["w0"][:d] + w["b0"]
+    b = np.asarray(v, np.float32) @ w["w0"][d:]
+    out = np.empty((len(u), len(v)), np.float32)
+    for i in range(0, len(u), chunk):
+        h = np.maximum(a[i:i + chunk, None, :] + b[None, :, :], 0).reshape(-1, a.shape[1])
+        for layer in range(1, n_layers):
+            h = h @ w[f"w{layer}"] + w[f"b{layer}"]
+            if layer < n_layers - 1:
+                h = np.maximum(h, 0)
+        out[i:i + chunk] = h.reshape(-1, len(v))
+    return out
+
+
 @register("mlp")
 @dataclass(frozen=True)
 class MLP(FittedKind):
@@ -96,6 +116,13 @@ class MLP(FittedKind):
 
     def choose_negatives(self, cos: np.ndarray, eligible: np.ndarray, n: int, seed: int) -> np.ndarray:
         return band_negatives(cos, eligible, n, self.band, self.negatives, seed)
+
+    def pair_matrix(self, u: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """The logit of every pair of rows of ``u`` and ``v`` (:func:`logit_matrix`), e.g. retrieval
+        with the MLP as the similarity."""
+        from marginmine.scoring.heads import load_arrays
+
+        return logit_matrix(load_arrays(self.head), u, v)
 
     def apply(self, arrays: dict[str, np.ndarray], u: np.ndarray, v: np.ndarray) -> np.ndarray:
         if u.shape[1] + v.shape[1] != arrays["w0"].shape[0]:
