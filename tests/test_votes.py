@@ -6,7 +6,6 @@ translator of the wrong direction, votes without translations)."""
 from __future__ import annotations
 
 import gzip
-import json
 from pathlib import Path
 
 import numpy as np

@@ -209,11 +209,11 @@ def score_batch(src: Sequence[str], tgt: Sequence[str], start: int, emb: Embeddi
     fy, gy = unique_groups(tgt)
     xu = emb.unique_rows(start, src, fx, "src")
     yu = emb.unique_rows(start, tgt, fy, "tgt")
-    translated = None
-    if getattr(emb, "translated", None) is not None:
-        def translated(side: str) -> np.ndarray:
-            return emb.translated_rows(start, src if side == "src" else tgt, fx if side == "src" else fy, side)
-    batch = Batch(src, tgt, xu, yu, gx, gy, settings.index, translated)
+    def translated(side: str) -> np.ndarray:  # the translations' rows, asked for by vote kinds only
+        return emb.translated_rows(start, src if side == "src" else tgt, fx if side == "src" else fy, side)  # type: ignore[attr-defined]
+
+    has_translations = getattr(emb, "translated", None) is not None
+    batch = Batch(src, tgt, xu, yu, gx, gy, settings.index, translated if has_translations else None)
     out = {}
     for name, kind in settings.scorers:
         values = np.asarray(kind.score(batch))
