@@ -164,6 +164,30 @@ def test_the_mlp_as_similarity_of_every_pair_fails_at_alignment_as_in_the_paper(
     assert matrix_errors(np.eye(4), "tatoeba") == (0.0, 0.0) and matrix_errors(np.eye(4)[::-1], "tatoeba")[0] == 1.0
 
 
+def test_the_mining_benchmark_takes_the_mlps_best_of_the_cosine_neighbours(fitted, real_data: Path) -> None:  # noqa: ANN001
+    """bucc.md's MLP row: each source's best of its k cosine neighbours by the MLP, the threshold
+    from train; the chosen partners equal a brute-force choice."""
+    from marginmine.scoring.bucc import MiningResult, Split, best_of_neighbours, rerank_rows
+
+    head, _ = fitted
+    enc = TrigramEncoder()
+    data = {}
+    for split, year in (("train", 2017), ("test", 2018)):
+        src, tgt = _lines(real_data / NEWS / f"newstest{year}.en", 200), _lines(real_data / NEWS / f"newstest{year}.de", 400)
+        data[split] = (enc.encode(src, "en"), enc.encode(tgt, "de"), Split(src, tgt, [(i, i) for i in range(200)]))
+    kind = make_kind("mlp", {"head": str(head)}, "test")
+    [row] = rerank_rows(data, [("m", kind)], 4, "tri")
+    assert isinstance(row, MiningResult) and row.retrieval == "fwd: best of 4 by cosine" and row.encoder == "tri"
+    assert 0 <= row.f1 <= 1 and row.candidates <= 200
+    x, y, _ = data["test"]
+    tgt, score = best_of_neighbours(x, y, 4, kind.pair_scores)
+    for i in range(0, 200, 13):  # brute force: the 4 nearest by cosine, the one the MLP scores highest
+        near = np.argsort(-(y.astype(np.float64) @ x[i]), kind="stable")[:4]
+        s = kind.pair_scores(np.repeat(x[i:i + 1], 4, 0), y[near])
+        assert set(near.tolist()) >= {int(tgt[i])} and tgt[i] == near[np.argmax(s)], i
+        assert abs(score[i] - s.max()) < 1e-4
+
+
 def test_its_own_negatives_are_found_again_for_the_quality_table(fitted) -> None:  # noqa: ANN001
     """eval-filter's row without the MLP's own negatives: the fit's choice made again from the same
     corpus (the 60% band's last pairs by cosine), checked against head.json; another corpus is refused."""

@@ -199,6 +199,40 @@ def vote_rows(data: Mapping[str, tuple[np.ndarray, np.ndarray, Split]],
     return rows
 
 
+def best_of_neighbours(x: np.ndarray, y: np.ndarray, k: int,
+                       score: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """For each row of ``x``: the row of ``y`` among its ``k`` nearest by cosine that ``score(x rows,
+    y rows)`` rates highest (first on ties), and that score."""
+    from marginmine.scoring.knn import knn
+
+    _, ids = knn(np.asarray(x), np.asarray(y), min(k, len(y)))
+    rep = np.repeat(np.arange(len(x)), ids.shape[1])
+    s = np.asarray(score(np.asarray(x)[rep], np.asarray(y)[ids.ravel()]), np.float64).reshape(ids.shape)
+    best = np.argmax(s, axis=1)
+    rows = np.arange(len(x))
+    return ids[rows, best].astype(np.int64), s[rows, best]
+
+
+def rerank_rows(data: Mapping[str, tuple[np.ndarray, np.ndarray, Split]], scorers: Sequence[tuple[str, object]],
+                k: int, encoder: str = "") -> list[MiningResult]:
+    """Scorers that score pairs but define no margin (``pair_scores`` without ``mines``, e.g. mlp):
+    each source's best of its ``k`` cosine neighbours by the scorer's own score, the threshold with
+    the best F1 on train, P/R/F1 on test."""
+    rows = []
+    for name, kind in scorers:
+        found = {}
+        for split, (x, y, sp) in data.items():
+            tgt, score = best_of_neighbours(x, y, k, kind.pair_scores)  # type: ignore[attr-defined]
+            gold = set(sp.gold)
+            correct = np.fromiter(((i, int(j)) in gold for i, j in enumerate(tgt.tolist())), bool, len(x))
+            found[split] = (score, correct, len(sp.gold))
+        train = optimal_threshold(*found["train"])
+        res = prf_at(*found["test"], train.threshold)
+        rows.append(MiningResult(name, encoder, "own score", f"fwd: best of {k} by cosine", train.threshold,
+                                 train.f1, res.precision, res.recall, res.f1, len(found["test"][0])))
+    return rows
+
+
 def read_translated(directory: str | Path, split: str, translations: Mapping[str, str | Path]) -> tuple[list[str], list[str]]:
     """A split's pools translated (``translations``: ``<split>.src``/``<split>.tgt`` -> file), line
     for line with the pool files (checked)."""
@@ -224,7 +258,9 @@ def evaluate(encoders: dict[str, SentenceEncoder], scorers: dict[str, tuple[str,
     that vote over translations need ``translations`` of the pools (:func:`read_translated`)."""
     rows: list[MiningResult] = []
     votes = {n for n, (_, kind) in scorers.items() if getattr(kind, "translated", False)}
-    cannot = [n for n, (_, kind) in scorers.items() if getattr(kind, "mines", None) is None and n not in votes]
+    rerank = {n for n, (_, kind) in scorers.items()
+              if getattr(kind, "mines", None) is None and callable(getattr(kind, "pair_scores", None))}
+    cannot = [n for n, (_, kind) in scorers.items() if getattr(kind, "mines", None) is None and n not in votes | rerank]
     for enc_name, encoder in encoders.items():
         mine = [(n, kind) for n, (e, kind) in scorers.items() if e == enc_name and n not in cannot]
         if not mine:
@@ -239,7 +275,10 @@ def evaluate(encoders: dict[str, SentenceEncoder], scorers: dict[str, tuple[str,
             emb = {split: (embed_unique(encoder, a, tgt_lang), embed_unique(encoder, b, src_lang))
                    for split, (a, b) in trans.items()}
             rows += vote_rows(data, emb, voting, enc_name)
-            mine = [(n, kind) for n, kind in mine if n not in votes]
+        reranked = [(n, kind) for n, kind in mine if n in rerank]
+        if reranked:
+            rows += rerank_rows(data, reranked, default_k, enc_name)
+        mine = [(n, kind) for n, kind in mine if n not in votes | rerank]
         by_k: dict[int, list[tuple[str, str]]] = {}
         for n, kind in mine:
             by_k.setdefault(int(getattr(kind, "k", default_k)), []).append((n, kind.mines))  # type: ignore[attr-defined]
