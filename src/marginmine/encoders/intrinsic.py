@@ -54,20 +54,28 @@ def evaluate(encoder: SentenceEncoder, sets: Sequence[GoldSet], k: int = K, seed
     any of :data:`marginmine.scoring.margin.MARGINS` (the paper's table: cosine and ratio)."""
     rows: list[dict[str, object]] = []
     for g in sets:
-        xs, ys = read_lines(g.src), read_lines(g.tgt)
-        if len(xs) != len(ys):
-            raise ValueError(f"{g.src} and {g.tgt} differ in length ({len(xs)} vs {len(ys)})")
-        x, y = encoder.encode(xs, g.src_lang), encoder.encode(ys, g.tgt_lang)
+        x, y = _embedded(encoder, g)
         for margin in margins:
             if g.kind == "alignment":
                 e_xy = shuffled_recovery_error(x, y, margin, k, seed)
                 e_yx = shuffled_recovery_error(y, x, margin, k, seed + 1)
             else:
                 e_xy, e_yx = retrieval_error(x, y, margin, k), retrieval_error(y, x, margin, k)
-            rows.append({"set": g.name, "kind": g.kind, "margin": "cosine" if margin == "absolute" else margin,
-                         "pairs": len(xs), "err_src2tgt": 100 * e_xy, "err_tgt2src": 100 * e_yx,
-                         "err_avg": 100 * (e_xy + e_yx) / 2})
+            rows.append(_row(g, "cosine" if margin == "absolute" else margin, len(x), e_xy, e_yx))
     return rows
+
+
+def _embedded(encoder: SentenceEncoder, g: GoldSet) -> tuple[np.ndarray, np.ndarray]:
+    """Both sides of a gold set embedded (line-aligned files, else an error)."""
+    xs, ys = read_lines(g.src), read_lines(g.tgt)
+    if len(xs) != len(ys):
+        raise ValueError(f"{g.src} and {g.tgt} differ in length ({len(xs)} vs {len(ys)})")
+    return encoder.encode(xs, g.src_lang), encoder.encode(ys, g.tgt_lang)
+
+
+def _row(g: GoldSet, margin: str, pairs: int, e_xy: float, e_yx: float) -> dict[str, object]:
+    return {"set": g.name, "kind": g.kind, "margin": margin, "pairs": pairs, "err_src2tgt": 100 * e_xy,
+            "err_tgt2src": 100 * e_yx, "err_avg": 100 * (e_xy + e_yx) / 2}
 
 
 def matrix_errors(sim: np.ndarray, kind: str, seed: int = SEED) -> tuple[float, float]:
@@ -90,14 +98,9 @@ def evaluate_similarity(encoder: SentenceEncoder, sets: Sequence[GoldSet], simil
     ``x`` in ``src_lang``: sets in the other orientation are read backwards) instead of a margin."""
     rows: list[dict[str, object]] = []
     for g in sets:
-        xs, ys = read_lines(g.src), read_lines(g.tgt)
-        if len(xs) != len(ys):
-            raise ValueError(f"{g.src} and {g.tgt} differ in length ({len(xs)} vs {len(ys)})")
-        x, y = encoder.encode(xs, g.src_lang), encoder.encode(ys, g.tgt_lang)
+        x, y = _embedded(encoder, g)
         sim = similarity(x, y) if g.src_lang == src_lang else similarity(y, x).T
-        e_xy, e_yx = matrix_errors(sim, g.kind, seed)
-        rows.append({"set": g.name, "kind": g.kind, "margin": label, "pairs": len(xs), "err_src2tgt": 100 * e_xy,
-                     "err_tgt2src": 100 * e_yx, "err_avg": 100 * (e_xy + e_yx) / 2})
+        rows.append(_row(g, label, len(x), *matrix_errors(sim, g.kind, seed)))
     return rows
 
 

@@ -182,7 +182,7 @@ def vote_rows(data: Mapping[str, tuple[np.ndarray, np.ndarray, Split]],
     """Translate-then-vote scorers (kind ``vote``): the pairs each one's rule keeps of the three
     searches (ratio margin, intersection, no threshold: the paper's setting), P/R/F1 on test and
     F1 on train; ``translated[split]``: the embedded translations of that split's pools."""
-    from marginmine.scoring.votes import mined_sets, rule_pairs
+    from marginmine.scoring.votes import mined_sets, rule_pairs, set_prf
 
     rows = []
     for name, kind in votes:
@@ -190,10 +190,7 @@ def vote_rows(data: Mapping[str, tuple[np.ndarray, np.ndarray, Split]],
         for split, (x, y, sp) in data.items():
             sets = mined_sets(x, y, *translated[split], int(kind.k))  # type: ignore[attr-defined]
             kept = rule_pairs(sets, kind.rule)  # type: ignore[attr-defined]
-            correct = len(kept & set(sp.gold))
-            p = correct / len(kept) if kept else 0.0
-            r = correct / len(sp.gold) if sp.gold else 0.0
-            prf[split] = (p, r, 2 * p * r / (p + r) if p + r else 0.0, len(kept))
+            prf[split] = (*set_prf(kept, set(sp.gold)), len(kept))
         rows.append(MiningResult(name, encoder, "ratio", f"vote:{kind.rule}", float("nan"),  # type: ignore[attr-defined]
                                  prf["train"][2], *prf["test"]))
     return rows

@@ -22,7 +22,7 @@ import numpy as np
 from marginmine.errors import InputError
 from marginmine.io.safe import write_text
 from marginmine.io.text import open_text_out, read_aligned, read_lines
-from marginmine.scoring.votes import RULES, mined_sets, rule_pairs
+from marginmine.scoring.votes import RULES, mined_sets, rule_pairs, set_prf
 
 
 @dataclass(frozen=True)
@@ -55,10 +55,9 @@ def intrinsic_rows(encoder: Any, sets: Sequence[VoteSet], src_lang: str, tgt_lan
         gold = {(i, i) for i in range(len(src))}
         for rule in RULES:
             kept = rule_pairs(found, rule)
-            correct = len(kept & gold)
-            p, r = (correct / len(kept) if kept else 0.0), correct / len(gold)
+            p, r, f1 = set_prf(kept, gold)
             rows.append({"set": s.name, "rule": rule, "pairs": len(gold), "found": len(kept), "precision": p,
-                         "recall": r, "f1": 2 * p * r / (p + r) if p + r else 0.0})
+                         "recall": r, "f1": f1})
     return rows
 
 

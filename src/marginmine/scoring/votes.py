@@ -102,6 +102,14 @@ def rule_pairs(sets: dict[str, set[tuple[int, int]]], rule: str) -> set[tuple[in
     return set(sets[need]) if isinstance(need, str) else vote_pairs([sets[n] for n in SETS], need)
 
 
+def set_prf(kept: set[tuple[int, int]], gold: set[tuple[int, int]]) -> tuple[float, float, float]:
+    """Precision, recall and F1 of the pairs ``kept`` against ``gold`` (no threshold)."""
+    correct = len(kept & gold)
+    p = correct / len(kept) if kept else 0.0
+    r = correct / len(gold) if gold else 0.0
+    return p, r, 2 * p * r / (p + r) if p + r else 0.0
+
+
 def voted_score(voted: np.ndarray, ratio: np.ndarray) -> np.ndarray:
     """float64 per pair: ``2 + r / (1 + |r|)`` for a voted pair, ``r / (1 + |r|)`` for the others
     (``r`` its ratio margin): every voted pair above every other, each part in ratio-margin order;
