@@ -43,23 +43,38 @@ def _held_out(real_data: Path) -> list[HeldOut]:
 @pytest.fixture(scope="module")
 def fitted(real_data: Path, tmp_path_factory: pytest.TempPathFactory, monkeypatch_module) -> Path:  # noqa: ANN001
     """A head fitted on trigram embeddings of newstest2019 (both directions), with one of its pairs
-    also in a protected file (removed and counted)."""
+    also in the encoder's training data (removed and counted) and a protected file it does not touch."""
     out = tmp_path_factory.mktemp("head")
     protect = out.parent / "protect.de"
-    first_de = (real_data / NEWS / "newstest2019-deen.de").read_text(encoding="utf-8").splitlines()[0]
-    protect.write_text(first_de + "\n", encoding="utf-8")
+    protect.write_text("Ein Satz, den newstest2019 nicht hat.\n", encoding="utf-8")
     monkeypatch_module.setattr("marginmine.encoders.base.load_encoder", lambda d, device="cpu": TrigramEncoder())
     kind = make_kind("calibrated", {}, "test")
     fit_head("cal", kind, _fake_encoder_dir(out.parent), _held_out(real_data), "en", "de", out / "cal",
-             protect=[protect], seed=7)
+             protect=[protect], encoder_data=_training_data(out.parent, real_data), seed=7)
     return out / "cal"
 
 
-def _fake_encoder_dir(base: Path) -> Path:
-    d = base / "enc"
+def _fake_encoder_dir(base: Path, weights: str = "trigrams") -> Path:
+    """An encoder directory with a manifest over one file (``weights`` tells two encoders apart)."""
+    from marginmine.encoders.base import write_manifest
+
+    d = base / f"enc-{weights}"
     d.mkdir(exist_ok=True)
-    (d / "encoder.json").write_text("{}\n")
+    (d / "weights.bin").write_text(weights)
+    write_manifest(d, "trigram", 64, ["de", "en"], {"weights": "weights.bin"})
     return d
+
+
+def _training_data(base: Path, real_data: Path) -> Path:
+    """An encoder-data manifest whose one pair has newstest2019-deen's first German sentence."""
+    d = base / "encoder-data"
+    d.mkdir(exist_ok=True)
+    first_de = (real_data / NEWS / "newstest2019-deen.de").read_text(encoding="utf-8").splitlines()[0]
+    (d / "t.en").write_text("An unrelated English sentence.\n", encoding="utf-8")
+    (d / "t.de").write_text(first_de + "\n", encoding="utf-8")
+    (d / "manifest.json").write_text(json.dumps([{"name": "t", "src_lang": "en", "tgt_lang": "de", "src": "t.en",
+                                                  "tgt": "t.de", "pairs": 1}]))
+    return d / "manifest.json"
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +87,8 @@ def monkeypatch_module():
 def test_the_fit_removes_and_counts_leaked_pairs_and_orients_both_files(fitted: Path, real_data: Path) -> None:
     manifest = json.loads((fitted / "head.json").read_text())
     sources = manifest["held_out"]["report"]["sources"]
-    assert sources["held-out0"]["kept"] == 1997 and sources["held-out1"]["leakage"] == 1
+    assert sources["held-out0"]["kept"] == 1997 and sources["held-out1"]["leakage"] == 1  # the encoder's training pair
+    assert manifest["held_out"]["report"]["excluded_other_sentences"] == 2
     assert manifest["held_out"]["pairs"] == 1997 + 1999
     # the de-en file's German side is the target side: oriented en -> de like the corpus
     de = (fitted / "data" / "held-out1.de").read_text(encoding="utf-8").splitlines()
@@ -136,6 +152,65 @@ def test_the_mining_benchmark_thresholds_found_pairs_by_the_calibrated_score(fit
     assert plain[0].candidates == cal[0].candidates and plain[0].threshold != cal[0].threshold
     # trigram embeddings mine poorly (F1 ~0.11 either way here); the calibrated threshold is no worse
     assert cal[0].f1 >= plain[0].f1 > 0.05
+
+
+def test_a_held_out_pair_in_an_evaluation_set_is_an_error_naming_file_and_line(real_data: Path, tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """The held-out pairs must be disjoint from every evaluation set: the fit stops at the first pair
+    with a side in one, naming the held-out file, its line and the set (not removed quietly)."""
+    protect = tmp_path / "newstest-like.de"
+    third_de = (real_data / NEWS / "newstest2019-deen.de").read_text(encoding="utf-8").splitlines()[2]
+    protect.write_text("Erster Satz.\n" + third_de + "\n", encoding="utf-8")
+    monkeypatch.setattr("marginmine.encoders.base.load_encoder", lambda d, device="cpu": TrigramEncoder())
+    with pytest.raises(InputError) as err:
+        fit_head("cal", make_kind("calibrated", {}, "test"), _fake_encoder_dir(tmp_path), _held_out(real_data),
+                 "en", "de", tmp_path / "cal", protect=[protect], seed=7)
+    assert err.value.path == str(real_data / NEWS / "newstest2019-deen.de") and err.value.line == 3
+    assert f"occurs in the evaluation set {tmp_path.name}/newstest-like.de" in str(err.value)
+    assert not (tmp_path / "cal" / "head.json").exists()
+
+
+def test_a_head_fitted_on_another_encoder_is_refused(fitted: Path, real_data: Path, tmp_path: Path) -> None:
+    """Scoring embeddings written by another encoder with the head (the same dimension: the dim check
+    cannot see it) stops before any score is written; the embeddings' own encoder passes, and
+    embeddings without a record pass with a warning."""
+    import subprocess
+    import sys
+
+    from marginmine.encoders.base import encoder_identity
+    from marginmine.encoders.embed import provenance_path
+
+    rows = (real_data / NEWS / "newstest2018.en").read_text(encoding="utf-8").splitlines()[:40]
+    de = (real_data / NEWS / "newstest2018.de").read_text(encoding="utf-8").splitlines()[:40]
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text("".join(f"{a}\t{b}\n" for a, b in zip(rows, de)), encoding="utf-8")
+    enc = TrigramEncoder()
+    x, y = tmp_path / "x.en.npy", tmp_path / "y.de.npy"
+    np.save(x, enc.encode(rows, "en").astype(np.float16))
+    np.save(y, enc.encode(de, "de").astype(np.float16))
+    own = encoder_identity(_fake_encoder_dir(fitted.parent.parent))  # the encoder the fixture fitted on
+    other = encoder_identity(_fake_encoder_dir(tmp_path, "another"))
+    assert own == json.loads((fitted / "head.json").read_text())["encoder"]["identity"] != other
+
+    def score(out: str) -> subprocess.CompletedProcess[str]:
+        spec = json.dumps({"cal": {"kind": "calibrated", "head": str(fitted)}})
+        return subprocess.run([sys.executable, "-m", "marginmine.cli.main", "score", "--input", str(pairs),
+                               "--src-embeddings", str(x), "--tgt-embeddings", str(y), "--scorers", spec,
+                               "--output", str(tmp_path / out)], capture_output=True, text=True)
+
+    r = score("none.tsv.gz")  # no record: scored, with a warning
+    assert r.returncode == 0 and "cannot be checked" in r.stderr, r.stderr
+    for p in (x, y):
+        provenance_path(p).write_text(json.dumps({"encoder": other}))
+    r = score("other.tsv.gz")
+    assert r.returncode == 2 and "comes from another encoder" in r.stderr and str(fitted / "head.json") in r.stderr
+    assert not (tmp_path / "other.tsv.gz").exists()
+    provenance_path(y).write_text(json.dumps({"encoder": own}))
+    r = score("mixed.tsv.gz")  # the two sides by two encoders
+    assert r.returncode == 2 and "was embedded by another encoder" in r.stderr, r.stderr
+    provenance_path(x).write_text(json.dumps({"encoder": own}))
+    r = score("own.tsv.gz")
+    assert r.returncode == 0 and "cannot be checked" not in r.stderr, r.stderr
 
 
 def test_errors_name_what_to_do(fitted: Path, real_data: Path, tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from doubles import TrigramEncoder
 
+from marginmine.encoders.base import write_manifest
 from marginmine.errors import InputError, MarginmineError
 from marginmine.scoring import make_kind
 from marginmine.scoring.filtereval import roc_auc
@@ -87,7 +88,8 @@ def fitted(real_data: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[P
     excluded = pairs[len(src):len(src) + 5]
     enc_dir = out / "enc"
     enc_dir.mkdir()
-    (enc_dir / "encoder.json").write_text("{}\n")
+    (enc_dir / "weights.bin").write_text("trigrams")
+    write_manifest(enc_dir, "trigram", 64, ["de", "en"], {"weights": "weights.bin"})
     d = real_data / NEWS
     held = [HeldOut("de", "en", str(d / "newstest2019-deen.de"), str(d / "newstest2019-deen.en"))]
     mp = pytest.MonkeyPatch()
@@ -224,3 +226,29 @@ def test_errors(fitted, tmp_path: Path) -> None:  # noqa: ANN001
         corpus_negatives(kind, [], 10, seed=1)
     with pytest.raises(MarginmineError, match="--corpus takes SHARD_TSV,SRC_NPY,TGT_NPY"):
         CorpusShard.parse("a.tsv,b.npy")
+
+
+def test_an_mlp_fitted_on_another_encoder_is_refused(fitted, real_data: Path, tmp_path: Path) -> None:  # noqa: ANN001
+    """The MLP is fitted on one encoder's embeddings: evaluating it with another encoder (here of the
+    same dimension, which the shape check cannot see) stops before any encoder is loaded, naming
+    the head; its own encoder passes the check."""
+    import subprocess
+    import sys
+
+    from marginmine.encoders.base import encoder_identity
+    from marginmine.scoring.heads import check_fitted_on
+
+    head, _ = fitted
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "weights.bin").write_text("another training")
+    write_manifest(other, "trigram", 64, ["de", "en"], {"weights": "weights.bin"})
+    kind = make_kind("mlp", {"head": str(head)}, "test")
+    check_fitted_on("m", kind, encoder_identity(head.parent / "enc"), "its own encoder")  # passes
+    d = real_data / NEWS
+    r = subprocess.run([sys.executable, "-m", "marginmine.cli.main", "eval-similarity", "--encoder", f"dan={other}",
+                        "--scorers", json.dumps({"m": {"kind": "mlp", "head": str(head)}}), "--name", "m",
+                        "--set", f"nt18,alignment,en,de,{d / 'newstest2018.en'},{d / 'newstest2018.de'}",
+                        "--src-lang", "en", "--output", str(tmp_path / "o.json")], capture_output=True, text=True)
+    assert r.returncode == 2 and "comes from another encoder" in r.stderr and str(head / "head.json") in r.stderr, r.stderr
+    assert not (tmp_path / "o.json").exists()

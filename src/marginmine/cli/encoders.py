@@ -72,12 +72,11 @@ def cmd_embed(args: argparse.Namespace) -> int:
     from marginmine.encoders.embed import embed_file
 
     _torch_threads(args.threads)
-    from marginmine.encoders.base import load_encoder, read_manifest
+    from marginmine.encoders.base import encoder_identity, load_encoder
 
     encoder = load_encoder(args.encoder, args.device)
-    ident = read_manifest(args.encoder, verify=False)["sha256"]
     embed_file(encoder, args.lang, args.input, args.output, column=args.column, dtype=args.dtype,
-               chunk_size=args.chunk_size, encoder_id=json.dumps(ident, sort_keys=True),
+               chunk_size=args.chunk_size, encoder_id=encoder_identity(args.encoder),
                allow_empty=args.allow_empty)
     return 0
 

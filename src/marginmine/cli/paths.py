@@ -6,7 +6,7 @@ Every subcommand has an entry (a test checks it). Roles: ``in`` / ``indir`` are 
 ``outdir`` are written; ``outdir`` means the command fills the directory, so no input may lie in it
 (``train-nmt --workdir`` resumes from its own directory and is therefore ``out`` with its derived
 files, not ``outdir``). Files a command derives from an output (a ledger's ``.tsv`` twin, the BLEU
-report's ``.json`` sidecar, the shard files of ``split``) are outputs too.
+report's ``.json`` sidecar, an embedding's ``.npy.json`` record, the shard files of ``split``) are outputs too.
 """
 
 from __future__ import annotations
@@ -66,6 +66,12 @@ def _bucc_files(args: argparse.Namespace) -> Iterator[Role]:
         yield Role("--output-dir (benchmark file)", path)
 
 
+def _embedding_record(args: argparse.Namespace) -> Iterator[Role]:
+    from marginmine.encoders.embed import provenance_path
+
+    yield Role(f"(the record of --output {args.output})", provenance_path(args.output))
+
+
 def _encoder_workdir(args: argparse.Namespace) -> Iterator[Role]:
     if args.workdir and Path(args.workdir) != Path(args.output):
         yield Role("--workdir", Path(args.workdir), True)
@@ -96,7 +102,7 @@ PATHS: dict[str, tuple[tuple[tuple[str, str], ...], tuple[Derived, ...]]] = {
     "encoder-data": ((("protect", "in"), ("exclude_corpus", "in"), ("outdir", "outdir")), ()),
     "train-encoder": ((("data", "in"), ("output", "outdir")), (_encoder_workdir,)),
     "export-encoder": ((("encoder", "indir"),), (_export_files,)),
-    "embed": ((("encoder", "indir"), ("input", "in"), ("output", "out")), ()),
+    "embed": ((("encoder", "indir"), ("input", "in"), ("output", "out")), (_embedding_record,)),
     "eval-encoder": ((("encoder", "indir"), ("output", "out")), ()),
     "encoder-report": ((("inputs", "in"), ("tsv", "out"), ("md", "out")), ()),
     "score": ((("input", "in"), ("encoder", "indir"), ("src_embeddings", "in"), ("tgt_embeddings", "in"),

@@ -126,6 +126,28 @@ def cli_encoder(args: argparse.Namespace):
     return load_encoder(args.encoder, args.device)
 
 
+def embeddings_identity(paths: list[str]) -> str | None:
+    """The one encoder that wrote every embeddings file in ``paths`` (their records), None when none
+    records it; files written by two encoders are an error."""
+    from marginmine.encoders.embed import embedded_by
+    from marginmine.errors import InputError
+
+    found = [(p, embedded_by(p)) for p in paths]
+    known = [(p, i) for p, i in found if i]
+    for p, i in known[1:]:
+        if i != known[0][1]:
+            raise InputError(p, f"was embedded by another encoder ({i[:12]}) than {known[0][0]} ({known[0][1][:12]})",
+                             hint="embed every side (and translation) with the same encoder")
+    return known[0][1] if known else None
+
+
+def _check_heads(settings, identity: str | None, what: str) -> None:  # noqa: ANN001
+    from marginmine.scoring.heads import check_fitted_on
+
+    for name, kind in settings.scorers:
+        check_fitted_on(name, kind, identity, what)
+
+
 def cmd_score(args: argparse.Namespace) -> int:
     from marginmine.scoring.files import ArrayEmbeddings, EncoderEmbeddings, score_file
 
@@ -138,6 +160,9 @@ def cmd_score(args: argparse.Namespace) -> int:
             raise MarginmineError("give both --src-translated and --tgt-translated (or neither)")
         emb = ArrayEmbeddings.load(args.src_embeddings, args.tgt_embeddings, args.src_translated, args.tgt_translated)
         ident = {"embeddings": [args.src_embeddings, args.tgt_embeddings]}
+        _check_heads(settings, embeddings_identity([args.src_embeddings, args.tgt_embeddings,
+                                                    *filter(None, [args.src_translated, args.tgt_translated])]),
+                     f"--src-embeddings {args.src_embeddings}")
         if args.src_translated:
             ident["translated"] = [args.src_translated, args.tgt_translated]
     elif args.src_translated or args.tgt_translated:
@@ -146,8 +171,11 @@ def cmd_score(args: argparse.Namespace) -> int:
     else:
         from marginmine.encoders.base import read_manifest
 
+        from marginmine.encoders.base import encoder_identity
+
         emb = EncoderEmbeddings(cli_encoder(args), args.src_lang, args.tgt_lang)
         ident = {"encoder": read_manifest(args.encoder, verify=False)["sha256"], "langs": [args.src_lang, args.tgt_lang]}
+        _check_heads(settings, encoder_identity(args.encoder), f"--encoder {args.encoder}")
     n = score_file(args.input, args.output, emb, settings, tuple(args.columns), ident, args.allow_empty)
     log.info("scored %d pairs -> %s (columns: %s)", n, args.output, ", ".join(settings.names))
     return 0

@@ -55,7 +55,9 @@ def _encoder_dirs(args: argparse.Namespace) -> dict[str, str]:
 def _named_scorers(args: argparse.Namespace, dirs: dict[str, str]) -> dict[str, tuple[str, object]]:
     """--scorers with each scorer's encoder: name -> (encoder name, kind). A scorer without an
     ``encoder`` entry uses the only --encoder given."""
+    from marginmine.encoders.base import encoder_identity
     from marginmine.scoring import parse_scorers
+    from marginmine.scoring.heads import check_fitted_on
 
     spec = scorer_spec(args)
     kinds = parse_scorers(spec)
@@ -65,6 +67,8 @@ def _named_scorers(args: argparse.Namespace, dirs: dict[str, str]) -> dict[str, 
         if enc not in dirs:
             raise MarginmineError(f"--scorers {name}: encoder {enc!r} is not among --encoder "
                                   f"({', '.join(dirs) or 'none given'}); give it as --encoder {enc}=DIR")
+        if getattr(kind, "fitted", False):  # a head fitted on this encoder, not on another
+            check_fitted_on(name, kind, encoder_identity(dirs[enc]), f"--encoder {enc}={dirs[enc]}")
         out[name] = (enc, kind)
     return out
 

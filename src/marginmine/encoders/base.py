@@ -18,6 +18,7 @@ loader with :func:`register` and need no change downstream.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -107,6 +108,14 @@ def read_manifest(directory: str | Path, verify: bool = True) -> dict[str, Any]:
                 raise EncoderError(f"{f}: SHA-256 differs from {MANIFEST}; refusing to load a modified "
                                    "or foreign checkpoint")
     return manifest
+
+
+def encoder_identity(directory: str | Path) -> str:
+    """SHA-256 over the SHA-256 of every file the encoder's manifest lists: the same for a copy of
+    the directory, another for another encoder or another training (what embeddings and fitted
+    heads record, :mod:`marginmine.encoders.embed`, :mod:`marginmine.scoring.heads`)."""
+    digests = read_manifest(directory, verify=False).get("sha256", {})
+    return hashlib.sha256(json.dumps(digests, sort_keys=True).encode()).hexdigest()
 
 
 def export_encoder(src_dir: str | Path, dest_dir: str | Path) -> Path:

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
-from marginmine.preprocess.leakage import protected_keys
+from marginmine.errors import InputError
+from marginmine.preprocess.leakage import protected_index, protected_keys
 from marginmine.preprocess.normalize import clean_text, sentence_key
 from marginmine.preprocess.pipeline import InputSpec
 from marginmine.io.text import ReadStats, iter_raw_lines, open_binary, open_text_out
@@ -63,15 +64,24 @@ def tsv_keys(paths: Iterable[str | Path]) -> set[bytes]:
 
 
 def prepare(sources: Sequence[TrainingSource], outdir: str | Path, protect: Sequence[str | Path],
-            exclude_corpora: Sequence[str | Path] = ()) -> dict[str, Any]:
-    """Write ``outdir/<name>.<lang>`` files, ``manifest.json`` and ``report.json``; return the report."""
+            exclude_corpora: Sequence[str | Path] = (), *, exclude_files: Sequence[str | Path] = (),
+            protected_is_error: bool = False) -> dict[str, Any]:
+    """Write ``outdir/<name>.<lang>`` files, ``manifest.json`` and ``report.json``; return the report.
+
+    A pair with a side in ``protect`` (or in the corpus TSVs ``exclude_corpora``, or in the plain
+    text files ``exclude_files``) is removed and counted as ``leakage``; with ``protected_is_error``
+    a side in ``protect`` is an :class:`InputError` naming the source file, its line and the
+    protected file instead (held-out pairs that must be disjoint from every evaluation set)."""
     out = Path(outdir)
     out.mkdir(parents=True, exist_ok=True)
-    banned = set(protected_keys(protect))
+    index = protected_index(protect)
+    banned = set(index)
     n_protected = len(banned)
     banned |= tsv_keys(exclude_corpora)
-    manifest, report = [], {"protected_sentences": n_protected,
-                            "excluded_corpus_sentences": len(banned) - n_protected, "sources": {}}
+    n_corpus = len(banned) - n_protected
+    banned |= protected_keys(exclude_files)
+    manifest, report = [], {"protected_sentences": n_protected, "excluded_corpus_sentences": n_corpus,
+                            "excluded_other_sentences": len(banned) - n_protected - n_corpus, "sources": {}}
     for s in sources:
         counts: Counter[str] = Counter()
         stats = ReadStats()
@@ -84,7 +94,15 @@ def prepare(sources: Sequence[TrainingSource], outdir: str | Path, protect: Sequ
                     counts[p.defect] += 1
                     continue
                 a, b = clean_text(det_src(p.src)), clean_text(det_tgt(p.tgt))
-                if sentence_key(a) in banned or sentence_key(b) in banned:
+                ka, kb = sentence_key(a), sentence_key(b)
+                if ka in banned or kb in banned:
+                    if protected_is_error and (ka in index or kb in index):
+                        side = 0 if ka in index else 1
+                        raise InputError(s.files[min(side, len(s.files) - 1)],
+                                         f"this pair's {(s.src_lang, s.tgt_lang)[side]} side occurs in the "
+                                         f"evaluation set {index[(ka, kb)[side]]}", line=p.line,
+                                         hint="held-out pairs must be disjoint from every dev/test, intrinsic and "
+                                              "mining set: remove the line or choose other held-out pairs")
                     counts["leakage"] += 1
                     continue
                 hs.write(a + "\n")

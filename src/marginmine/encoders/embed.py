@@ -35,15 +35,45 @@ def _write_state(path: Path, state: dict[str, object]) -> None:
     write_text(path, json.dumps(state) + "\n")
 
 
+def provenance_path(output: str | Path) -> Path:
+    """Where :func:`embed_file` records what wrote ``output``: ``<output>.json`` (the encoder's
+    identity, the input, its column and language, the rows)."""
+    out = Path(output)
+    return out.with_name(out.name + ".json")
+
+
+def embedded_by(embeddings: str | Path) -> str | None:
+    """The identity (:func:`marginmine.encoders.base.encoder_identity`) of the encoder that wrote
+    ``embeddings``, or None when nothing records it (embeddings made elsewhere)."""
+    p = provenance_path(embeddings)
+    if not p.is_file():
+        return None
+    try:
+        return str(json.loads(p.read_text(encoding="utf-8"))["encoder"]) or None
+    except (OSError, ValueError, KeyError) as exc:
+        raise InputError(str(p), f"cannot read the embeddings' record ({exc})",
+                         hint="embed the file again (marginmine embed)") from exc
+
+
+def _finish(part: Path, out: Path, state_path: Path, record: dict[str, object]) -> None:
+    """The record first, then the embeddings in place: a present output always has its record."""
+    write_text(provenance_path(out), json.dumps(record, indent=1) + "\n")
+    os.replace(part, out)
+    state_path.unlink(missing_ok=True)
+
+
 def embed_file(encoder: SentenceEncoder, lang: str, input_path: str | Path, output: str | Path, *,
                column: int | None = None, dtype: str = "float16", chunk_size: int = 50_000,
                encoder_id: str = "", log_every: float = 10.0, allow_empty: bool = False) -> Path:
     """Embed every line of ``input_path`` into ``output`` (``.npy``, L2-normalised rows).
 
     An empty input is an error unless ``allow_empty`` (an empty shard): then ``output`` holds
-    0 rows of ``encoder.dim`` columns."""
+    0 rows of ``encoder.dim`` columns. ``encoder_id`` (the encoder's identity) is recorded beside
+    the output (:func:`provenance_path`), so that a head fitted on another encoder is refused."""
     src, out = Path(input_path), Path(output)
     n = count_lines(src)
+    record = {"encoder": encoder_id, "input": str(src), "column": column, "lang": lang, "rows": n,
+              "dim": encoder.dim, "dtype": dtype}
     part = out.with_name(out.name.removesuffix(".npy") + ".part.npy")
     state_path = out.with_name(out.name + ".state.json")
     if n == 0:
@@ -52,8 +82,7 @@ def embed_file(encoder: SentenceEncoder, lang: str, input_path: str | Path, outp
         log.warning("%s is empty: writing %s with 0 rows", src, out)
         out.parent.mkdir(parents=True, exist_ok=True)
         np.save(part, np.empty((0, encoder.dim), dtype=np.dtype(dtype)))
-        os.replace(part, out)
-        state_path.unlink(missing_ok=True)
+        _finish(part, out, state_path, record)
         return out
     fp = _fingerprint(src, column, lang, encoder_id)
     state = json.loads(state_path.read_text()) if state_path.exists() and part.exists() else None
@@ -92,8 +121,7 @@ def embed_file(encoder: SentenceEncoder, lang: str, input_path: str | Path, outp
     if done != n:
         raise InputError(str(src), f"changed while embedding: expected {n} lines, read {done}",
                          hint="rerun; the partial output will be discarded")
-    os.replace(part, out)
-    state_path.unlink(missing_ok=True)
+    _finish(part, out, state_path, record)
     dt = time.monotonic() - t0
     log.info("%s: %d sentences in %.1f s (%.0f sentences/s)", out, n - start_done, dt, (n - start_done) / max(dt, 1e-9))
     return out

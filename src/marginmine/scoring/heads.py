@@ -3,8 +3,9 @@ on an encoder's embeddings of held-out clean pairs (``marginmine fit-scorer``, t
 ``fit_scorer`` rule).
 
 The held-out pairs are cleaned like encoder training data and checked for leakage: a pair with a
-side in a protected set (dev/test, intrinsic, mining benchmark) or in the encoder's own training
-data is removed and counted, never silently. Every pair is oriented to the corpus' direction
+side in a protected set (dev/test, intrinsic, mining benchmark) is an error naming the held-out
+file, its line and the set; a pair with a side in the encoder's own training data is removed and
+counted (``data/report.json``), never silently. Every pair is oriented to the corpus' direction
 (``src_lang`` -> ``tgt_lang``), whichever side the file pair names first. A tenth of the pairs
 (every tenth, in file order) is kept out of the fit to report the head's separation of each
 source's translation from the other targets (AUC of the fitted score vs raw cosine). A kind whose
@@ -13,7 +14,9 @@ and their embeddings (:func:`corpus_negatives`); a tenth of them is kept out too
 
 Output: ``head.npz`` (the kind's arrays, no pickle), ``data/`` (the cleaned pairs and their
 ``report.json``) and, last, ``head.json``: the kind, its params, the npz's SHA-256, the encoder's
-manifest digest, the pairs' counts and the fit's stats. A head whose ``head.json`` is there is
+manifest digest and identity, the pairs' counts and the fit's stats. Scoring with a head checks that
+the embeddings (their record, :func:`marginmine.encoders.embed.embedded_by`) or the encoder given
+are the ones it was fitted on (:func:`check_fitted_on`). A head whose ``head.json`` is there is
 complete; a rerun rewrites it (the output is never an input).
 """
 
@@ -160,7 +163,7 @@ def fit_head(name: str, kind: Any, encoder_dir: str | Path, held_out: Sequence[H
              encoder_data: str | Path | None = None, seed: int, device: str = "cpu",
              corpus: Sequence[CorpusShard] = (), exclude: Sequence[tuple[str, str]] = ()) -> dict[str, Any]:
     """Fit ``kind`` (a fitted kind instance) for scorer ``name``; return the manifest written."""
-    from marginmine.encoders.base import MANIFEST, load_encoder, read_training_data
+    from marginmine.encoders.base import MANIFEST, encoder_identity, load_encoder, read_training_data
     from marginmine.encoders.data import TrainingSource, prepare
     from marginmine.io.safe import sha256_file, write_bytes, write_text
     from marginmine.io.text import read_lines
@@ -175,10 +178,10 @@ def fit_head(name: str, kind: Any, encoder_dir: str | Path, held_out: Sequence[H
                                   f"{src_lang}-{tgt_lang}")
         files = (h.src, h.tgt) if h.src_lang == src_lang else (h.tgt, h.src)
         sources.append(TrainingSource(f"held-out{i}", src_lang, tgt_lang, files))
-    banned = [Path(p) for p in protect]
-    if encoder_data:  # the encoder's own training pairs are not held out
-        banned += [p for d in read_training_data(encoder_data) for p in (d.src, d.tgt)]
-    report = prepare(sources, out / "data", banned)
+    # the encoder's own training pairs are not held out (removed, counted); an evaluation set's are an error
+    trained = [p for d in read_training_data(encoder_data) for p in (d.src, d.tgt)] if encoder_data else []
+    report = prepare(sources, out / "data", [Path(p) for p in protect], exclude_files=trained,
+                     protected_is_error=True)
     src = [t for i in range(len(sources)) for t in read_lines(out / "data" / f"held-out{i}.{src_lang}")]
     tgt = [t for i in range(len(sources)) for t in read_lines(out / "data" / f"held-out{i}.{tgt_lang}")]
     if not src:
@@ -213,7 +216,8 @@ def fit_head(name: str, kind: Any, encoder_dir: str | Path, held_out: Sequence[H
     manifest = {  # written last: its presence means the head is complete
         "scorer": name, "kind": type(kind).kind_name, "params": _params(kind), "file": "head.npz",
         "sha256": sha256_file(out / "head.npz"), "seed": seed,
-        "encoder": {"dir": str(encoder_dir), "manifest_sha256": sha256_file(Path(encoder_dir) / MANIFEST)},
+        "encoder": {"dir": str(encoder_dir), "manifest_sha256": sha256_file(Path(encoder_dir) / MANIFEST),
+                    "identity": encoder_identity(encoder_dir)},
         "held_out": {"pairs": len(src), "fit": int((~dev).sum()), "check": int(dev.sum()), "report": report},
         "fit": stats, "check": check, "negatives": negatives,
     }
@@ -221,16 +225,48 @@ def fit_head(name: str, kind: Any, encoder_dir: str | Path, held_out: Sequence[H
     return manifest
 
 
-def load_arrays(directory: str | Path) -> dict[str, np.ndarray]:
-    """A fitted head's arrays, its npz checked against the manifest's SHA-256 (once per process)."""
+def _head_manifest(directory: str | Path, *keys: str) -> dict[str, Any]:
+    """A fitted head's ``head.json``, with ``keys`` present."""
     manifest_path = Path(directory) / "head.json"
     try:
         manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-        name, digest = manifest["file"], manifest["sha256"]
-    except (OSError, KeyError, json.JSONDecodeError) as exc:
-        raise InputError(str(manifest_path), f"cannot read the fitted head's manifest ({exc})",
+        missing = [key for key in keys if key not in manifest]
+        if missing:
+            raise KeyError(", ".join(missing))
+    except (OSError, KeyError, TypeError, json.JSONDecodeError) as exc:
+        raise InputError(str(manifest_path), f"cannot read the fitted head's manifest ({exc!r})",
                          hint="fit it: marginmine fit-scorer (the workflow's fit_scorer rule)") from exc
-    return _verified_arrays(str(Path(directory) / name), digest)
+    return manifest
+
+
+def load_arrays(directory: str | Path) -> dict[str, np.ndarray]:
+    """A fitted head's arrays, its npz checked against the manifest's SHA-256 (once per process)."""
+    manifest = _head_manifest(directory, "file", "sha256")
+    return _verified_arrays(str(Path(directory) / manifest["file"]), manifest["sha256"])
+
+
+def check_fitted_on(name: str, kind: Any, identity: str | None, what: str) -> None:
+    """A fitted scorer's head must have been fitted on the encoder ``identity``
+    (:func:`marginmine.encoders.base.encoder_identity`) of the embeddings or encoder ``what``
+    describes; another encoder's head is an :class:`InputError` (same dimension or not: its scores
+    would be meaningless). ``identity`` None (embeddings without a record) or a head fitted before
+    heads recorded it: a warning."""
+    if not getattr(kind, "fitted", False) or not getattr(kind, "head", ""):
+        return
+    manifest = _head_manifest(kind.head, "encoder")
+    fitted = manifest["encoder"].get("identity") if isinstance(manifest["encoder"], dict) else None
+    where = str(Path(kind.head) / "head.json")
+    if not fitted:  # fitted before heads recorded it
+        log.warning("scorer %s: %s records no encoder identity, so its encoder cannot be checked (fit it again "
+                    "to have it checked)", name, where)
+    elif identity is None:
+        log.warning("scorer %s: %s records no encoder, so the head's encoder (%s) cannot be checked", name, what,
+                    manifest["encoder"].get("dir"))
+    elif identity != fitted:
+        raise InputError(where, f"scorer {name}: fitted on the encoder {manifest['encoder'].get('dir')} "
+                                f"({fitted[:12]}), but {what} comes from another encoder ({identity[:12]})",
+                         hint="score with that encoder's embeddings, or fit the head on this encoder "
+                              "(marginmine fit-scorer --encoder DIR)")
 
 
 @functools.lru_cache(maxsize=8)
