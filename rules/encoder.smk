@@ -124,7 +124,8 @@ rule eval_encoder:
 rule encoder_report:
     """One table, one row per encoder (random-init baselines included)."""
     input:
-        expand(f"{RESULTS}/encoders/eval/{{name}}.json", name=EVALUATED_ENCODERS),
+        evals=expand(f"{RESULTS}/encoders/eval/{{name}}.json", name=EVALUATED_ENCODERS),
+        votes=[],  # the suite's vote report (seeds_encoder_report)
     output:
         tsv=report(f"{RESULTS}/encoders/intrinsic.tsv", category="Encoders"),
         md=report(f"{RESULTS}/encoders/intrinsic.md", category="Encoders"),
@@ -132,6 +133,8 @@ rule encoder_report:
         f"{LOGS}/encoder_report.log",
     benchmark:
         f"{BENCH}/encoder_report.tsv"
+    params:
+        votes=lambda w, input: " ".join(f"--votes {shlex.quote(v)}" for v in input.votes),
     threads: 1
     resources:
         mem_mb=500,
@@ -139,7 +142,8 @@ rule encoder_report:
     conda:
         "../envs/encoder.yaml"
     shell:
-        "marginmine encoder-report --inputs {input:q} --tsv {output.tsv:q} --md {output.md:q} > {log:q} 2>&1"
+        "marginmine encoder-report --inputs {input.evals:q} {params.votes} --tsv {output.tsv:q} --md {output.md:q} "
+        "> {log:q} 2>&1"
 
 
 rule embed_shard:

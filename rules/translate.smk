@@ -8,7 +8,8 @@
 
 rule translator_data:
     """A translator's training pairs: the encoder data's pairs of the language pair, in its
-    direction (their leakage checks are the encoder data's)."""
+    direction (their leakage checks are the encoder data's), or a seeded sample of them
+    (translators.max_pairs, the same rows for both directions)."""
     input:
         rules.encoder_data.output.manifest,
     output:
@@ -20,6 +21,8 @@ rule translator_data:
         f"{BENCH}/translate/{{direction}}/data.tsv"
     params:
         langs=lambda w: "--src-lang {} --tgt-lang {}".format(*w.direction.split("-")),
+        max_pairs=TRANSLATORS["max_pairs"],
+        seed=TRANSLATOR_SEED,
     wildcard_constraints:
         direction="|".join(DIRECTIONS),
     threads: 1
@@ -29,8 +32,8 @@ rule translator_data:
     conda:
         "../envs/nmt.yaml"
     shell:
-        "marginmine translator-data --encoder-data {input:q} {params.langs} --output {output.tsv:q} "
-        "--report {output.report:q} > {log:q} 2>&1"
+        "marginmine translator-data --encoder-data {input:q} {params.langs} --max-pairs {params.max_pairs:q} "
+        "--seed {params.seed:q} --output {output.tsv:q} --report {output.report:q} > {log:q} 2>&1"
 
 
 use rule train_nmt as train_translator with:

@@ -18,7 +18,7 @@ import toy_scores  # noqa: F401  (registers the kind length-ratio, as a user's p
 from doubles import TrigramEncoder
 from test_workflow import REPO, copy_workflow, job_counts, snakemake
 
-from marginmine.errors import MarginmineError
+from marginmine.errors import InputError, MarginmineError
 from marginmine.scoring.filtereval import read_paracrawl_eval
 from marginmine.scoring.margin import filter_scores
 from marginmine.scoring import KINDS, Batch, kind_params, load_plugins, make_kind, parse_scorers, register
@@ -277,6 +277,19 @@ def test_the_intrinsic_report_shows_every_margin_evaluated(tmp_path: Path) -> No
     assert "| encoder | tatoeba err % (cosine / ratio / eq9 / eq10) |" in md
     assert "| dan | 1.0 / 2.0 / 3.0 / 4.0 |" in md and "| old | 1.0 / 2.0 / n/a / n/a |" in md
     assert len((tmp_path / "i.tsv").read_text().splitlines()) == 1 + 6
+    # translate-then-vote's F1 on the same sets (vote-report's intrinsic rows) below, Markdown only
+    votes = tmp_path / "votes.tsv"
+    rows = [{"set": "tatoeba", "rule": r, "pairs": 10, "found": 8, "precision": p, "recall": 0.5, "f1": f}
+            for r, p, f in (("orig", 0.9, 0.643), ("pairwise", 1.0, 0.667))]
+    votes.write_text("translators\t{}\n" + "".join(f"intrinsic\t{json.dumps(r)}\n" for r in rows) + "corpus\t{}\n")
+    write_report([result("dan", ["cosine", "ratio"])], tmp_path / "v.tsv", tmp_path / "v.md", votes)
+    md = (tmp_path / "v.md").read_text()
+    assert "| rule | tatoeba F1 (P / R) |" in md and "| vote-orig | 64.3 (90.0 / 50.0) |" in md
+    assert "| vote-pairwise | 66.7 (100.0 / 50.0) |" in md
+    assert (tmp_path / "v.tsv").read_text() == "".join((tmp_path / "i.tsv").read_text().splitlines(True)[:3])
+    votes.write_text("corpus\t{}\n")
+    with pytest.raises(InputError, match="holds no intrinsic rows"):
+        write_report([result("dan", ["cosine"])], tmp_path / "w.tsv", tmp_path / "w.md", votes)
 
 
 def test_without_a_cosine_scorer_composition_still_writes_its_density_table(tmp_path: Path) -> None:

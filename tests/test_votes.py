@@ -164,3 +164,43 @@ def test_mining_sets_recover_news_pairs_hidden_among_others(real_data: Path) -> 
         assert len(kept & gold) / len(gold) > 0.95, rule
     assert rule_pairs(sets, "strict") <= rule_pairs(sets, "pairwise")
     assert len(sets["orig"] & gold) < len(sets["forward"] & gold)
+
+
+def test_translator_data_in_both_directions_and_its_seeded_sample(real_data: Path, tmp_path: Path) -> None:
+    """The translators' pairs: every en-de pair of the encoder data (either column order there, other
+    language pairs left out) in the asked direction; with max_pairs the same seeded rows for both
+    directions, in file order, and the report says how many were available."""
+    import json
+
+    from marginmine.nmt.translators import translator_pairs
+
+    en = (real_data / NEWS / "newstest2016.en").read_text(encoding="utf-8").splitlines()[:30]
+    de = (real_data / NEWS / "newstest2016.de").read_text(encoding="utf-8").splitlines()[:30]
+    for name, lines in (("a.en", en[:20]), ("a.de", de[:20]), ("b.de", de[20:]), ("b.en", en[20:]),
+                        ("c.en", en[:5]), ("c.fr", de[:5])):
+        (tmp_path / name).write_text("".join(f"{x}\n" for x in lines), encoding="utf-8")
+    manifest = tmp_path / "manifest.json"
+    manifest.write_text(json.dumps([{"name": "a", "src_lang": "en", "tgt_lang": "de", "src": "a.en", "tgt": "a.de"},
+                                    {"name": "b", "src_lang": "de", "tgt_lang": "en", "src": "b.de", "tgt": "b.en"},
+                                    {"name": "c", "src_lang": "en", "tgt_lang": "fr", "src": "c.en", "tgt": "c.fr"}]))
+
+    def rows(path: Path) -> list[list[str]]:
+        with gzip.open(path, "rt", encoding="utf-8") as fh:
+            return [line.rstrip("\n").split("\t") for line in fh]
+
+    r = translator_pairs(manifest, "en", "de", tmp_path / "all.tsv.gz", tmp_path / "all.json")
+    assert rows(tmp_path / "all.tsv.gz") == [[a, b] for a, b in zip(en, de)]
+    assert r["pairs"] == r["available"] == 30 and r["sample"] is None and r["sources"] == {"a": 20, "b": 10}
+    fwd = translator_pairs(manifest, "en", "de", tmp_path / "fwd.tsv.gz", max_pairs=12, seed=5)
+    bwd = translator_pairs(manifest, "de", "en", tmp_path / "bwd.tsv.gz", max_pairs=12, seed=5)
+    f, b = rows(tmp_path / "fwd.tsv.gz"), rows(tmp_path / "bwd.tsv.gz")
+    assert len(f) == 12 and b == [[t, s] for s, t in f]  # the same rows, columns swapped
+    order = [[a, b] for a, b in zip(en, de)]
+    picked = [order.index(p) for p in f]
+    assert picked == sorted(picked) and len(set(picked)) == 12  # file order, no repeats
+    assert fwd["pairs"] == 12 and fwd["available"] == 30 and fwd["sample"] == {"max_pairs": 12, "seed": 5}
+    other = translator_pairs(manifest, "en", "de", tmp_path / "other.tsv.gz", max_pairs=12, seed=6)
+    assert rows(tmp_path / "other.tsv.gz") != f and other["pairs"] == 12  # another seed, another sample
+    assert translator_pairs(manifest, "en", "de", tmp_path / "big.tsv.gz", max_pairs=99)["sample"] is None
+    with pytest.raises(InputError, match="lists no en-es pairs"):
+        translator_pairs(manifest, "en", "es", tmp_path / "x.tsv.gz")

@@ -108,7 +108,8 @@ def cmd_eval_encoder(args: argparse.Namespace) -> int:
 def cmd_encoder_report(args: argparse.Namespace) -> int:
     from marginmine.encoders.intrinsic import write_report
 
-    write_report([Path(p) for p in args.inputs], Path(args.tsv), Path(args.md))
+    write_report([Path(p) for p in args.inputs], Path(args.tsv), Path(args.md),
+                 Path(args.votes) if args.votes else None)
     return 0
 
 
@@ -174,4 +175,5 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> N
     p.add_argument("--inputs", nargs="+", required=True)
     p.add_argument("--tsv", required=True)
     p.add_argument("--md", required=True)
+    p.add_argument("--votes", default=None, help="vote-report TSV: the votes' F1 on the same sets, below the table")
     handlers["encoder-report"] = cmd_encoder_report

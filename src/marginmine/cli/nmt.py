@@ -128,9 +128,12 @@ def cmd_translate(args: argparse.Namespace) -> int:
 def cmd_translator_data(args: argparse.Namespace) -> int:
     from marginmine.nmt.translators import translator_pairs
 
-    r = translator_pairs(args.encoder_data, args.src_lang, args.tgt_lang, args.output, args.report)
-    log.info("translator-data: %d %s>%s pairs from %d data sets -> %s", r["pairs"], args.src_lang, args.tgt_lang,
-             len(r["sources"]), args.output)
+    if args.max_pairs < 0:
+        raise MarginmineError(f"--max-pairs must be >= 0 (0 = all), got {args.max_pairs}")
+    r = translator_pairs(args.encoder_data, args.src_lang, args.tgt_lang, args.output, args.report,
+                         max_pairs=args.max_pairs, seed=args.seed)
+    log.info("translator-data: %d %s>%s pairs (of %d) from %d data sets -> %s", r["pairs"], args.src_lang,
+             args.tgt_lang, r["available"], len(r["sources"]), args.output)
     return 0
 
 
@@ -194,6 +197,8 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> N
     p.add_argument("--tgt-lang", required=True)
     p.add_argument("--output", required=True, help="TSV (.gz allowed): source, target")
     p.add_argument("--report", default=None, help="JSON: pairs per data set")
+    p.add_argument("--max-pairs", type=int, default=0, help="a uniform sample of this many pairs (0 = all)")
+    p.add_argument("--seed", type=int, default=1, help="the sample's seed (the same rows for both directions)")
     handlers["translator-data"] = cmd_translator_data
 
 

@@ -104,7 +104,7 @@ PATHS: dict[str, tuple[tuple[tuple[str, str], ...], tuple[Derived, ...]]] = {
     "export-encoder": ((("encoder", "indir"),), (_export_files,)),
     "embed": ((("encoder", "indir"), ("input", "in"), ("output", "out")), (_embedding_record,)),
     "eval-encoder": ((("encoder", "indir"), ("output", "out")), ()),
-    "encoder-report": ((("inputs", "in"), ("tsv", "out"), ("md", "out")), ()),
+    "encoder-report": ((("inputs", "in"), ("votes", "in"), ("tsv", "out"), ("md", "out")), ()),
     "score": ((("input", "in"), ("encoder", "indir"), ("src_embeddings", "in"), ("tgt_embeddings", "in"),
                ("src_translated", "in"), ("tgt_translated", "in"), ("output", "out")), ()),
     "mine": ((("src", "in"), ("tgt", "in"), ("encoder", "indir"), ("output", "out"), ("ledger", "out")),

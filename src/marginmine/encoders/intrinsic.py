@@ -20,6 +20,7 @@ import numpy as np
 
 from marginmine.defaults import K, SEED
 from marginmine.encoders.base import SentenceEncoder
+from marginmine.errors import InputError
 from marginmine.scoring.margin import best_candidates
 from marginmine.io.text import open_text_out, read_lines
 from marginmine.io.safe import write_text
@@ -104,8 +105,39 @@ def evaluate_similarity(encoder: SentenceEncoder, sets: Sequence[GoldSet], simil
     return rows
 
 
-def write_report(inputs: Sequence[Path], tsv: Path, md: Path) -> None:
-    """One row per encoder x set x margin (TSV), and a Markdown table: encoder per row."""
+def vote_section(votes: Path) -> list[str]:
+    """Markdown lines: translate-then-vote's candidate sets on the intrinsic sets (F1 and P / R, the
+    ``intrinsic`` rows of ``marginmine vote-report``'s TSV), one row per rule."""
+    rows = []
+    for n, line in enumerate(votes.read_text(encoding="utf-8").splitlines(), 1):
+        section, _, payload = line.partition("\t")
+        if section == "intrinsic":
+            try:
+                rows.append(json.loads(payload))
+            except json.JSONDecodeError as exc:
+                raise InputError(str(votes), f"not a vote-report row ({exc})", line=n,
+                                 hint="write it again with marginmine vote-report") from exc
+    if not rows:
+        raise InputError(str(votes), "holds no intrinsic rows", hint="give vote-report --set (the intrinsic sets)")
+    sets = list(dict.fromkeys(r["set"] for r in rows))
+    rules = list(dict.fromkeys(r["rule"] for r in rows))
+    by = {(r["set"], r["rule"]): r for r in rows}
+    lines = ["", f"## Translate-then-vote on the same sets ({votes.name})", "",
+             "F1 of each candidate set against the gold alignment, precision / recall in brackets (higher is "
+             "better; ratio margin, intersection, no threshold, all n x n pairs; orig = the original search, "
+             "forward / backward = against a side's translation).", "",
+             "| rule | " + " | ".join(f"{s} F1 (P / R)" for s in sets) + " |", "|---" * (len(sets) + 1) + "|"]
+    for rule in rules:
+        cells = [f"{100 * by[s, rule]['f1']:.1f} ({100 * by[s, rule]['precision']:.1f} / "
+                 f"{100 * by[s, rule]['recall']:.1f})" if (s, rule) in by else "n/a" for s in sets]
+        lines.append(f"| vote-{rule} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def write_report(inputs: Sequence[Path], tsv: Path, md: Path, votes: Path | None = None) -> None:
+    """One row per encoder x set x margin (TSV), and a Markdown table: encoder per row; with
+    ``votes`` (a vote-report TSV) the votes' F1 on the intrinsic sets below it (Markdown only: F1 is
+    not an error rate)."""
     results = [json.loads(p.read_text(encoding="utf-8")) for p in inputs]
     with open_text_out(tsv) as fh:
         fh.write("encoder\tset\tmargin\tpairs\terr_src2tgt\terr_tgt2src\terr_avg\ttrain_minutes\n")
@@ -124,5 +156,7 @@ def write_report(inputs: Sequence[Path], tsv: Path, md: Path) -> None:
             by = {r["margin"]: r["err_avg"] for r in res["rows"] if r["set"] == s}
             cells.append(" / ".join(f"{by[m]:.1f}" if m in by else "n/a" for m in margins))
         lines.append(f"| {res['encoder']} | " + " | ".join(cells) + " |")
+    if votes is not None:
+        lines += vote_section(votes)
     write_text(md, "# Encoder intrinsic evaluation\n\nError rates averaged over both directions (lower is "
                   f"better); ratio margin with k = {K}.\n\n" + "\n".join(lines) + "\n")
