@@ -73,6 +73,26 @@ def test_miner_never_returns_gold_identical_or_duplicates_and_keeps_languages(ro
     assert all(langs[c] == langs[g] and texts[c] != texts[g] for g, row in zip(right, ctrl.for_right) for c in row)
 
 
+def test_only_the_shares_pairs_are_mined_and_as_if_all_were(rows):
+    """Mining a subset of the pairs gives those pairs exactly what mining every pair gives them, and
+    -1 to the others (their negatives would never be used); so does the random control's subset."""
+    from marginmine.encoders.hard_negatives import share_mask, subset_digest
+
+    emb, texts, langs, left, right = rows
+    only = np.flatnonzero(share_mask(len(left), 0.3, seed=7))
+    assert 30 < len(only) < 90 and np.array_equal(only, np.flatnonzero(share_mask(len(left), 0.3, seed=7)))
+    full = mine(emb, texts, langs, left, right, 3, data_fingerprint="d", miner_sha256="m", block=64)
+    part = mine(emb, texts, langs, left, right, 3, data_fingerprint="d", miner_sha256="m", block=64, only=only)
+    rest = np.setdiff1d(np.arange(len(left)), only)
+    for a, b in ((full.for_right, part.for_right), (full.for_left, part.for_left)):
+        np.testing.assert_array_equal(a[only], b[only])
+        assert (b[rest] == -1).all() and (b[only] >= 0).all()
+    assert part.stats["mined_pairs"] == len(only) and part.subset_sha256 == subset_digest(only) != ""
+    ctrl = random_negatives(texts, langs, left, right, 3, seed=1, data_fingerprint="d", only=only)
+    assert (ctrl.for_right[rest] == -1).all() and (ctrl.for_right[only] >= 0).all()
+    assert all(texts[c] != texts[right[i]] and langs[c] == langs[right[i]] for i in only for c in ctrl.for_right[i])
+
+
 def test_negatives_are_tied_to_data_and_miner(rows, tmp_path):
     emb, texts, langs, left, right = rows
     neg = mine(emb, texts, langs, left, right, 2, data_fingerprint="d", miner_sha256="m")
@@ -115,6 +135,11 @@ def test_training_with_mined_negatives(tmp_path, real_data):
     assert neg["for_right"].shape == (400, 3) and neg["for_left"].shape == (400, 3)
     meta = json.loads(str(neg["meta"]))
     assert meta["kind"] == "hard" and meta["stats"]["skipped_gold"] > 0
+    from marginmine.encoders.hard_negatives import share_mask
+
+    share = share_mask(400, 0.5, 7)  # only the pairs that train with negatives are mined
+    assert (neg["for_right"][share] >= 0).all() and (neg["for_right"][~share] == -1).all()
+    assert meta["stats"]["mined_pairs"] == share.sum() < 400
     rand = dual.train(data, tmp_path / "rand", {**TINY, "max_steps": 6,
                                                  "hard_negatives": {"count": 3, "share": 0.5, "kind": "random"}}, seed=7)
     plain = dual.train(data, tmp_path / "plain", {**TINY, "max_steps": 6}, seed=7)
@@ -126,6 +151,10 @@ def test_training_with_mined_negatives(tmp_path, real_data):
     before = (hard / "negatives.npz").stat().st_mtime_ns
     dual.train(data, tmp_path / "hard", {**TINY, "max_steps": 8, "hard_negatives": spec}, seed=7)
     assert (hard / "negatives.npz").stat().st_mtime_ns == before
+    # another share: other pairs train with negatives, so they are mined again
+    wider = dual.train(data, tmp_path / "wider", {**TINY, "max_steps": 6, "hard_negatives": {**spec, "share": 0.8}},
+                       seed=7)
+    assert json.loads(str(np.load(wider / "negatives.npz")["meta"]))["stats"]["mined_pairs"] > share.sum()
     other = dual.train(data, tmp_path / "miner2", TINY, seed=8)
     with pytest.raises(EncoderError, match="other settings"):
         dual.train(data, tmp_path / "hard", {**TINY, "max_steps": 8, "hard_negatives": {**spec, "miner": str(other)}},

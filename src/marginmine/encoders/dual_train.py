@@ -300,7 +300,13 @@ def _train_loop(model: nn.Module, opts: list[torch.optim.Optimizer], corpus: _Co
                     "not decay to 0 (raise epochs)", int(cfg["epochs"]), last_step, int(max_steps), schedule)
     budget = None if max_minutes is None else 60.0 * max_minutes
     if negatives is not None:
-        with_neg = np.random.default_rng([seed, 77]).random(n_pairs) < float(cfg["hard_negatives"]["share"])
+        from marginmine.encoders.hard_negatives import share_mask
+
+        with_neg = share_mask(n_pairs, float(cfg["hard_negatives"]["share"]), seed)
+        unmined = int((negatives.for_right[with_neg] < 0).sum() + (negatives.for_left[with_neg] < 0).sum())
+        if unmined:
+            raise EncoderError(f"{unmined} negatives of the share's pairs were never mined (negatives.npz of "
+                               "another share or seed): delete it to mine again")
     t_loop = time.monotonic()
     minutes0 = pos["minutes"]
     t_log = t_ckpt = t_loop

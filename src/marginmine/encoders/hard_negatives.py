@@ -16,8 +16,12 @@ the gold row itself, ``skipped_identical`` other rows with the gold's text). A l
 has fewer than ``count + 1`` distinct texts cannot give ``count`` negatives besides the gold: an
 error. :func:`random_negatives` draws the "augmented random" control from the same pools.
 
-The result is tied to the data (``data_fingerprint``) and the miner (``miner_sha256``); the trainer
-refuses negatives mined on other data or by another model than its config names.
+Only the pairs that train with negatives (the ``share``, a seeded fixed subset: :func:`share_mask`)
+are mined or drawn; the other pairs' rows are -1 (Guo et al. append negatives for 20% of the pairs,
+so mining every pair did five times the work). The result is tied to the data
+(``data_fingerprint``), the miner (``miner_sha256``) and that subset (``subset_sha256``); the trainer
+refuses negatives mined on other data or by another model than its config names, and mines again
+for another share or seed.
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ class Negatives:
     miner_sha256: str
     kind: str = "hard"
     stats: dict[str, int] = field(default_factory=dict)
+    subset_sha256: str = ""  # the pairs mined (:func:`subset_digest`); "" = every pair
 
     @property
     def count(self) -> int:
@@ -52,7 +57,7 @@ class Negatives:
         from marginmine.io.safe import atomic_path
 
         meta = {"data_fingerprint": self.data_fingerprint, "miner_sha256": self.miner_sha256,
-                "kind": self.kind, "stats": self.stats}
+                "kind": self.kind, "stats": self.stats, "subset_sha256": self.subset_sha256}
         with atomic_path(path) as tmp:
             with open(tmp, "wb") as fh:
                 np.savez(fh, for_right=self.for_right, for_left=self.for_left, meta=np.array(json.dumps(meta)))
@@ -62,13 +67,26 @@ class Negatives:
         with np.load(path, allow_pickle=False) as z:
             meta = json.loads(str(z["meta"]))
             neg = cls(z["for_right"], z["for_left"], meta["data_fingerprint"], meta["miner_sha256"], meta["kind"],
-                      meta["stats"])
+                      meta["stats"], meta.get("subset_sha256", ""))
         if neg.data_fingerprint != data_fingerprint:
             raise EncoderError(f"{path}: negatives were mined on other training data; mine them again")
         if neg.miner_sha256 != miner_sha256:
             raise EncoderError(f"{path}: negatives were mined by another encoder than the configured miner; "
                                "mine them again")
         return neg
+
+
+def share_mask(n_pairs: int, share: float, seed: int) -> np.ndarray:
+    """Which pairs train with negatives: a seeded, fixed subset of about ``share`` of them (the
+    trainer and the miner both ask here)."""
+    return np.random.default_rng([seed, 77]).random(n_pairs) < float(share)
+
+
+def subset_digest(only: np.ndarray | None) -> str:
+    """SHA-256 of the mined pairs' indices ("" for every pair)."""
+    if only is None:
+        return ""
+    return hashlib.sha256(np.ascontiguousarray(only, dtype=np.int64).tobytes()).hexdigest()
 
 
 def check_settings(count: int, share: float) -> None:
@@ -98,9 +116,10 @@ def _check_pool_sizes(pool: dict[str, np.ndarray], count: int) -> None:
 
 def mine(emb: np.ndarray, texts: Sequence[str], langs: Sequence[str], left: np.ndarray, right: np.ndarray,
          count: int, *, data_fingerprint: str, miner_sha256: str, slack: int = 8,
-         block: int = 4096, progress_s: float = 30.0) -> Negatives:
-    """Hard negatives from row embeddings ``emb`` (unit rows, one per training sentence); progress is
-    logged about every ``progress_s`` seconds (an exact search over each language's pool)."""
+         block: int = 4096, progress_s: float = 30.0, only: np.ndarray | None = None) -> Negatives:
+    """Hard negatives from row embeddings ``emb`` (unit rows, one per training sentence) for the
+    pairs ``only`` (sorted indices; None: every pair; the others' rows stay -1); progress is logged
+    about every ``progress_s`` seconds (an exact search over each language's pool)."""
     import logging
     import time
 
@@ -112,14 +131,16 @@ def mine(emb: np.ndarray, texts: Sequence[str], langs: Sequence[str], left: np.n
     _check_pool_sizes(pool, count)
     stats = {"skipped_gold": 0, "skipped_identical": 0}
     langs_arr = np.asarray(langs)
+    wanted = np.zeros(len(left), bool)
+    wanted[np.arange(len(left)) if only is None else only] = True
     out = {}
-    total, queried, last = 2 * len(left), 0, time.monotonic()
-    log.info("mining %d hard negatives per side for %d pairs (%d queries; pools: %s)", count, len(left), total,
-             ", ".join(f"{lang} {len(rows)}" for lang, rows in sorted(pool.items())))
+    total, queried, last = 2 * int(wanted.sum()), 0, time.monotonic()
+    log.info("mining %d hard negatives per side for %d of %d pairs (%d queries; pools: %s)", count,
+             int(wanted.sum()), len(left), total, ", ".join(f"{lang} {len(rows)}" for lang, rows in sorted(pool.items())))
     for name, gold_rows, query_rows in (("for_right", right, left), ("for_left", left, right)):
         result = np.full((len(gold_rows), count), -1, dtype=np.int64)
         for lang, rows in sorted(pool.items()):
-            todo = np.flatnonzero(langs_arr[gold_rows] == lang)
+            todo = np.flatnonzero((langs_arr[gold_rows] == lang) & wanted)
             if not len(todo):
                 continue
             index = build_index(np.ascontiguousarray(emb[rows], dtype=np.float32), IndexSpec(kind="auto"))
@@ -138,7 +159,9 @@ def mine(emb: np.ndarray, texts: Sequence[str], langs: Sequence[str], left: np.n
                         break
                     k = min(len(rows), 4 * k)
         out[name] = result
-    return Negatives(out["for_right"], out["for_left"], data_fingerprint, miner_sha256, "hard", stats)
+    stats["mined_pairs"] = int(wanted.sum())
+    return Negatives(out["for_right"], out["for_left"], data_fingerprint, miner_sha256, "hard", stats,
+                     subset_digest(only))
 
 
 def _fill(result: np.ndarray, part: np.ndarray, cand: np.ndarray, gold_rows: np.ndarray, texts: Sequence[str],
@@ -172,16 +195,19 @@ def _fill(result: np.ndarray, part: np.ndarray, cand: np.ndarray, gold_rows: np.
 
 
 def random_negatives(texts: Sequence[str], langs: Sequence[str], left: np.ndarray, right: np.ndarray, count: int,
-                     *, seed: int, data_fingerprint: str) -> Negatives:
-    """The "augmented random" control: ``count`` random pool rows per side, never the gold's text."""
+                     *, seed: int, data_fingerprint: str, only: np.ndarray | None = None) -> Negatives:
+    """The "augmented random" control: ``count`` random pool rows per side, never the gold's text,
+    for the pairs ``only`` (None: every pair; the others' rows stay -1)."""
     pool = pools(texts, langs)
     _check_pool_sizes(pool, count)
     rng = np.random.default_rng([seed, 31])
     langs_arr = np.asarray(langs)
+    pairs = np.arange(len(left)) if only is None else np.asarray(only)
     out = {}
     for name, gold_rows in (("for_right", right), ("for_left", left)):
-        result = np.empty((len(gold_rows), count), dtype=np.int64)
-        for i, gold in enumerate(gold_rows):
+        result = np.full((len(gold_rows), count), -1, dtype=np.int64)
+        for i in pairs:
+            gold = gold_rows[i]
             rows = pool[str(langs_arr[gold])]
             keep: list[int] = []
             while len(keep) < count:
@@ -190,7 +216,8 @@ def random_negatives(texts: Sequence[str], langs: Sequence[str], left: np.ndarra
                     keep.append(c)
             result[i] = keep
         out[name] = result
-    return Negatives(out["for_right"], out["for_left"], data_fingerprint, "random", "random", {})
+    return Negatives(out["for_right"], out["for_left"], data_fingerprint, "random", "random",
+                     {"mined_pairs": len(pairs)}, subset_digest(only))
 
 
 SPEC_KEYS = {"count", "share", "kind", "miner"}
@@ -218,26 +245,26 @@ def resolve_spec(spec: object) -> dict[str, object] | None:
 
 def prepare(out_dir: Path, spec: dict[str, object], texts: Sequence[str], langs: Sequence[str], left: np.ndarray,
             right: np.ndarray, data_fingerprint: str, seed: int) -> Negatives:
-    """Mine (or draw) the negatives once into ``out_dir/negatives.npz``; a rerun loads them."""
+    """Mine (or draw) the negatives of the share's pairs (:func:`share_mask`) once into
+    ``out_dir/negatives.npz``; a rerun loads them (another count, share or seed: mined again)."""
     import logging
 
-    from marginmine.encoders.base import load_encoder, read_manifest
+    from marginmine.encoders.base import encoder_identity, load_encoder
 
     log = logging.getLogger(__name__)
     path = Path(out_dir) / "negatives.npz"
     count = int(spec["count"])  # type: ignore[call-overload]
-    if spec["kind"] == "random":
-        miner_sha = "random"
-    else:
-        miner_sha = hashlib.sha256(json.dumps(read_manifest(str(spec["miner"]))["sha256"],
-                                              sort_keys=True).encode()).hexdigest()
+    only = np.flatnonzero(share_mask(len(left), float(spec["share"]), seed))  # type: ignore[arg-type]
+    miner_sha = "random" if spec["kind"] == "random" else encoder_identity(str(spec["miner"]))
     if path.exists():
         neg = Negatives.load(path, data_fingerprint, miner_sha)
-        if neg.count == count:
+        if neg.count == count and neg.subset_sha256 == subset_digest(only):
             return neg
-        log.info("%s holds %d negatives per side, %d asked: mining again", path, neg.count, count)
+        log.info("%s holds %d negatives per side for other pairs than the %d asked for %d pairs: mining again",
+                 path, neg.count, count, len(only))
     if spec["kind"] == "random":
-        neg = random_negatives(texts, langs, left, right, count, seed=seed, data_fingerprint=data_fingerprint)
+        neg = random_negatives(texts, langs, left, right, count, seed=seed, data_fingerprint=data_fingerprint,
+                               only=only)
     else:
         encoder = load_encoder(str(spec["miner"]))
         emb = np.zeros((len(texts), encoder.dim), np.float32)
@@ -246,7 +273,7 @@ def prepare(out_dir: Path, spec: dict[str, object], texts: Sequence[str], langs:
             rows = np.flatnonzero(langs_arr == lang)
             emb[rows] = encoder.encode([texts[r] for r in rows], lang)
         neg = mine(emb, texts, langs, left, right, count, data_fingerprint=data_fingerprint,
-                   miner_sha256=miner_sha)
+                   miner_sha256=miner_sha, only=only)
     log.info("negatives (%s, %d per side) for %d pairs: %s", spec["kind"], count, len(left), neg.stats)
     neg.save(path)
     return neg
