@@ -27,6 +27,9 @@ envvars:
 
 
 include: "rules/common.smk"
+include: "rules/encoder_common.smk"
+include: "rules/score_common.smk"
+include: "rules/nmt_common.smk"
 include: "rules/translate_common.smk"
 include: "rules/data.smk"
 include: "rules/preprocess.smk"

@@ -1,6 +1,6 @@
 # NMT on the selected pairs, once per training seed; BLEU; the comparison of selection methods
 # (mean and sd over seeds, a seed-and-sentence bootstrap against the headline method).
-# Settings and input functions live in common.smk.
+# Settings and input functions live in nmt_common.smk.
 
 
 rule train_nmt:

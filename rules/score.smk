@@ -1,6 +1,6 @@
 # Scoring per shard and encoder (every scorer over that encoder: kNN within batches, one named
 # column each), top-N selection per scorer or method, and the scorers' evaluations: the BUCC-style
-# mining benchmark and filtering quality on labelled pairs. Input functions live in common.smk.
+# mining benchmark and filtering quality on labelled pairs. Input functions live in score_common.smk.
 
 
 #: score_shard's command; score_translated (translate.smk) adds the translations' embeddings to it

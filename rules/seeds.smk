@@ -3,7 +3,7 @@
 # eval_encoder, embed_shard, score_shard into work/<exp>/score/seeds/<encoder>/, select_top,
 # train_nmt, evaluate_nmt); the rules below are the experiment's table rules with the suite's
 # inputs (params not named here are the original rule's), writing results/<exp>/seeds/ - never a
-# file of the experiment's, so after `seeds` the experiment's target has nothing to do. Input functions live in common.smk (SUITES["seeds"]).
+# file of the experiment's, so after `seeds` the experiment's target has nothing to do. Input functions live in score_common.smk (SUITES["seeds"]).
 
 SEEDS_DIR = f"{RESULTS}/seeds"
 

@@ -171,6 +171,10 @@ def test_workflow_trains_the_miner_first_and_passes_its_directory(tmp_path):
     from test_scorers import plan
 
     def change(cfg, miner="dan"):
+        suite = cfg["seeds"]  # config/test.yaml's suite has an hn-ratio of its own; here it is the experiment's
+        suite["scorers"].pop("hn-ratio")
+        suite["methods"].remove("hn-ratio")
+        suite["encoders"].remove("dan-hn")
         enc = cfg["encoder"]
         cfg["quick"] = False
         enc.update(extra=["dan-hn"], eval_random_init=False)

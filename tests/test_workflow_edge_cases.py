@@ -48,7 +48,7 @@ def test_missing_local_source_file_names_its_key(tmp_path: Path) -> None:
 
 # --- paths with spaces: every path in every shell: block is quoted ----------------------------
 
-# option strings the input functions in rules/common.smk build with each path already quoted
+# option strings the input functions in rules/*common.smk build with each path already quoted
 PREQUOTED = {"params.langs", "params.args", "params.slice", "params.budget", "params.sha256", "params.extra",
              "params.sets", "params.langid", "params.heldout", "params.subsets", "params.plugins", "params.density",
              "params.tables", "params.held_out", "params.margins", "params.corpus",

@@ -1,5 +1,5 @@
 """Plan-time checks of the scorers' config (``scorers:``, ``selection.methods``, ``plugins:`` and the
-published scorers' suite ``seeds:``), called by the workflow (rules/common.smk) before any job is
+published scorers' suite ``seeds:``), called by the workflow (rules/score_common.smk) before any job is
 planned, so a typo fails at once with the config key that holds it.
 
 Pure Python over the config's dicts: the workflow passes what it knows (which encoders exist), the

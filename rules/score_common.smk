@@ -1,0 +1,328 @@
+# Helpers of rules/score.smk and rules/seeds.smk (after encoder_common.smk): scorers and their score
+# groups, selections, the scorers' evaluations and the suites.
+
+# --- scorers, selection and the scorers' evaluations ---------------------------------------
+# A scorer (config `scorers:`) is a name, an encoder and a score kind registered in the package
+# (marginmine.scoring; `plugins:` modules register more). Each encoder a scorer uses is embedded;
+# its scorers share one self-describing score file per shard (a header names the columns).
+
+SCORING = config["scoring"]
+MINING_EVAL = config.get("mining_eval")
+LABELLED_CORPUS = config["corpus"]["source"]["kind"] == "demo"  # its sidecar names every pair's origin
+FILTER_EVAL = config.get("filter_eval")
+PLUGINS = list(config.get("plugins", []))
+SCORERS = {name: {**s, "encoder": s.get("encoder", DEFAULT_ENCODER)} for name, s in config["scorers"].items()}
+PAPER_SCORERS = {name: {**s, "encoder": s.get("encoder", DEFAULT_ENCODER)} for name, s in PAPERS.get("scorers", {}).items()}
+PAPER_METHODS = list(PAPERS.get("methods", []))
+PAPER_BASELINES = list(PAPERS.get("baselines", []))
+ALL_SCORERS = {**SCORERS, **PAPER_SCORERS}
+
+
+def kind_says(name, attribute, default=False):
+    """What a scorer's kind declares about itself (`fitted`, `corpus_negatives`, `mines`): the
+    workflow asks the kind, it never knows kinds by name."""
+    from marginmine.scoring import KINDS
+
+    return getattr(KINDS[ALL_SCORERS[name]["kind"]], attribute, default)
+
+
+def is_fitted(name):
+    """A scorer whose kind has a head fitted on held-out pairs."""
+    return kind_says(name, "fitted")
+
+
+def score_group(name):
+    """The score files a scorer's column is in: its encoder's (work/<exp>/score/<encoder>/), or for a
+    `seeds:` scorer the suite's own (work/<exp>/score/seeds/<encoder>/), so the experiment's score
+    files never change when the suite is added. A fitted scorer has files of its own
+    (.../<encoder>/<name>/): refitting its head rescores nothing else. The scorers that vote over
+    translations share files of their own (.../<encoder>/votes/): they wait for the translations,
+    no other scorer does, and one job computes the three searches once for all of them."""
+    s = ALL_SCORERS[name]
+    group = f"seeds/{s['encoder']}" if name in PAPER_SCORERS else s["encoder"]
+    if is_fitted(name):
+        return f"{group}/{name}"
+    return f"{group}/votes" if kind_says(name, "translated") else group
+
+
+def group_encoder(group):
+    return GROUP_ENCODERS[group]
+
+
+def head_dir(name):
+    return f"{WORK}/heads/{name}"
+
+
+def head_inputs(names):
+    """The fitted heads' manifests of the named scorers (none for most)."""
+    return [f"{head_dir(n)}/head.json" for n in names if is_fitted(n)]
+
+
+HEADS = config.get("heads") or {}
+
+
+def _fit_corpus(name):
+    """(shard, src embeddings, tgt embeddings) of the corpus, for a scorer whose negatives come from it."""
+    enc = ALL_SCORERS[name]["encoder"]
+    return [(rules.preprocess_shard.output.kept.format(shard=s), rules.embed_shard.output.src.format(encoder=enc, shard=s),
+             rules.embed_shard.output.tgt.format(encoder=enc, shard=s)) for s in SHARDS]
+
+
+def fit_corpus_files(wildcards):
+    """The corpus files a fitted scorer's negatives come from (none for most), and the labelled
+    evaluation file whose pairs are never negatives."""
+    if not kind_says(wildcards.name, "corpus_negatives"):
+        return []
+    files = [f for triple in _fit_corpus(wildcards.name) for f in triple]
+    return files + ([data_path(FILTER_EVAL["paracrawl"])] if FILTER_EVAL and FILTER_EVAL.get("paracrawl") else [])
+
+
+def fit_corpus_args(wildcards):
+    if not kind_says(wildcards.name, "corpus_negatives"):
+        return ""
+    args = "--corpus " + " ".join(shlex.quote(",".join(t)) for t in _fit_corpus(wildcards.name))
+    if FILTER_EVAL and FILTER_EVAL.get("paracrawl"):
+        args += f" --exclude-pairs {shlex.quote(data_path(FILTER_EVAL['paracrawl']))}"
+    return args
+
+
+def held_out_files(wildcards=None):
+    return [data_path(h[side]) for h in HEADS.get("held_out", []) for side in ("src", "tgt")]
+
+
+def held_out_args(wildcards=None):
+    return " ".join(shlex.quote(f"{h['src_lang']},{h['tgt_lang']},{data_path(h['src'])},{data_path(h['tgt'])}")
+                    for h in HEADS.get("held_out", []))
+
+
+def _check_scorers():
+    """Plan-time errors naming the config key (marginmine.scoring.plan): an unknown encoder, kind or
+    param, a method that names no scorer, a suite scorer or baseline that does not fit."""
+    check_scorer_config(SCORERS, METHODS, list(ENCODER_DIRS), plugins=PLUGINS, suite=PAPERS,
+                        suite_scorers=PAPER_SCORERS, held_out=HEADS.get("held_out", []))
+
+
+_check_scorers()
+# every scorer gets a selection per N; NMT trains selection.methods only
+SELECTED = METHODS + [name for name in SCORERS if name not in METHODS]
+PAPER_SELECTED = PAPER_METHODS + [name for name in PAPER_SCORERS if name not in PAPER_METHODS]
+SCORED_ENCODERS = list(dict.fromkeys(s["encoder"] for s in SCORERS.values()))
+ALL_SCORED_ENCODERS = list(dict.fromkeys(s["encoder"] for s in ALL_SCORERS.values()))
+ALL_GROUPS = list(dict.fromkeys(score_group(n) for n in ALL_SCORERS))
+GROUP_ENCODERS = {score_group(n): s["encoder"] for n, s in ALL_SCORERS.items()}
+FITTED = [n for n in ALL_SCORERS if is_fitted(n)]
+#: score groups whose scorers vote over translations (rule score_translated, translate.smk)
+TRANSLATED_GROUPS = [score_group(n) for n in ALL_SCORERS if kind_says(n, "translated")]
+
+#: what each target's tables hold: the experiment (`demo`, `all` ...), and the published scorers'
+#: suite (`seeds`) with the experiment's baselines (their scorers, selections and systems) beside
+SUITES = {
+    "main": {"scorers": list(SCORERS), "selected": SELECTED, "methods": METHODS,
+             "encoders": EVALUATED_ENCODERS},
+    "seeds": {"scorers": [m for m in PAPER_BASELINES if m in SCORERS] + list(PAPER_SCORERS),
+              "selected": PAPER_BASELINES + PAPER_SELECTED, "methods": PAPER_BASELINES + PAPER_METHODS,
+              "encoders": [DEFAULT_ENCODER, *PAPER_ENCODERS]},
+}
+
+
+def seeds_margin_args():
+    """--margins of the suite's intrinsic evaluation: cosine, ratio, and each margin function a suite
+    scorer's kind mines with (Eq. 9 / 10), as the kinds declare (`mines`)."""
+    from marginmine.scoring.margin import MARGINS
+
+    margins = ["absolute", "ratio"]
+    for name in SUITES["seeds"]["scorers"]:
+        m = kind_says(name, "mines", None)
+        if m in MARGINS and m not in margins:
+            margins.append(m)
+    return f"--margins {','.join(margins)}"
+
+
+def similarity_scorers():
+    """The suite's selection methods whose kind scores every pair of two sets (`pair_matrix`, e.g.
+    mlp): the intrinsic table also retrieves with them (seeds_eval_similarity)."""
+    return [n for n in PAPER_METHODS if n in PAPER_SCORERS and kind_says(n, "pair_matrix", None)]
+
+
+def pair_intrinsic_set_args(wildcards=None):
+    """--set of the intrinsic sets in the experiment's language pair (either orientation)."""
+    args = []
+    for item in config.get("intrinsic", []):
+        if {item["src_lang"], item["tgt_lang"]} == {SRC, TGT}:
+            a, b = source_files(f"intrinsic-{item['name']}", item["source"])
+            spec = f"{item['name']},{item['kind']},{item['src_lang']},{item['tgt_lang']},{a},{b}"
+            args.append(f"--set {shlex.quote(spec)}")
+    return " ".join(args)
+
+
+def suite_groups(suite):
+    return list(dict.fromkeys(score_group(n) for n in SUITES[suite]["scorers"]))
+
+
+def suite_encoders(suite):
+    """The encoders a suite's scorers use."""
+    return list(dict.fromkeys(ALL_SCORERS[n]["encoder"] for n in SUITES[suite]["scorers"]))
+
+
+def scorers_json(names):
+    """{name: {kind, encoder, params...}} of the named scorers, as the CLI takes it; a fitted
+    scorer's head directory is its `head` param."""
+    return json.dumps({name: {"kind": ALL_SCORERS[name]["kind"], "encoder": ALL_SCORERS[name]["encoder"],
+                              **ALL_SCORERS[name].get("params", {}),
+                              **({"head": head_dir(name)} if is_fitted(name) else {})} for name in names})
+
+
+def group_scorers_json(group):
+    return scorers_json([n for n in ALL_SCORERS if score_group(n) == group])
+
+
+def encoder_json(name):
+    return f"{ENCODER_DIRS[name]}/encoder.json"
+
+
+def scored_encoder_args(suite):
+    return [f"{name}={ENCODER_DIRS[name]}" for name in suite_encoders(suite)]
+
+
+def score_files(group):
+    return expand(rules.score_shard.output, group=group, shard=SHARDS)
+
+
+def select_scores(wildcards):
+    return score_files(score_group(wildcards.method)) if wildcards.method in ALL_SCORERS else []
+
+
+def select_args(wildcards):
+    if wildcards.method == "unfiltered":
+        return "--method unfiltered"
+    return f"--method {shlex.quote(wildcards.method)} -n {wildcards.N}"
+
+
+def density_scorers():
+    """(margin scorer, its kind, cosine scorer) over one encoder for composition's density section:
+    the first margin scorer among the methods (then the scorers) with a cosine scorer beside it."""
+    for name in [*METHODS, *SCORERS]:
+        s = SCORERS.get(name)
+        if s and s["kind"] in ("ratio", "distance"):
+            for other, t in SCORERS.items():
+                if t["encoder"] == s["encoder"] and t["kind"] in ("cosine", "absolute"):
+                    return name, s["kind"], other
+    return None
+
+
+def _pair_arg(items):
+    """SRC,TGT arguments (a list: the shell command quotes each with :q)."""
+    return [f"{data_path(p['src'])},{data_path(p['tgt'])}" for p in items]
+
+
+def mining_eval_files(wildcards=None):
+    e = MINING_EVAL
+    files = [data_path(p[s]) for p in e["gold_train"] + e["gold_test"] for s in ("src", "tgt")]
+    return files + [data_path(p) for p in e["mono_src"] + e["mono_tgt"]]
+
+
+def filter_eval_inputs(suite):
+    def inputs(wildcards=None):
+        out = {"encoders": [encoder_json(e) for e in suite_encoders(suite)]}
+        heads = head_inputs(SUITES[suite]["scorers"])
+        if heads:
+            out["heads"] = heads
+        if FILTER_EVAL and FILTER_EVAL.get("paracrawl"):
+            out["paracrawl"] = data_path(FILTER_EVAL["paracrawl"])
+            if suite_votes(suite):
+                out["paracrawl_translated"] = text_translations("paracrawl.")
+        if LABELLED_CORPUS:
+            out["labels"] = f"{WORK}/corpus/demo.labels.tsv"
+            out["pairs"] = expand(rules.preprocess_shard.output.kept, shard=SHARDS)
+            out["scores"] = [f for g in suite_groups(suite) for f in score_files(g)]
+            corpus = negatives_corpus(suite)
+            if corpus:
+                out["corpus"] = [f for triples in corpus.values() for t in triples for f in t]
+        return out
+
+    return inputs
+
+
+def negatives_corpus(suite):
+    """encoder -> the corpus (shard, embeddings) triples of the suite's scorers fitted against corpus
+    negatives (mlp): the quality table also scores them without their own negatives."""
+    names = [n for n in SUITES[suite]["scorers"] if kind_says(n, "corpus_negatives")]
+    return {ALL_SCORERS[n]["encoder"]: _fit_corpus(n) for n in names}
+
+
+def _quoted(paths):
+    return " ".join(shlex.quote(str(p)) for p in paths)
+
+
+def filter_eval_args(suite):
+    """Options with paths, each quoted (the shell command uses them as they are)."""
+
+    def args(wildcards, input):
+        out = []
+        if "paracrawl" in input.keys():
+            out.append(f"--paracrawl {shlex.quote(input.paracrawl)}")
+        if "paracrawl_translated" in input.keys():
+            out.append(f"--paracrawl-translated {_quoted(input.paracrawl_translated)}")
+        if "labels" in input.keys():
+            out.append(f"--demo-labels {shlex.quote(input.labels)} --pairs {_quoted(input.pairs)}")
+            out += [f"--scores {_quoted(score_files(g))}" for g in suite_groups(suite)]
+            corpus = negatives_corpus(suite)
+            if corpus:
+                triples = _quoted(f"{e}={','.join(t)}" for e, ts in corpus.items() for t in ts)
+                out.append(f"--corpus {triples}")
+        return " ".join(out)
+
+    return args
+
+
+def composition_inputs(suite):
+    def inputs(wildcards=None):
+        out = {"labels": f"{WORK}/corpus/demo.labels.tsv",
+               "selections": expand(rules.select_top.output.pairs, method=SUITES[suite]["selected"], N=SIZES)}
+        if suite == "main" and density_scorers():
+            out["pairs"] = expand(rules.preprocess_shard.output.kept, shard=SHARDS)
+            out["scores"] = score_files(score_group(density_scorers()[0]))
+        return out
+
+    return inputs
+
+
+def composition_density_args(wildcards, input, output):
+    if "scores" not in input.keys():  # no margin + cosine scorer pair over one encoder: an empty table
+        return f"--density-tsv {shlex.quote(output.density)}"
+    margin, kind, cosine = density_scorers()
+    return (f"--pairs {_quoted(input.pairs)} --scores {_quoted(input.scores)} --margin {kind} "
+            f"--margin-column {shlex.quote(margin)} --cosine-column {shlex.quote(cosine)} "
+            f"--density-tsv {shlex.quote(output.density)}")
+
+
+def plugin_args(wildcards=None):
+    return " ".join(f"--plugin {shlex.quote(m)}" for m in PLUGINS)
+
+
+def scoring_targets():
+    """Selections for every scorer, method and size, and the scorers' evaluations where configured."""
+    out = expand(rules.select_top.output.report, method=SELECTED, N=SIZES)
+    if MINING_EVAL:
+        out += rules.eval_mining.output
+    if FILTER_EVAL or LABELLED_CORPUS:
+        out += rules.eval_filter.output
+    if LABELLED_CORPUS:
+        out += rules.selection_composition.output
+    return out
+
+
+def seeds_targets():
+    """What `seeds` builds: the suite's tables and summary (nothing when the config has no `seeds:`)."""
+    if not PAPERS:
+        return []
+    out = [rules.seeds_encoder_report.output.md, rules.seeds_compare.output.md, rules.seeds_summary.output.md]
+    if MINING_EVAL:
+        out.append(rules.seeds_eval_mining.output.md)
+    if FILTER_EVAL or LABELLED_CORPUS:
+        out.append(rules.seeds_eval_filter.output.md)
+    if LABELLED_CORPUS:
+        out.append(rules.seeds_composition.output.md)
+    if suite_votes("seeds"):
+        out.append(rules.seeds_vote_report.output.md)
+    return out
