@@ -199,14 +199,16 @@ def select_args(wildcards):
 
 
 def density_scorers():
-    """(margin scorer, its kind, cosine scorer) over one encoder for composition's density section:
-    the first margin scorer among the methods (then the scorers) with a cosine scorer beside it."""
+    """(margin scorer, its margin, cosine scorer) over one encoder for composition's density section:
+    the first scorer among the methods (then the scorers) whose kind mines with a kNN margin that
+    composition can recompute (ratio, distance), with a scorer beside it whose kind mines with the
+    plain cosine (the kinds declare it: `mines`)."""
     for name in [*METHODS, *SCORERS]:
-        s = SCORERS.get(name)
-        if s and s["kind"] in ("ratio", "distance"):
+        margin = kind_says(name, "mines", None) if name in SCORERS else None
+        if margin in ("ratio", "distance"):
             for other, t in SCORERS.items():
-                if t["encoder"] == s["encoder"] and t["kind"] in ("cosine", "absolute"):
-                    return name, s["kind"], other
+                if t["encoder"] == SCORERS[name]["encoder"] and kind_says(other, "mines", None) == "absolute":
+                    return name, margin, other
     return None
 
 
