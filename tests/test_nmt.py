@@ -452,6 +452,51 @@ def test_the_translate_command_translates_a_shard_column_line_for_line(trained, 
 
 
 @pytest.mark.slow
+def test_the_translate_command_killed_by_sigkill_resumes_to_the_same_bytes(trained, real_data, tmp_path):
+    """Crash safety of translate-then-vote's corpus step, proven by killing: `marginmine translate`
+    SIGKILLed (no handler runs) once two chunks are on disk, then rerun, ends with the bytes of an
+    uninterrupted run and says how many chunks it reused; the killed run left no output."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    with gzip.open(real_data / "multi30k/test_2016_flickr.en.gz", "rt", encoding="utf-8") as fh:
+        sources = [line.rstrip("\n") for line in fh][:600]
+    shard = tmp_path / "shard.tsv.gz"
+    with gzip.open(shard, "wt", encoding="utf-8") as fh:
+        fh.writelines(f"id{i}\t{s}\n" for i, s in enumerate(sources))
+
+    def argv(out: Path, stats: Path) -> list[str]:
+        return [sys.executable, "-m", "marginmine.cli.main", "translate", "--workdir", str(trained), "--src-lang", "en",
+                "--tgt-lang", "de", "--input", str(shard), "--column", "1", "--output", str(out), "--stats", str(stats),
+                "--chunk-lines", "25", "--batch-size", "8", "--threads", "1"]
+
+    whole = tmp_path / "whole.de.gz"
+    subprocess.run(argv(whole, tmp_path / "whole.json"), check=True, capture_output=True)
+    out, stats = tmp_path / "out.de.gz", tmp_path / "out.json"
+    chunks = out.with_name(f".{out.name}.chunks")
+    proc = subprocess.Popen(argv(out, stats), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    try:
+        while proc.poll() is None and len(list(chunks.glob("0*.txt"))) < 2:
+            time.sleep(0.005)
+        assert proc.poll() is None, "finished before two chunks could be seen: make the input longer"
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    done = len(list(chunks.glob("0*.txt")))
+    assert proc.returncode == -signal.SIGKILL and not out.exists() and 2 <= done < 24, (proc.returncode, done)
+    subprocess.run(argv(out, stats), check=True, capture_output=True)
+    assert out.read_bytes() == whole.read_bytes() and not chunks.exists()
+    st = json.loads(stats.read_text())
+    assert st["chunks"] == 24 and 2 <= st["chunks_resumed"] <= done and st["lines"] == 600, st
+
+
+@pytest.mark.slow
 def test_rerun_does_not_retrain(trained, corpus, caplog):
     model = trained / "checkpoint_avg.pt"
     before = (model.stat().st_mtime_ns, (trained / "checkpoints" / "checkpoint_last.pt").stat().st_mtime_ns)
