@@ -169,9 +169,7 @@ def cmd_score(args: argparse.Namespace) -> int:
         raise MarginmineError("--src-translated/--tgt-translated go with --src-embeddings/--tgt-embeddings "
                               "(precomputed embeddings of the input and of its translations)")
     else:
-        from marginmine.encoders.base import read_manifest
-
-        from marginmine.encoders.base import encoder_identity
+        from marginmine.encoders.base import encoder_identity, read_manifest
 
         emb = EncoderEmbeddings(cli_encoder(args), args.src_lang, args.tgt_lang)
         ident = {"encoder": read_manifest(args.encoder, verify=False)["sha256"], "langs": [args.src_lang, args.tgt_lang]}
