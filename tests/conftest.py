@@ -76,7 +76,7 @@ def paracrawl_tsv(real_data: Path) -> Path:
 #: the longest test files first (measured: the smoke file ~14 min, own corpus ~3.5, SLURM ~2), so the
 #: two workers (make test: --dist loadfile --no-loadscope-reorder) start them at once and share the
 #: many short files at the end instead of starting the smoke run late
-FIRST = ("test_smoke.py", "test_own_corpus.py", "test_slurm.py", "test_nmt.py", "test_workflow_edge_cases.py",
+FIRST = ("test_smoke.py", "test_own_corpus.py", "test_slurm.py", "test_nmt_run.py", "test_workflow_edge_cases.py",
          "test_laser_encoder.py", "test_scorers.py", "test_kill.py", "test_workflow.py", "test_paper_path.py")
 
 

@@ -4,7 +4,7 @@ rerun; the final outputs must equal an uninterrupted run's byte for byte.
 * ``marginmine score`` killed again and again in the middle of its batches, on real text, resumes
   to the same bytes; a torn ``.part`` (shorter than its state promises) and a changed setting
   between kill and resume restart the file instead of mixing old and new scores.
-* (tests/test_nmt.py) ``marginmine translate``, translate-then-vote's corpus step, SIGKILLed with
+* (tests/test_nmt_run.py) ``marginmine translate``, translate-then-vote's corpus step, SIGKILLed with
   two chunks on disk, resumes at the first missing chunk to the bytes of an uninterrupted run.
 * (tests/test_smoke.py, beside the run it compares with) The smoke experiment started with
   Snakemake, its whole process group killed while the encoder
