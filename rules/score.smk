@@ -50,9 +50,9 @@ rule score_shard:
 
 rule fit_scorer:
     """The head of a fitted scorer (its kind says `fitted`, e.g. calibrated, mlp), fitted on its
-    encoder's embeddings of the held-out pairs (heads.held_out), which are checked against the
-    protected sets, the mining benchmark and the encoder's training data (removed pairs counted in
-    data/report.json); an mlp's negatives come from the corpus' embeddings."""
+    encoder's embeddings of the held-out pairs (heads.held_out): a pair in a protected set or the
+    mining benchmark is an error, pairs in the encoder's training data are removed and counted
+    (data/report.json); an mlp's negatives come from the corpus' embeddings."""
     input:
         encoder=lambda wc: encoder_json(ALL_SCORERS[wc.name]["encoder"]),
         held_out=held_out_files,

@@ -207,7 +207,8 @@ def density_scorers():
         margin = kind_says(name, "mines", None) if name in SCORERS else None
         if margin in ("ratio", "distance"):
             for other, t in SCORERS.items():
-                if t["encoder"] == SCORERS[name]["encoder"] and kind_says(other, "mines", None) == "absolute":
+                if (kind_says(other, "mines", None) == "absolute" and score_group(other) == score_group(name)
+                        and t["encoder"] == SCORERS[name]["encoder"]):  # a column of the same score files
                     return name, margin, other
     return None
 

@@ -58,7 +58,7 @@ use rule encoder_report as seeds_encoder_report with:
     input:
         evals=[*expand(rules.seeds_eval_encoder.output, name=SUITES["seeds"]["encoders"]),
                *expand(rules.seeds_eval_similarity.output, name=similarity_scorers())],
-        votes=lambda w: [rules.seeds_vote_report.output.tsv] if suite_votes("seeds") else [],
+        votes=lambda w: [rules.seeds_vote_report.output.tsv] if suite_votes("seeds") and vote_intrinsic_sets() else [],
     output:
         tsv=f"{SEEDS_DIR}/intrinsic.tsv",
         md=f"{SEEDS_DIR}/intrinsic.md",

@@ -201,14 +201,14 @@ def test_a_head_fitted_on_another_encoder_is_refused(fitted: Path, real_data: Pa
     r = score("none.tsv.gz")  # no record: scored, with a warning
     assert r.returncode == 0 and "cannot be checked" in r.stderr, r.stderr
     for p in (x, y):
-        provenance_path(p).write_text(json.dumps({"encoder": other}))
+        provenance_path(p).write_text(json.dumps({"encoder": other, "rows": 40, "dim": 64}))
     r = score("other.tsv.gz")
     assert r.returncode == 2 and "comes from another encoder" in r.stderr and str(fitted / "head.json") in r.stderr
     assert not (tmp_path / "other.tsv.gz").exists()
-    provenance_path(y).write_text(json.dumps({"encoder": own}))
+    provenance_path(y).write_text(json.dumps({"encoder": own, "rows": 40, "dim": 64}))
     r = score("mixed.tsv.gz")  # the two sides by two encoders
     assert r.returncode == 2 and "was embedded by another encoder" in r.stderr, r.stderr
-    provenance_path(x).write_text(json.dumps({"encoder": own}))
+    provenance_path(x).write_text(json.dumps({"encoder": own, "rows": 40, "dim": 64}))
     r = score("own.tsv.gz")
     assert r.returncode == 0 and "cannot be checked" not in r.stderr, r.stderr
 

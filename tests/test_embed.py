@@ -40,6 +40,35 @@ def test_resume_after_kill_continues_from_last_chunk(tmp_path: Path) -> None:
     assert np.array_equal(np.load(tmp_path / "o.npy"), np.load(full))
 
 
+def test_the_record_names_the_encoder_and_goes_with_its_embeddings(tmp_path: Path,
+                                                                    caplog: pytest.LogCaptureFixture) -> None:
+    """Beside each output, the encoder's identity, rows and dimension (what a fitted head is checked
+    against); an empty shard gets one too; an earlier record is gone as soon as embedding starts
+    again (a killed run leaves none), and a record that does not fit its file is not believed."""
+    import json
+
+    from marginmine.encoders.embed import embedded_by, provenance_path
+
+    f = tmp_path / "s.txt"
+    f.write_text("".join(f"line number {i}\n" for i in range(300)))
+    out = embed_file(TrigramEncoder(), "en", f, tmp_path / "o.npy", chunk_size=100, encoder_id="enc-a")
+    record = json.loads(provenance_path(out).read_text())
+    assert (record["encoder"], record["rows"], record["dim"], record["lang"]) == ("enc-a", 300, 64, "en")
+    assert embedded_by(out) == "enc-a" and embedded_by(tmp_path / "none.npy") is None
+    (tmp_path / "e.txt").write_text("")
+    empty = embed_file(TrigramEncoder(), "en", tmp_path / "e.txt", tmp_path / "e.npy", allow_empty=True,
+                       encoder_id="enc-a")
+    assert embedded_by(empty) == "enc-a" and json.loads(provenance_path(empty).read_text())["rows"] == 0
+    out.unlink()  # rerun (Snakemake removes the output first), killed after 2 chunks: no record left
+    with pytest.raises(KeyboardInterrupt):
+        embed_file(TrigramEncoder(fail_after=2), "en", f, tmp_path / "o.npy", chunk_size=100, encoder_id="enc-b")
+    assert not provenance_path(out).exists()
+    embed_file(TrigramEncoder(), "en", f, out, chunk_size=100, encoder_id="enc-b")
+    assert embedded_by(out) == "enc-b"
+    np.save(out, np.zeros((5, 64), np.float16))  # written otherwise, the record left beside it
+    assert embedded_by(out) is None and "not its record" in caplog.text
+
+
 def test_empty_truncated_and_bad_input(tmp_path: Path) -> None:
     (tmp_path / "e.txt").write_text("")
     with pytest.raises(InputError, match="e.txt: is empty"):

@@ -252,3 +252,15 @@ def test_an_mlp_fitted_on_another_encoder_is_refused(fitted, real_data: Path, tm
                         "--src-lang", "en", "--output", str(tmp_path / "o.json")], capture_output=True, text=True)
     assert r.returncode == 2 and "comes from another encoder" in r.stderr and str(head / "head.json") in r.stderr, r.stderr
     assert not (tmp_path / "o.json").exists()
+    # the corpus embeddings an MLP takes its negatives from: refused when another encoder wrote them
+    from marginmine.encoders.embed import provenance_path
+    from marginmine.scoring.heads import check_corpus_embeddings
+
+    npy = tmp_path / "s.en.npy"
+    np.save(npy, np.zeros((3, 64), np.float16))
+    shard = CorpusShard(str(tmp_path / "shard.tsv.gz"), str(npy), str(npy))
+    check_corpus_embeddings([shard], "mine", "enc")  # no record: not checked
+    provenance_path(npy).write_text(json.dumps({"encoder": "theirs", "rows": 3, "dim": 64}))
+    with pytest.raises(InputError, match="embedded by another encoder"):
+        check_corpus_embeddings([shard], "mine", "enc")
+    check_corpus_embeddings([shard], "theirs", "enc")

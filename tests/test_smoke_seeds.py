@@ -34,7 +34,7 @@ def _header(path: Path) -> list[str]:
 @pytest.mark.workflow
 def test_the_published_scorers_suite_reaches_bleu_and_its_tables(smoke: Path, real_data: Path, tmp_path: Path) -> None:
     """Eq. 9 / 10 and the calibrated confidence in score files of their own, the head fitted on
-    held-out news with its leaks removed and counted, eq10 trained to BLEU, the suite's tables with the
+    held-out news (its pairs in the encoder's training data removed and counted), eq10 trained to BLEU, the suite's tables with the
     experiment's baselines beside them - and the experiment's own files untouched."""
     d = tmp_path / "suite"
     shutil.copytree(smoke, d, symlinks=True)

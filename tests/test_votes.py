@@ -194,11 +194,12 @@ def test_translator_data_in_both_directions_and_its_seeded_sample(real_data: Pat
     fwd = translator_pairs(manifest, "en", "de", tmp_path / "fwd.tsv.gz", max_pairs=12, seed=5)
     bwd = translator_pairs(manifest, "de", "en", tmp_path / "bwd.tsv.gz", max_pairs=12, seed=5)
     f, b = rows(tmp_path / "fwd.tsv.gz"), rows(tmp_path / "bwd.tsv.gz")
-    assert len(f) == 12 and b == [[t, s] for s, t in f]  # the same rows, columns swapped
+    assert len(f) == 12 and b == [[t, s] for s, t in f] and bwd["pairs"] == 12  # the same rows, columns swapped
     order = [[a, b] for a, b in zip(en, de)]
     picked = [order.index(p) for p in f]
     assert picked == sorted(picked) and len(set(picked)) == 12  # file order, no repeats
-    assert fwd["pairs"] == 12 and fwd["available"] == 30 and fwd["sample"] == {"max_pairs": 12, "seed": 5}
+    assert fwd["pairs"] == 12 and fwd["available"] == 30 and fwd["sample"]["max_pairs"] == 12
+    assert sum(fwd["sample"]["kept"].values()) == 12 and fwd["sources"] == {"a": 20, "b": 10}
     other = translator_pairs(manifest, "en", "de", tmp_path / "other.tsv.gz", max_pairs=12, seed=6)
     assert rows(tmp_path / "other.tsv.gz") != f and other["pairs"] == 12  # another seed, another sample
     assert translator_pairs(manifest, "en", "de", tmp_path / "big.tsv.gz", max_pairs=99)["sample"] is None

@@ -134,6 +134,9 @@ def embeddings_identity(paths: list[str]) -> str | None:
 
     found = [(p, embedded_by(p)) for p in paths]
     known = [(p, i) for p, i in found if i]
+    if known and len(known) < len(found):
+        log.warning("no record of the encoder that wrote %s: only %s can be checked against fitted heads",
+                    ", ".join(p for p, i in found if not i), ", ".join(p for p, _ in known))
     for p, i in known[1:]:
         if i != known[0][1]:
             raise InputError(p, f"was embedded by another encoder ({i[:12]}) than {known[0][0]} ({known[0][1][:12]})",

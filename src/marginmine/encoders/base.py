@@ -111,11 +111,15 @@ def read_manifest(directory: str | Path, verify: bool = True) -> dict[str, Any]:
 
 
 def encoder_identity(directory: str | Path) -> str:
-    """SHA-256 over the SHA-256 of every file the encoder's manifest lists: the same for a copy of
-    the directory, another for another encoder or another training (what embeddings and fitted
-    heads record, :mod:`marginmine.encoders.embed`, :mod:`marginmine.scoring.heads`)."""
-    digests = read_manifest(directory, verify=False).get("sha256", {})
-    return hashlib.sha256(json.dumps(digests, sort_keys=True).encode()).hexdigest()
+    """SHA-256 over what decides the encoder's embeddings: the SHA-256 of every file its manifest
+    lists, its kind, dimension and the settings it encodes with (``info.settings``, e.g. a
+    pre-trained model's sequence length or lower-casing): the same for a copy of the directory,
+    another for another encoder, training or setting (what embeddings and fitted heads record,
+    :mod:`marginmine.encoders.embed`, :mod:`marginmine.scoring.heads`)."""
+    m = read_manifest(directory, verify=False)
+    what = {"sha256": m.get("sha256", {}), "kind": m.get("kind"), "dim": m.get("dim"),
+            "settings": (m.get("info") or {}).get("settings")}
+    return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()
 
 
 def export_encoder(src_dir: str | Path, dest_dir: str | Path) -> Path:

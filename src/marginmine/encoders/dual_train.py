@@ -305,8 +305,8 @@ def _train_loop(model: nn.Module, opts: list[torch.optim.Optimizer], corpus: _Co
         with_neg = share_mask(n_pairs, float(cfg["hard_negatives"]["share"]), seed)
         unmined = int((negatives.for_right[with_neg] < 0).sum() + (negatives.for_left[with_neg] < 0).sum())
         if unmined:
-            raise EncoderError(f"{unmined} negatives of the share's pairs were never mined (negatives.npz of "
-                               "another share or seed): delete it to mine again")
+            raise EncoderError(f"{unmined} negatives of the pairs that train with them are -1 (never mined) in "
+                               "negatives.npz: delete it to mine again")
     t_loop = time.monotonic()
     minutes0 = pos["minutes"]
     t_log = t_ckpt = t_loop

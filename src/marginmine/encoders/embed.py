@@ -49,10 +49,16 @@ def embedded_by(embeddings: str | Path) -> str | None:
     if not p.is_file():
         return None
     try:
-        return str(json.loads(p.read_text(encoding="utf-8"))["encoder"]) or None
-    except (OSError, ValueError, KeyError) as exc:
+        record = json.loads(p.read_text(encoding="utf-8"))
+        identity, rows, dim = str(record["encoder"]), int(record["rows"]), int(record["dim"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
         raise InputError(str(p), f"cannot read the embeddings' record ({exc})",
                          hint="embed the file again (marginmine embed)") from exc
+    shape = np.load(embeddings, mmap_mode="r").shape
+    if shape != (rows, dim):  # a record left beside embeddings written otherwise
+        log.warning("%s: records %d x %d embeddings, the file holds %s: not its record", p, rows, dim, shape)
+        return None
+    return identity or None
 
 
 def _finish(part: Path, out: Path, state_path: Path, record: dict[str, object]) -> None:
@@ -74,6 +80,7 @@ def embed_file(encoder: SentenceEncoder, lang: str, input_path: str | Path, outp
     n = count_lines(src)
     record = {"encoder": encoder_id, "input": str(src), "column": column, "lang": lang, "rows": n,
               "dim": encoder.dim, "dtype": dtype}
+    provenance_path(out).unlink(missing_ok=True)  # an earlier output's record goes with it
     part = out.with_name(out.name.removesuffix(".npy") + ".part.npy")
     state_path = out.with_name(out.name + ".state.json")
     if n == 0:

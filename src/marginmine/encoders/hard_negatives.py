@@ -249,18 +249,19 @@ def prepare(out_dir: Path, spec: dict[str, object], texts: Sequence[str], langs:
     ``out_dir/negatives.npz``; a rerun loads them (another count, share or seed: mined again)."""
     import logging
 
-    from marginmine.encoders.base import encoder_identity, load_encoder
+    from marginmine.encoders.base import load_encoder, read_manifest
 
     log = logging.getLogger(__name__)
     path = Path(out_dir) / "negatives.npz"
     count = int(spec["count"])  # type: ignore[call-overload]
     only = np.flatnonzero(share_mask(len(left), float(spec["share"]), seed))  # type: ignore[arg-type]
-    miner_sha = "random" if spec["kind"] == "random" else encoder_identity(str(spec["miner"]))
+    miner_sha = "random" if spec["kind"] == "random" else hashlib.sha256(json.dumps(
+        read_manifest(str(spec["miner"]))["sha256"], sort_keys=True).encode()).hexdigest()  # the miner's files
     if path.exists():
         neg = Negatives.load(path, data_fingerprint, miner_sha)
         if neg.count == count and neg.subset_sha256 == subset_digest(only):
             return neg
-        log.info("%s holds %d negatives per side for other pairs than the %d asked for %d pairs: mining again",
+        log.info("%s holds %d negatives per side for another subset of pairs; %d asked for %d pairs: mining again",
                  path, neg.count, count, len(only))
     if spec["kind"] == "random":
         neg = random_negatives(texts, langs, left, right, count, seed=seed, data_fingerprint=data_fingerprint,

@@ -25,7 +25,8 @@ def translator_pairs(manifest: str | Path, src_lang: str, tgt_lang: str, output:
     """Write every ``src_lang``-``tgt_lang`` pair of the encoder data listed in ``manifest`` (either
     column order there) to the TSV ``output`` as ``source <tab> target``, or with ``max_pairs`` a
     uniform sample of that many (by ``seed``; the same rows whichever the direction); returns (and
-    writes to ``report``) the pairs per data set. Nothing is dropped unrecorded; a language pair with
+    writes to ``report``) the pairs per data set (``sources``: available; with a sample, ``sample.kept``:
+    written). Nothing is dropped unrecorded; a language pair with
     none is an error."""
     import numpy as np
 
@@ -46,6 +47,7 @@ def translator_pairs(manifest: str | Path, src_lang: str, tgt_lang: str, output:
     if max_pairs and max_pairs < total:
         keep = np.sort(np.random.default_rng(seed).choice(total, max_pairs, replace=False))
     counts: dict[str, int] = {}
+    kept: dict[str, int] = {}
     row = written = 0
     with open_text_out(output) as out:
         for e in chosen:
@@ -57,13 +59,14 @@ def translator_pairs(manifest: str | Path, src_lang: str, tgt_lang: str, output:
             for i in rows:
                 out.write(format_tsv_line([a[i], b[i]]))
             counts[e["name"]] = len(a)
+            kept[e["name"]] = len(rows)
             row += len(a)
             written += len(rows)
     if row != total:
         raise InputError(str(path), f"its {src_lang}-{tgt_lang} files hold {row} pairs, {total} when counted first",
                          hint="a file changed while it was read: rerun")
     result = {"src_lang": src_lang, "tgt_lang": tgt_lang, "pairs": written, "available": row,
-              "sample": None if keep is None else {"max_pairs": max_pairs, "seed": seed},
+              "sample": None if keep is None else {"max_pairs": max_pairs, "seed": seed, "kept": kept},
               "sources": counts, "manifest": str(path)}
     if report:
         write_text(report, json.dumps(result, indent=1) + "\n")

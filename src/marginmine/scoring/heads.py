@@ -187,6 +187,8 @@ def fit_head(name: str, kind: Any, encoder_dir: str | Path, held_out: Sequence[H
     if not src:
         raise MarginmineError(f"scorer {name}: no held-out pair is left after the leakage check "
                               f"({out / 'data' / 'report.json'})")
+    identity = encoder_identity(encoder_dir)
+    check_corpus_embeddings(corpus, identity, str(encoder_dir))
     encoder = load_encoder(encoder_dir, device)
     u, v = encoder.encode(src, src_lang), encoder.encode(tgt, tgt_lang)
     dev = np.arange(len(src)) % 10 == 9
@@ -217,12 +219,25 @@ def fit_head(name: str, kind: Any, encoder_dir: str | Path, held_out: Sequence[H
         "scorer": name, "kind": type(kind).kind_name, "params": _params(kind), "file": "head.npz",
         "sha256": sha256_file(out / "head.npz"), "seed": seed,
         "encoder": {"dir": str(encoder_dir), "manifest_sha256": sha256_file(Path(encoder_dir) / MANIFEST),
-                    "identity": encoder_identity(encoder_dir)},
+                    "identity": identity},
         "held_out": {"pairs": len(src), "fit": int((~dev).sum()), "check": int(dev.sum()), "report": report},
         "fit": stats, "check": check, "negatives": negatives,
     }
     write_text(out / "head.json", json.dumps(manifest, indent=1) + "\n")
     return manifest
+
+
+def check_corpus_embeddings(corpus: Sequence[CorpusShard], identity: str, encoder: str) -> None:
+    """The corpus shards' embeddings (an mlp's negatives) must be the fitting encoder's, as their
+    records say (:func:`marginmine.encoders.embed.embedded_by`; none recorded: not checked)."""
+    from marginmine.encoders.embed import embedded_by
+
+    for sh in corpus:
+        for npy in (sh.src, sh.tgt):
+            found = embedded_by(npy)
+            if found is not None and found != identity:
+                raise InputError(npy, f"embedded by another encoder ({found[:12]}) than {encoder} ({identity[:12]}), "
+                                      "whose head is being fitted", hint="give the shard embeddings of that encoder")
 
 
 def _head_manifest(directory: str | Path, *keys: str) -> dict[str, Any]:
