@@ -126,24 +126,6 @@ def cli_encoder(args: argparse.Namespace):
     return load_encoder(args.encoder, args.device)
 
 
-def embeddings_identity(paths: list[str]) -> str | None:
-    """The one encoder that wrote every embeddings file in ``paths`` (their records), None when none
-    records it; files written by two encoders are an error."""
-    from marginmine.encoders.embed import embedded_by
-    from marginmine.errors import InputError
-
-    found = [(p, embedded_by(p)) for p in paths]
-    known = [(p, i) for p, i in found if i]
-    if known and len(known) < len(found):
-        log.warning("no record of the encoder that wrote %s: only %s can be checked against fitted heads",
-                    ", ".join(p for p, i in found if not i), ", ".join(p for p, _ in known))
-    for p, i in known[1:]:
-        if i != known[0][1]:
-            raise InputError(p, f"was embedded by another encoder ({i[:12]}) than {known[0][0]} ({known[0][1][:12]})",
-                             hint="embed every side (and translation) with the same encoder")
-    return known[0][1] if known else None
-
-
 def _check_heads(settings, identity: str | None, what: str) -> None:  # noqa: ANN001
     from marginmine.scoring.heads import check_fitted_on
 
@@ -163,6 +145,8 @@ def cmd_score(args: argparse.Namespace) -> int:
             raise MarginmineError("give both --src-translated and --tgt-translated (or neither)")
         emb = ArrayEmbeddings.load(args.src_embeddings, args.tgt_embeddings, args.src_translated, args.tgt_translated)
         ident = {"embeddings": [args.src_embeddings, args.tgt_embeddings]}
+        from marginmine.encoders.embed import embeddings_identity
+
         _check_heads(settings, embeddings_identity([args.src_embeddings, args.tgt_embeddings,
                                                     *filter(None, [args.src_translated, args.tgt_translated])]),
                      f"--src-embeddings {args.src_embeddings}")

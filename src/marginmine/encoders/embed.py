@@ -15,6 +15,7 @@ import logging
 import os
 import time
 from pathlib import Path
+from typing import Sequence
 
 import numpy as np
 
@@ -59,6 +60,21 @@ def embedded_by(embeddings: str | Path) -> str | None:
         log.warning("%s: records %d x %d embeddings, the file holds %s: not its record", p, rows, dim, shape)
         return None
     return identity or None
+
+
+def embeddings_identity(paths: Sequence[str | Path]) -> str | None:
+    """The one encoder that wrote every embeddings file in ``paths`` (their records), None when none
+    records it; files written by two encoders are an error."""
+    found = [(str(p), embedded_by(p)) for p in paths]
+    known = [(p, i) for p, i in found if i]
+    if known and len(known) < len(found):
+        log.warning("no record of the encoder that wrote %s: only %s can be checked against fitted heads",
+                    ", ".join(p for p, i in found if not i), ", ".join(p for p, _ in known))
+    for p, i in known[1:]:
+        if i != known[0][1]:
+            raise InputError(p, f"was embedded by another encoder ({i[:12]}) than {known[0][0]} ({known[0][1][:12]})",
+                             hint="embed every side (and translation) with the same encoder")
+    return known[0][1] if known else None
 
 
 def _finish(part: Path, out: Path, state_path: Path, record: dict[str, object]) -> None:

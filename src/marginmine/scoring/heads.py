@@ -230,14 +230,14 @@ def fit_head(name: str, kind: Any, encoder_dir: str | Path, held_out: Sequence[H
 def check_corpus_embeddings(corpus: Sequence[CorpusShard], identity: str, encoder: str) -> None:
     """The corpus shards' embeddings (an mlp's negatives) must be the fitting encoder's, as their
     records say (:func:`marginmine.encoders.embed.embedded_by`; none recorded: not checked)."""
-    from marginmine.encoders.embed import embedded_by
+    from marginmine.encoders.embed import embedded_by, embeddings_identity
 
-    for sh in corpus:
-        for npy in (sh.src, sh.tgt):
-            found = embedded_by(npy)
-            if found is not None and found != identity:
-                raise InputError(npy, f"embedded by another encoder ({found[:12]}) than {encoder} ({identity[:12]}), "
-                                      "whose head is being fitted", hint="give the shard embeddings of that encoder")
+    files = [npy for sh in corpus for npy in (sh.src, sh.tgt)]
+    found = embeddings_identity(files)
+    if found is not None and found != identity:
+        where = next(f for f in files if embedded_by(f) == found)  # a file that records it
+        raise InputError(where, f"embedded by another encoder ({found[:12]}) than {encoder} ({identity[:12]}), "
+                                   "whose head is being fitted", hint="give the shard embeddings of that encoder")
 
 
 def _head_manifest(directory: str | Path, *keys: str) -> dict[str, Any]:
