@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from pathlib import Path
 from typing import Sequence
 
 import numpy as np
@@ -28,3 +29,15 @@ class TrigramEncoder:
             for j in range(len(t) - 2):
                 out[i, int.from_bytes(hashlib.blake2b(t[j:j + 3].encode(), digest_size=4).digest(), "big") % self.dim] += 1
         return l2_normalize(out)
+
+
+def trigram_encoder_dir(base: Path, weights: str = "trigrams") -> Path:
+    """An encoder directory for :class:`TrigramEncoder` (tests patch ``load_encoder``) with a real
+    manifest over one file, so it has an identity; ``weights`` tells two encoders apart."""
+    from marginmine.encoders.base import write_manifest
+
+    d = base / f"enc-{weights}"
+    d.mkdir(exist_ok=True)
+    (d / "weights.bin").write_text(weights)
+    write_manifest(d, "trigram", 64, ["de", "en"], {"weights": "weights.bin"})
+    return d

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from doubles import TrigramEncoder
+from doubles import TrigramEncoder, trigram_encoder_dir
 
 from marginmine.errors import InputError, MarginmineError
 from marginmine.scoring import make_kind
@@ -49,20 +49,9 @@ def fitted(real_data: Path, tmp_path_factory: pytest.TempPathFactory, monkeypatc
     protect.write_text("Ein Satz, den newstest2019 nicht hat.\n", encoding="utf-8")
     monkeypatch_module.setattr("marginmine.encoders.base.load_encoder", lambda d, device="cpu": TrigramEncoder())
     kind = make_kind("calibrated", {}, "test")
-    fit_head("cal", kind, _fake_encoder_dir(out.parent), _held_out(real_data), "en", "de", out / "cal",
+    fit_head("cal", kind, trigram_encoder_dir(out.parent), _held_out(real_data), "en", "de", out / "cal",
              protect=[protect], encoder_data=_training_data(out.parent, real_data), seed=7)
     return out / "cal"
-
-
-def _fake_encoder_dir(base: Path, weights: str = "trigrams") -> Path:
-    """An encoder directory with a manifest over one file (``weights`` tells two encoders apart)."""
-    from marginmine.encoders.base import write_manifest
-
-    d = base / f"enc-{weights}"
-    d.mkdir(exist_ok=True)
-    (d / "weights.bin").write_text(weights)
-    write_manifest(d, "trigram", 64, ["de", "en"], {"weights": "weights.bin"})
-    return d
 
 
 def _training_data(base: Path, real_data: Path) -> Path:
@@ -163,7 +152,7 @@ def test_a_held_out_pair_in_an_evaluation_set_is_an_error_naming_file_and_line(r
     protect.write_text("Erster Satz.\n" + third_de + "\n", encoding="utf-8")
     monkeypatch.setattr("marginmine.encoders.base.load_encoder", lambda d, device="cpu": TrigramEncoder())
     with pytest.raises(InputError) as err:
-        fit_head("cal", make_kind("calibrated", {}, "test"), _fake_encoder_dir(tmp_path), _held_out(real_data),
+        fit_head("cal", make_kind("calibrated", {}, "test"), trigram_encoder_dir(tmp_path), _held_out(real_data),
                  "en", "de", tmp_path / "cal", protect=[protect], seed=7)
     assert err.value.path == str(real_data / NEWS / "newstest2019-deen.de") and err.value.line == 3
     assert f"occurs in the evaluation set {tmp_path.name}/newstest-like.de" in str(err.value)
@@ -188,8 +177,8 @@ def test_a_head_fitted_on_another_encoder_is_refused(fitted: Path, real_data: Pa
     x, y = tmp_path / "x.en.npy", tmp_path / "y.de.npy"
     np.save(x, enc.encode(rows, "en").astype(np.float16))
     np.save(y, enc.encode(de, "de").astype(np.float16))
-    own = encoder_identity(_fake_encoder_dir(fitted.parent.parent))  # the encoder the fixture fitted on
-    other = encoder_identity(_fake_encoder_dir(tmp_path, "another"))
+    own = encoder_identity(trigram_encoder_dir(fitted.parent.parent))  # the encoder the fixture fitted on
+    other = encoder_identity(trigram_encoder_dir(tmp_path, "another"))
     assert own == json.loads((fitted / "head.json").read_text())["encoder"]["identity"] != other
 
     def score(out: str) -> subprocess.CompletedProcess[str]:

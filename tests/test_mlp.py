@@ -11,9 +11,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from doubles import TrigramEncoder
+from doubles import TrigramEncoder, trigram_encoder_dir
 
-from marginmine.encoders.base import write_manifest
 from marginmine.errors import InputError, MarginmineError
 from marginmine.scoring import make_kind
 from marginmine.scoring.filtereval import roc_auc
@@ -86,10 +85,7 @@ def fitted(real_data: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[P
     np.save(out / "s.en.npy", enc.encode([a for a, _ in pairs], "en").astype(np.float16))
     np.save(out / "s.de.npy", enc.encode([b for _, b in pairs], "de").astype(np.float16))
     excluded = pairs[len(src):len(src) + 5]
-    enc_dir = out / "enc"
-    enc_dir.mkdir()
-    (enc_dir / "weights.bin").write_text("trigrams")
-    write_manifest(enc_dir, "trigram", 64, ["de", "en"], {"weights": "weights.bin"})
+    enc_dir = trigram_encoder_dir(out)
     d = real_data / NEWS
     held = [HeldOut("de", "en", str(d / "newstest2019-deen.de"), str(d / "newstest2019-deen.en"))]
     mp = pytest.MonkeyPatch()
@@ -239,12 +235,9 @@ def test_an_mlp_fitted_on_another_encoder_is_refused(fitted, real_data: Path, tm
     from marginmine.scoring.heads import check_fitted_on
 
     head, _ = fitted
-    other = tmp_path / "other"
-    other.mkdir()
-    (other / "weights.bin").write_text("another training")
-    write_manifest(other, "trigram", 64, ["de", "en"], {"weights": "weights.bin"})
+    other = trigram_encoder_dir(tmp_path, "another training")
     kind = make_kind("mlp", {"head": str(head)}, "test")
-    check_fitted_on("m", kind, encoder_identity(head.parent / "enc"), "its own encoder")  # passes
+    check_fitted_on("m", kind, encoder_identity(head.parent / "enc-trigrams"), "its own encoder")  # passes
     d = real_data / NEWS
     r = subprocess.run([sys.executable, "-m", "marginmine.cli.main", "eval-similarity", "--encoder", f"dan={other}",
                         "--scorers", json.dumps({"m": {"kind": "mlp", "head": str(head)}}), "--name", "m",
