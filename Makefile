@@ -53,17 +53,18 @@ check-data:
 	@test -d "$(MARGINMINE_DATA_DIR)" || { echo "make: data directory $(MARGINMINE_DATA_DIR) not found" \
 	  "(set MARGINMINE_DATA_DIR to the folder holding the shared real data)" >&2; exit 2; }
 
-# pytest exit 5 = no tests collected: a failure, not a pass. Two workers: the smoke experiment and
-# its kill test (one file, tests/test_smoke.py, ~14 min) run beside everything else; the longest
-# files start first (tests/conftest.py orders them, --no-loadscope-reorder keeps that order).
+# pytest exit 5 = no tests collected: a failure, not a pass. Two workers: one runs the smoke
+# experiment (tests/test_smoke.py) while the other runs the long files that need no smoke run; the
+# run is then shared (tests/conftest.py) by the published scorers' suite on one worker and the kill
+# test on the other; the longest files start first (tests/conftest.py orders them,
+# --no-loadscope-reorder keeps that order).
 test: check-data $(STAMP)
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder --durations=15; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test: no tests were collected" >&2; exit 1; fi; exit $$rc
 
-# the published scorers' suite (`seeds`) on a smoke run of its own (5m53s alone; not in `make test`,
-# whose 15 minutes it does not fit: tests/test_smoke_seeds.py)
+# the published scorers' suite (`seeds`) alone, after a smoke run of its own (part of `make test`)
 test-seeds: check-data $(STAMP)
-	$(BIN)/python -m pytest -q -m suite tests/test_smoke_seeds.py
+	$(BIN)/python -m pytest -q tests/test_smoke_seeds.py
 
 dryrun: $(STAMP) unlock-stale
 	$(SNAKEMAKE) -n results/bleu_10M.txt

@@ -56,16 +56,36 @@ def real_data() -> Path:
 
 
 @pytest.fixture(scope="session")
-def smoke(tmp_path_factory: pytest.TempPathFactory, real_data: Path) -> Path:
-    """The smoke experiment run once per session (tests/test_smoke.py checks it and compares its
-    killed rerun with it). ``MARGINMINE_SMOKE_DIR`` names a finished run to check
-    instead, e.g. after changing a stage by hand to see which tests catch it."""
+def smoke(tmp_path_factory: pytest.TempPathFactory, real_data: Path, worker_id: str) -> Path:
+    """The smoke experiment, run once per test run and shared by the pytest workers (the first to
+    need it runs it under a file lock, the other waits and reads it; its tests only read it or copy
+    it): tests/test_smoke.py checks it, tests/test_smoke_kill.py compares a killed rerun with it and
+    tests/test_smoke_seeds.py runs the published scorers' suite on a copy. A failed run is not
+    started again by the other worker: its tests fail with the first one's error.
+    ``MARGINMINE_SMOKE_DIR`` names a finished run to check instead, e.g. after changing a stage by
+    hand to see which tests catch it."""
+    from filelock import FileLock
     from smokerun import smoke_run
 
     done = os.environ.get("MARGINMINE_SMOKE_DIR")  # a finished smoke run to check again (development)
     if done:
         return Path(done)
-    return smoke_run(tmp_path_factory.mktemp("smoke"), real_data)
+    if worker_id == "master":  # one process (no -n): nothing to share
+        return smoke_run(tmp_path_factory.mktemp("smoke"), real_data)
+    shared = tmp_path_factory.getbasetemp().parent  # this run's folder, above each worker's own
+    d, failed = shared / "smoke", shared / "smoke.failed"
+    with FileLock(str(shared / "smoke.lock")):
+        if failed.exists():
+            pytest.fail(f"the smoke run failed on the other worker: {failed.read_text()}", pytrace=False)
+        if not (shared / "smoke.done").exists():
+            try:
+                d.mkdir()
+                smoke_run(d, real_data)
+            except BaseException as exc:
+                failed.write_text(str(exc)[-4000:])
+                raise
+            (shared / "smoke.done").write_text("")
+    return d
 
 
 @pytest.fixture(scope="session")
@@ -73,11 +93,14 @@ def paracrawl_tsv(real_data: Path) -> Path:
     return real_data / "paracrawl-human-eval-en-de" / "paracrawl-v3-validation-data.sorted.en-de.tsv"
 
 
-#: the longest test files first (measured: the smoke file ~14 min, own corpus ~3.5, SLURM ~2), so the
-#: two workers (make test: --dist loadfile --no-loadscope-reorder) start them at once and share the
-#: many short files at the end instead of starting the smoke run late
-FIRST = ("test_smoke.py", "test_own_corpus.py", "test_slurm.py", "test_nmt_run.py", "test_workflow_edge_cases.py",
-         "test_laser_encoder.py", "test_scorers.py", "test_kill.py", "test_workflow.py", "test_paper_path.py")
+#: the longest test files first, so the two workers (make test: --dist loadfile
+#: --no-loadscope-reorder) start them early and share the many short files at the end. One worker
+#: runs the smoke experiment (test_smoke.py, ~4 min) while the other runs own corpus (~1.5 min) and
+#: SLURM (~2 min); the smoke run is then ready for the two files that copy it, the suite (~6 min)
+#: and the kill test (~4.5 min), one on each worker
+FIRST = ("test_smoke.py", "test_own_corpus.py", "test_slurm.py", "test_smoke_seeds.py", "test_smoke_kill.py",
+         "test_nmt_run.py", "test_workflow_edge_cases.py", "test_laser_encoder.py", "test_scorers.py", "test_kill.py",
+         "test_workflow.py", "test_paper_path.py")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

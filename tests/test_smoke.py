@@ -8,9 +8,11 @@ figures, on the real data; then checked for what would break if the science brok
 * the ratio margin ranks the human-labelled ParaCrawl pairs above chance, and its selection lets
   through less noise than the random one (the corpus' sidecar labels);
 * a second run has nothing to do;
-* killed three times by process group (encoder training, embedding, NMT training) and rerun as
-  ``make demo`` does, it ends with the same bytes and the same NMT parameters (the last test; tests/test_kill.py kills single
-  commands). One module, so that ``pytest -n 2 --dist loadfile`` keeps it on one worker.
+* a user's own score kind plugs in through the config alone.
+
+The run is the ``smoke`` fixture (tests/conftest.py), shared with tests/test_smoke_kill.py (killed
+three times, it ends byte-identical) and tests/test_smoke_seeds.py (the published scorers' suite),
+which the other pytest worker runs beside this file.
 """
 
 from __future__ import annotations
@@ -25,8 +27,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from smokerun import (DOWNSTREAM_OF_THE_ENCODER, K, KILLED_TARGETS, ONE_SYSTEM, SCORING, SHARDS, SYSTEMS, final_outputs, nmt_checkpoint_exists,
-                      run_until, running_for, smoke_command)
+from smokerun import K, SCORING, SHARDS, SYSTEMS, smoke_command
 from marginmine.nmt.significance import SEED_TABLE_HEADER
 from test_workflow import snakemake
 
@@ -177,36 +178,6 @@ def test_nmt_decodes_every_line_and_the_comparison_has_every_method(smoke: Path,
 def test_a_second_run_has_nothing_to_do(smoke: Path, real_data: Path) -> None:
     r = snakemake("-n", *smoke_command(real_data), cwd=smoke)
     assert r.returncode == 0 and "Nothing to be done" in r.stdout + r.stderr, (r.stdout + r.stderr)[-3000:]
-
-
-@pytest.mark.slow
-@pytest.mark.workflow
-def test_smoke_run_killed_three_times_ends_byte_identical(smoke: Path, real_data: Path, tmp_path: Path) -> None:
-    # the uninterrupted run up to preprocessing (corpus, shards, dev/test slices, encoder data), then
-    # everything from encoder training on runs again (its outputs gone), killed three times
-    d = tmp_path / "killed"
-    shutil.copytree(smoke, d, symlinks=True)
-    for gone in DOWNSTREAM_OF_THE_ENCODER:
-        for p in d.glob(gone):
-            shutil.rmtree(p) if p.is_dir() else p.unlink()
-    assert not (d / "results/test/encoder").exists() and (d / "work/test/preprocess/kept/shard0000.tsv.gz").exists()
-    log = tmp_path / "snakemake.log"
-    moments = [("encoder training", running_for("train-encoder", 10)),
-               ("embedding", running_for("embed", 0.5)),
-               ("NMT training", nmt_checkpoint_exists(d))]
-    for what, moment in moments:
-        assert run_until(d, real_data, log, moment) == "killed", what
-        assert (d / ".snakemake/locks").is_dir() and any((d / ".snakemake/locks").iterdir()), \
-            f"killed during {what}, Snakemake left no lock: this test would not show that it is cleared"
-    assert run_until(d, real_data, log, None) == "finished"
-    ref, got = final_outputs(smoke, (("ratio", 1),), decoded=False), final_outputs(d, (("ratio", 1),), decoded=False)
-    assert set(got) == set(ref), sorted(set(got) ^ set(ref))
-    for kind in (".scores.tsv.gz", ".npy", "kept/shard", "encoder/model.pt", "select/ratio.2k", "(parameters)"):
-        assert sum(kind in k for k in ref) >= 1, (kind, sorted(ref))
-    different = sorted(k for k in ref if ref[k] != got[k])
-    assert not different, different
-    r = snakemake("-n", *smoke_command(real_data, overlay=ONE_SYSTEM, targets=KILLED_TARGETS), cwd=d)
-    assert "Nothing to be done" in r.stdout + r.stderr, (r.stdout + r.stderr)[-3000:]
 
 
 TOY_OVERLAY = """plugins: [toy_scores]

@@ -1,10 +1,9 @@
 """The published scorers' suite (target `seeds`, config/test.yaml's `seeds:` section) on a copy of the
 smoke run: a hard-negative DAN, Eq. 9 / 10, the calibrated confidence, the MLP on [a; b] and
-translate-then-vote (pairwise and strict) over the smoke DAN; eq10, hn-ratio, the MLP and both votes
-trained to BLEU, and the suite's tables.
-``make test-seeds`` (marker ``suite``): the suite alone took 334 s wall, 430 CPU-seconds, on an idle
-machine (AMD EPYC, before the MLP and the strict vote were added), which the default run's 15
-minutes do not hold beside the smoke run and its kill test (README, Tests)."""
+translate-then-vote (pairwise and strict) over the smoke DAN; eq9, eq10, hn-ratio, the MLP and both
+votes trained to BLEU, and the suite's tables. Part of the default run: the ``smoke`` fixture is
+shared by the two pytest workers, so this file runs on one while the other kills the smoke run
+(tests/test_smoke_kill.py); ``make test-seeds`` runs it alone."""
 
 from __future__ import annotations
 
@@ -29,47 +28,87 @@ def _header(path: Path) -> list[str]:
         return fh.readline().rstrip("\n").split("\t")
 
 
-@pytest.mark.suite
-@pytest.mark.slow
-@pytest.mark.workflow
-def test_the_published_scorers_suite_reaches_bleu_and_its_tables(smoke: Path, real_data: Path, tmp_path: Path) -> None:
-    """Eq. 9 / 10 and the calibrated confidence in score files of their own, the head fitted on
-    held-out news (its pairs in the encoder's training data removed and counted), eq10 trained to BLEU, the suite's tables with the
-    experiment's baselines beside them - and the experiment's own files untouched."""
-    d = tmp_path / "suite"
-    shutil.copytree(smoke, d, symlinks=True)
+def _aucs(tables: Path) -> tuple[dict[str, float], dict[str, float]]:
+    """Each scorer's ROC-AUC on ParaCrawl's human labels and on the demo corpus' own labels."""
+    quality = _table(tables / "quality.tsv")
+    return ({r["scorer"]: float(r["auc"]) for r in quality if r["data"].startswith("paracrawl")},
+            {r["scorer"]: float(r["auc"]) for r in quality if r["data"].startswith("demo corpus")})
+
+
+@pytest.fixture(scope="module")
+def suite(smoke: Path, real_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """`seeds` built on a copy of the smoke run (the run itself is shared and only read); the
+    experiment's own score files stay byte for byte what they were."""
+    d = tmp_path_factory.mktemp("suite")
+    shutil.copytree(smoke, d, symlinks=True, dirs_exist_ok=True)
     before = (d / "work/test/score/dan/shard0000.scores.tsv.gz").read_bytes()
     r = snakemake(*smoke_command(real_data, targets=("seeds",)), cwd=d, timeout=1500)
     assert r.returncode == 0, (r.stdout + r.stderr)[-4000:]
     assert (d / "work/test/score/dan/shard0000.scores.tsv.gz").read_bytes() == before
-    suite = d / "results/test/seeds"
+    return d
+
+
+@pytest.mark.slow
+@pytest.mark.workflow
+def test_eq9_eq10_and_the_calibrated_confidence_separate_good_pairs_from_bad(suite: Path) -> None:
+    """Eq. 9 / 10 and the calibrated confidence in score files of their own, the head fitted on
+    held-out news (its pairs in the encoder's training data removed and counted), each a row of the
+    filtering, mining and intrinsic tables beside the experiment's ratio."""
+    d, tables = suite, suite / "results/test/seeds"
     head = json.loads((d / "work/test/heads/cal/head.json").read_text())
     assert head["held_out"]["report"]["protected_sentences"] > 0 and head["held_out"]["pairs"] > 3900
     assert head["check"]["auc_fitted"] > 0.9  # each source's own translation against the other targets
     cols = _header(d / "work/test/score/seeds/dan/shard0000.scores.tsv.gz")
     assert "eq9" in cols and "eq10" in cols and "ratio" not in cols
     assert "cal" in _header(d / "work/test/score/seeds/dan/cal/shard0000.scores.tsv.gz")
-    bleu = json.loads((d / "results/test/nmt/eq10.2k/seed1/bleu.json").read_text())
-    assert bleu["test"]["lines"] == 300
     # each separates good pairs from bad: on the demo corpus' own labels (91k pairs; measured 0.742 -
     # 0.754, AMD EPYC) and above chance on ParaCrawl's 2,000 human labels (0.550 - 0.556 for the three;
     # 0.53 is two standard errors above 0.5 there)
-    quality = _table(suite / "quality.tsv")
-    paracrawl = {r["scorer"]: float(r["auc"]) for r in quality if r["data"].startswith("paracrawl")}
-    demo = {r["scorer"]: float(r["auc"]) for r in quality if r["data"].startswith("demo corpus")}
+    paracrawl, demo = _aucs(tables)
     for name in ("ratio", "eq9", "eq10", "cal"):
         assert demo[name] > 0.7 and paracrawl[name] > 0.53, (demo, paracrawl)
-    mined = {(r["scorer"], r["retrieval"]) for r in _table(suite / "bucc.tsv")}
+    mined = {(r["scorer"], r["retrieval"]) for r in _table(tables / "bucc.tsv")}
     assert {("eq9", "max"), ("eq10", "max"), ("cal", "max"), ("ratio", "max")} <= mined, mined
-    margins = {r["margin"] for r in _table(suite / "intrinsic.tsv")}
+    margins = {r["margin"] for r in _table(tables / "intrinsic.tsv")}
     assert {"cosine", "ratio", "eq9", "eq10"} <= margins, margins
-    compared = {r["method"]: r for r in _table(suite / "comparison.tsv") if r["test_set"] == "test"}
-    assert compared["eq10"]["versus"] == "ratio" and 0 < float(compared["eq10"]["p_value"]) <= 1, compared
-    summary = {r["system"]: r for r in _table(suite / "summary.tsv")}
-    assert {"ratio", "random", "eq9", "eq10", "cal"} <= set(summary), summary
-    assert summary["eq10"]["test_bleu"] and summary["cal"]["paracrawl_auc"], summary
-    # translate-then-vote: two translators (one per direction) from the encoder data's en-de pairs,
-    # both sides of every shard translated line for line and embedded, the vote in files of its own
+
+
+@pytest.mark.slow
+@pytest.mark.workflow
+def test_the_hard_negative_dan_is_mined_for_its_share_trained_and_evaluated(suite: Path) -> None:
+    """Negatives mined by the smoke DAN for the share of the pairs that trains with them only, then
+    100 steps (far from random on Tatoeba, ~99% error untrained), scored, mined with, selected."""
+    d, tables = suite, suite / "results/test/seeds"
+    neg = np.load(d / "work/test/encoders/dan-hn/negatives.npz")
+    stats = json.loads(str(neg["meta"]))["stats"]
+    assert 0 < stats["mined_pairs"] < 0.05 * len(neg["for_right"]) and stats["skipped_gold"] > 0, stats
+    intrinsic = {(r["encoder"], r["set"], r["margin"]): float(r["err_avg"]) for r in _table(tables / "intrinsic.tsv")}
+    assert intrinsic[("dan-hn", "tatoeba-deu-eng", "ratio")] < 80, intrinsic
+    assert ("hn-ratio", "max") in {(r["scorer"], r["retrieval"]) for r in _table(tables / "bucc.tsv")}
+
+
+@pytest.mark.slow
+@pytest.mark.workflow
+def test_the_mlp_is_fitted_on_its_encoder_and_evaluated_as_filter_miner_and_similarity(suite: Path) -> None:
+    """The MLP: fitted on the DAN's embeddings of the held-out news against corpus negatives, its
+    encoder's identity recorded; scored on the demo corpus without its own negatives; as a
+    similarity of every pair (intrinsic) and of each query's cosine neighbours (BUCC)."""
+    d, tables = suite, suite / "results/test/seeds"
+    mlp = json.loads((d / "work/test/heads/mlp/head.json").read_text())
+    assert mlp["negatives"]["negatives"] == mlp["held_out"]["pairs"] and mlp["encoder"]["identity"], mlp["negatives"]
+    assert any(r["scorer"] == "mlp" and r["data"].startswith("demo corpus, not its own")
+               for r in _table(tables / "quality.tsv"))
+    assert "similarity" in {r["margin"] for r in _table(tables / "intrinsic.tsv")}
+    assert any(r["scorer"] == "mlp" and r["retrieval"].startswith("fwd: best of") for r in _table(tables / "bucc.tsv"))
+
+
+@pytest.mark.slow
+@pytest.mark.workflow
+def test_translate_then_vote_translates_every_shard_line_for_line(suite: Path) -> None:
+    """Two translators (one per direction) from a seeded sample of the encoder data's en-de pairs,
+    both sides of every shard translated line for line and embedded, the vote in files of its own,
+    its F1 on the intrinsic sets beside the encoders' errors."""
+    d, tables = suite, suite / "results/test/seeds"
     for direction in ("en-de", "de-en"):  # a seeded sample of 10,000 (translators.max_pairs)
         data = json.loads((d / f"results/test/translate/{direction}/data.json").read_text())
         assert data["pairs"] == 10_000 < 100_000 < data["available"] and data["src_lang"] == direction[:2], data
@@ -79,29 +118,27 @@ def test_the_published_scorers_suite_reaches_bleu_and_its_tables(smoke: Path, re
             with gzip.open(kept, "rt", encoding="utf-8") as fh:
                 assert stats["lines"] == sum(1 for _ in fh) > 0
     assert _header(d / "work/test/score/seeds/dan/votes/shard0000.scores.tsv.gz") == ["vote", "vote-strict"]
-    # the hard-negative DAN: negatives mined by the smoke DAN for its share of the pairs only, then
-    # trained (100 steps: far from random on Tatoeba, ~99% error untrained), scored and selected
-    neg = np.load(d / "work/test/encoders/dan-hn/negatives.npz")
-    stats = json.loads(str(neg["meta"]))["stats"]
-    assert 0 < stats["mined_pairs"] < 0.05 * len(neg["for_right"]) and stats["skipped_gold"] > 0, stats
-    intrinsic = {(r["encoder"], r["set"], r["margin"]): float(r["err_avg"]) for r in _table(suite / "intrinsic.tsv")}
-    assert intrinsic[("dan-hn", "tatoeba-deu-eng", "ratio")] < 80, intrinsic
-    assert ("hn-ratio", "max") in mined
-    for method in ("hn-ratio", "mlp", "vote", "vote-strict"):  # each trained and decoded, a row of every table
+    mined = {(r["scorer"], r["retrieval"]) for r in _table(tables / "bucc.tsv")}
+    assert ("vote", "vote:pairwise") in mined and ("vote-strict", "vote:strict") in mined, mined
+    sections = {line.split("\t")[0] for line in (tables / "votes.tsv").read_text().splitlines()}
+    assert sections == {"translators", "intrinsic", "corpus"}, sections
+    intrinsic_md = (tables / "intrinsic.md").read_text()  # the votes' F1 beside the encoders' errors
+    assert "## Translate-then-vote on the same sets (votes.tsv)" in intrinsic_md and "| vote-pairwise |" in intrinsic_md
+
+
+@pytest.mark.slow
+@pytest.mark.workflow
+def test_every_suite_method_reaches_bleu_and_every_table(suite: Path) -> None:
+    """Each selection method of the suite trained and decoded (test set: 300 lines), a row of the
+    comparison against ratio (p-value), of the filtering table on both data and of the summary."""
+    d, tables = suite, suite / "results/test/seeds"
+    paracrawl, demo = _aucs(tables)
+    compared = {r["method"]: r for r in _table(tables / "comparison.tsv") if r["test_set"] == "test"}
+    summary = {r["system"]: r for r in _table(tables / "summary.tsv")}
+    assert {"ratio", "random", "eq9", "eq10", "cal"} <= set(summary), summary
+    assert summary["cal"]["paracrawl_auc"], summary
+    for method in ("eq9", "eq10", "hn-ratio", "mlp", "vote", "vote-strict"):
         bleu = json.loads((d / f"results/test/nmt/{method}.2k/seed1/bleu.json").read_text())
         assert bleu["test"]["lines"] == 300, method
         assert summary[method]["test_bleu"] and method in paracrawl and method in demo, (method, summary)
-        assert compared[method]["versus"] == "ratio", compared
-    assert ("vote", "vote:pairwise") in mined and ("vote-strict", "vote:strict") in mined, mined
-    # the MLP: fitted on the DAN's embeddings of the held-out news against corpus negatives, its
-    # identity recorded; scored on the demo corpus without its own negatives; as a similarity
-    mlp = json.loads((d / "work/test/heads/mlp/head.json").read_text())
-    assert mlp["negatives"]["negatives"] == mlp["held_out"]["pairs"] and mlp["encoder"]["identity"], mlp["negatives"]
-    assert any(r["scorer"] == "mlp" and r["data"].startswith("demo corpus, not its own") for r in quality)
-    assert "similarity" in margins and any(r["scorer"] == "mlp" and r["retrieval"].startswith("fwd: best of")
-                                           for r in _table(suite / "bucc.tsv"))
-    votes = (suite / "votes.tsv").read_text().splitlines()
-    sections = {line.split("\t")[0] for line in votes}
-    assert sections == {"translators", "intrinsic", "corpus"}, votes
-    intrinsic_md = (suite / "intrinsic.md").read_text()  # the votes' F1 beside the encoders' errors
-    assert "## Translate-then-vote on the same sets (votes.tsv)" in intrinsic_md and "| vote-pairwise |" in intrinsic_md
+        assert compared[method]["versus"] == "ratio" and 0 < float(compared[method]["p_value"]) <= 1, compared
