@@ -195,6 +195,7 @@ rule mining_benchmark_data:
         mono_tgt=lambda w: [data_path(p) for p in MINING_EVAL["mono_tgt"]],
         share=lambda w: MINING_EVAL["share"],
         distractors=lambda w: MINING_EVAL["distractors"],
+        mono_max=lambda w: MINING_EVAL["mono_max"],
         seed=config["seed"],
         outdir=lambda w, output: os.path.dirname(output.summary),
     threads: 1
@@ -206,7 +207,7 @@ rule mining_benchmark_data:
     shell:
         "marginmine bucc-data --gold-train {params.gold_train:q} --gold-test {params.gold_test:q} "
         "--mono-src {params.mono_src:q} --mono-tgt {params.mono_tgt:q} --share {params.share:q} "
-        "--distractors {params.distractors:q} --seed {params.seed:q} --output-dir {params.outdir:q} > "
+        "--distractors {params.distractors:q} --mono-max {params.mono_max:q} --seed {params.seed:q} --output-dir {params.outdir:q} > "
         "{log:q} 2>&1"
 
 

@@ -227,6 +227,26 @@ def test_bucc_benchmark_hides_real_gold_pairs(real_data: Path, bucc_dir: Path) -
     assert not set(sp.src) & set(test.src), "train and test pools are disjoint"
 
 
+def test_bucc_pools_capped_by_mono_max_keep_the_first_lines_and_the_gold_share(real_data: Path, tmp_path: Path) -> None:
+    """``mono_max``: the first N distinct monolingual lines per side, half per split; the gold share
+    of each pool stays what ``share`` says (fewer gold pairs for the smaller pools)."""
+    w = real_data / "wmt-newstest-ende"
+    gold = {"train": [(str(w / "newstest2015.en"), str(w / "newstest2015.de"))],
+            "test": [(str(w / "newstest2017.en"), str(w / "newstest2017.de"))]}
+    mono_en = (real_data / "mono-en-wiki-web" / "wikitext2.valid+test.sentences.detok.en").read_text().splitlines()
+    mono_de = (real_data / "mono-de-news" / "10kGNAD.test.sentences.de").read_text().splitlines()
+    summary = build_benchmark(gold, mono_en, mono_de, tmp_path, share=0.025, distractors=500, mono_max=1000)
+    assert summary["mono_lines"] == {"src": 1000, "tgt": 1000}
+    first = [t for t in dict.fromkeys(mono_en) if t][:1000]  # the first distinct lines (no two the same here)
+    train, test = read_split(tmp_path, "train"), read_split(tmp_path, "test")
+    assert set(first[:500]) <= set(train.src) and set(first[500:]) <= set(test.src)
+    assert not (set(mono_en) - set(first)) & (set(train.src) | set(test.src))  # nothing past the cap
+    for sp in (train, test):
+        assert 1000 <= len(sp.src) < 1100 and 0.02 <= len(sp.gold) / len(sp.src) <= 0.03
+    with pytest.raises(ValueError, match="mono_max must be >= 0"):
+        build_benchmark(gold, mono_en, mono_de, tmp_path / "x", mono_max=-1)
+
+
 def perfect_embeddings(bucc_dir: Path) -> list:
     """(x, y, split) of train and test with a perfect encoder: gold pairs share one random vector."""
     data = []

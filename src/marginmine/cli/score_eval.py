@@ -34,7 +34,7 @@ def cmd_bucc_data(args: argparse.Namespace) -> int:
     mono_src = [t for p in args.mono_src for t in read_lines(p)]
     mono_tgt = [t for p in args.mono_tgt for t in read_lines(p)]
     summary = build_benchmark({"train": pairs(args.gold_train), "test": pairs(args.gold_test)}, mono_src, mono_tgt,
-                              args.output_dir, args.share, args.distractors, args.seed)
+                              args.output_dir, args.share, args.distractors, args.seed, args.mono_max)
     for split in ("train", "test"):
         s = summary[split]
         log.info("%s: %d src, %d tgt sentences, %d gold pairs (%.1f%%)", split, s["src"], s["tgt"], s["gold"],
@@ -293,6 +293,8 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> N
     p.add_argument("--mono-tgt", nargs="+", required=True)
     p.add_argument("--share", type=float, default=0.025, help="gold share of each pool (BUCC: 2-3%%)")
     p.add_argument("--distractors", type=int, default=2000, help="unpaired gold-domain lines per side")
+    p.add_argument("--mono-max", type=int, default=0,
+                   help="the first this many distinct monolingual lines per side (0 = all; half per split)")
     p.add_argument("--seed", type=int, default=SEED)
     p.add_argument("--output-dir", required=True)
     handlers["bucc-data"] = cmd_bucc_data

@@ -96,17 +96,25 @@ def benchmark_files(out: str | Path) -> list[Path]:
 
 
 def build_benchmark(gold: dict[str, list[tuple[str, str]]], mono_src: Sequence[str], mono_tgt: Sequence[str],
-                    out_dir: str | Path, share: float = 0.025, distractors: int = 2000, seed: int = SEED) -> dict:
+                    out_dir: str | Path, share: float = 0.025, distractors: int = 2000, seed: int = SEED,
+                    mono_max: int = 0) -> dict:
     """Write ``{split}.src``, ``{split}.tgt``, ``{split}.gold`` (1-based src/tgt line numbers) and
-    ``summary.json`` for the train and test splits. ``gold`` maps split -> [(src_file, tgt_file)]."""
+    ``summary.json`` for the train and test splits. ``gold`` maps split -> [(src_file, tgt_file)].
+    ``mono_max`` > 0 keeps the first ``mono_max`` distinct monolingual lines of each side (half
+    for each split; smaller pools for a quick run), 0 all of them."""
+    if mono_max < 0:
+        raise ValueError(f"mono_max must be >= 0 (0 = every line), got {mono_max}")
     rng = np.random.default_rng(seed)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     src_mono = _distinct(mono_src, set())
     tgt_mono = _distinct(mono_tgt, set())
+    if mono_max:
+        src_mono, tgt_mono = src_mono[:mono_max], tgt_mono[:mono_max]
     half_s, half_t = len(src_mono) // 2, len(tgt_mono) // 2
     mono = {"train": (src_mono[:half_s], tgt_mono[:half_t]), "test": (src_mono[half_s:], tgt_mono[half_t:])}
-    summary: dict[str, object] = {"share": share, "distractors": distractors, "seed": seed}
+    summary: dict[str, object] = {"share": share, "distractors": distractors, "seed": seed, "mono_max": mono_max,
+                                  "mono_lines": {"src": len(src_mono), "tgt": len(tgt_mono)}}
     for split in SPLITS:
         pairs = [p for s, t in gold[split] for p in _aligned(s, t)]
         sp = build_split(pairs, *mono[split], share, distractors, rng)
