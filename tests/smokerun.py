@@ -16,7 +16,7 @@ from pathlib import Path
 import yaml
 
 from marginmine.defaults import K as DEFAULT_K
-from test_workflow import REPO, SNAKEMAKE, copy_workflow, snakemake
+from test_workflow import CORES, REPO, SNAKEMAKE, copy_workflow, snakemake
 
 TARGETS = ("all", "preprocess", "encoders", "scoring", "report_figures", "results/test/comparison.tsv")
 SHARDS = ("0000", "0001")
@@ -30,7 +30,7 @@ def smoke_command(real_data: Path, *config: str, overlay: str | None = None,
     a second config file merged over config/test.yaml (nested values keep their YAML types there;
     ``--config nmt={seeds: [1]}`` would give the string '1')."""
     files = ["config/test.yaml", *([overlay] if overlay else [])]
-    return [*targets, "--configfile", *files, "--cores", "2", "--config", f"data_dir={real_data}", *config]
+    return [*targets, "--configfile", *files, "--cores", CORES, "--config", f"data_dir={real_data}", *config]
 
 
 def run_smoke(d: Path, real_data: Path, timeout: float = 1500) -> subprocess.CompletedProcess[str]:

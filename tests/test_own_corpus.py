@@ -14,7 +14,7 @@ import yaml
 
 from marginmine.scoring.files import read_scores
 from test_sentence_transformers import build_model
-from test_workflow import copy_workflow, snakemake
+from test_workflow import CORES, copy_workflow, snakemake
 
 N_CLEAN, N_NOISE, N = 2500, 800, 1000
 
@@ -68,7 +68,7 @@ def test_own_corpus_template_to_bleu_and_filtered_tsv(tmp_path, real_data):
                            "max_epoch": 2, "lr": 0.003, "warmup_updates": 10, "max_tokens": 4096}},
     }
     (d / "mine.yaml").write_text(yaml.safe_dump(overlay), encoding="utf-8")
-    r = snakemake("filtered", "nmt", "--configfile", "config/own-corpus.yaml", "mine.yaml", "--cores", "2",
+    r = snakemake("filtered", "nmt", "--configfile", "config/own-corpus.yaml", "mine.yaml", "--cores", CORES,
                   cwd=d, timeout=1200)
     assert r.returncode == 0, (r.stdout + r.stderr)[-4000:]
     res = d / "results/my-corpus"

@@ -29,7 +29,7 @@ import pytest
 
 from smokerun import K, SCORING, SHARDS, SYSTEMS, smoke_command
 from marginmine.nmt.significance import SEED_TABLE_HEADER
-from test_workflow import snakemake
+from test_workflow import CORES, snakemake
 
 BATCH = SCORING["batch_size"]  # each smoke shard is one batch
 # the ratio margin's ROC-AUC on the 2,000 human-labelled ParaCrawl en-de pairs must beat chance by
@@ -204,7 +204,7 @@ def test_a_users_score_kind_plugs_in_through_the_config_alone(smoke: Path, real_
                                                                     os.environ.get("PYTHONPATH")])))
     before = {s: read_tsv(smoke / f"work/test/score/dan/shard{s}.scores.tsv.gz") for s in SHARDS}
     target = "results/test/nmt/lenratio.2k/seed1/bleu.json"
-    r = snakemake(target, "--configfile", "config/test.yaml", "toy.yaml", "--cores", "2", "--config",
+    r = snakemake(target, "--configfile", "config/test.yaml", "toy.yaml", "--cores", CORES, "--config",
                   f"data_dir={real_data}", cwd=d, timeout=900)
     assert r.returncode == 0, (r.stdout + r.stderr)[-4000:]
     bleu = json.loads((d / target).read_text())

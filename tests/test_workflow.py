@@ -19,6 +19,12 @@ REPO = Path(__file__).resolve().parents[1]
 SNAKEMAKE = str(Path(sys.executable).parent / "snakemake")
 
 
+#: the cores a test's snakemake may use: the machine's, shared by the pytest workers (make test: two
+#: workers on 2 cores, 1 each). Two 2-thread jobs on 2 cores made torch's threads wait for each
+#: other: the smoke suite's hard-negative DAN took 44 s alone and 143 s beside the other worker
+CORES = str(max(1, (os.cpu_count() or 1) // int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))))
+
+
 def snakemake(*args: str, cwd: Path = REPO, timeout: float = 600) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
     return subprocess.run([SNAKEMAKE, *args], cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env)
@@ -166,7 +172,7 @@ def test_url_source_is_downloaded_and_preprocessed(real_data: Path, tmp_path: Pa
         cfg["eval"]["dev"] = {**m30k, "sample": {"size": 200, "start": 0, "seed": 1}}  # no demo corpus to hold out
         cfg["eval"]["test"] = {**m30k, "sample": {"size": 300, "start": 200, "seed": 1}}
         (tmp_path / "config" / "url.yaml").write_text(yaml.safe_dump(cfg))
-        r = snakemake("preprocess", "--configfile", "config/url.yaml", "--cores", "2",
+        r = snakemake("preprocess", "--configfile", "config/url.yaml", "--cores", CORES,
                       "--config", f"data_dir={real_data}", cwd=tmp_path)
     finally:
         server.shutdown()

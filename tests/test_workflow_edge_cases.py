@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from test_workflow import REPO, copy_workflow, plan_demo_with, snakemake
+from test_workflow import CORES, REPO, copy_workflow, plan_demo_with, snakemake
 
 
 def error_lines(out: str) -> list[str]:
@@ -99,7 +99,7 @@ def test_preprocess_runs_with_spaces_in_data_dir_and_results_dir(real_data: Path
     protected sets from data_dir, ledger, overlap check), both paths holding a space."""
     copy_workflow(tmp_path)
     (tmp_path / "shared data").symlink_to(real_data, target_is_directory=True)
-    r = snakemake("preprocess", "--configfile", "config/test.yaml", "--cores", "2", "--config",
+    r = snakemake("preprocess", "--configfile", "config/test.yaml", "--cores", CORES, "--config",
                   f"data_dir={tmp_path / 'shared data'}", "results_dir=results/test with space", cwd=tmp_path)
     assert r.returncode == 0, (r.stdout + r.stderr)[-4000:]
     out = tmp_path / "results/test with space/preprocess"
@@ -123,7 +123,7 @@ def test_overestimated_expected_pairs_plans_and_runs_with_empty_shards(real_data
     cfg["corpus"]["expected_pairs"] = 8000
     cfg["preprocess"].update(shard_size=1000, block=500)
     (tmp_path / "config" / "empty.yaml").write_text(yaml.safe_dump(cfg))
-    r = snakemake("preprocess", "--configfile", "config/empty.yaml", "--cores", "2", "--config",
+    r = snakemake("preprocess", "--configfile", "config/empty.yaml", "--cores", CORES, "--config",
                   f"data_dir={real_data}", cwd=tmp_path)
     assert r.returncode == 0, (r.stdout + r.stderr)[-4000:]
     split = sorted((tmp_path / "work/test/preprocess/split").glob("shard*.tsv.gz"))
