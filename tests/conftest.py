@@ -8,6 +8,7 @@ machine cannot have (a GPU, root for the SLURM test); they are listed in one sum
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -63,7 +64,8 @@ def smoke(tmp_path_factory: pytest.TempPathFactory, real_data: Path, worker_id: 
     tests/test_smoke_seeds.py runs the published scorers' suite on a copy. A failed run is not
     started again by the other worker: its tests fail with the first one's error.
     ``MARGINMINE_SMOKE_DIR`` names a finished run to check instead, e.g. after changing a stage by
-    hand to see which tests catch it."""
+    hand to see which tests catch it. (``-n 2`` needs ``--dist loadfile``, as make test gives it:
+    xdist's default ``load`` would split tests/test_smoke_seeds.py and build the suite twice.)"""
     from filelock import FileLock
     from smokerun import smoke_run
 
@@ -79,10 +81,11 @@ def smoke(tmp_path_factory: pytest.TempPathFactory, real_data: Path, worker_id: 
             pytest.fail(f"the smoke run failed on the other worker: {failed.read_text()}", pytrace=False)
         if not (shared / "smoke.done").exists():
             try:
+                shutil.rmtree(d, ignore_errors=True)  # a worker that died while building left it half made
                 d.mkdir()
                 smoke_run(d, real_data)
             except BaseException as exc:
-                failed.write_text(str(exc)[-4000:])
+                failed.write_text(f"{type(exc).__name__}: {exc}"[-4000:])
                 raise
             (shared / "smoke.done").write_text("")
     return d

@@ -102,7 +102,7 @@ def final_outputs(d: Path, systems: tuple[tuple[str, int], ...] = SYSTEMS, decod
     return out
 
 
-# --- killing the smoke experiment by process group (tests/test_smoke.py) ---------------------
+# --- killing the smoke experiment by process group (tests/test_smoke_kill.py) ----------------
 
 
 def group_commands(pgid: int) -> list[str]:

@@ -6,12 +6,12 @@ rerun; the final outputs must equal an uninterrupted run's byte for byte.
   between kill and resume restart the file instead of mixing old and new scores.
 * (tests/test_nmt_run.py) ``marginmine translate``, translate-then-vote's corpus step, SIGKILLed with
   two chunks on disk, resumes at the first missing chunk to the bytes of an uninterrupted run.
-* (tests/test_smoke.py, beside the run it compares with) The smoke experiment started with
+* (tests/test_smoke_kill.py, on the shared smoke run it compares with) The smoke experiment started with
   Snakemake, its whole process group killed while the encoder
   trains, while a shard is embedded and while the NMT system trains (after its first checkpoint),
   each time rerun the way the README's command does (``scripts/unlock_stale.sh`` clears the stale
   lock, as ``make demo`` does); then every final output is compared by SHA-256 with the
-  uninterrupted smoke run (tests/test_smoke.py), and a further run has nothing to do. The killed
+  uninterrupted smoke run (the ``smoke`` fixture), and a further run has nothing to do. The killed
   run trains the ratio selection's system only (time); fairseq's resume is not byte-identical, so a
   killed NMT training restarts (``resume_killed: false``) and this test shows the result is.
 """

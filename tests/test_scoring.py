@@ -243,7 +243,7 @@ def test_bucc_pools_capped_by_mono_max_keep_the_first_lines_and_the_gold_share(r
     assert not (set(mono_en) - set(first)) & (set(train.src) | set(test.src))  # nothing past the cap
     for sp in (train, test):
         assert 1000 <= len(sp.src) < 1100 and 0.02 <= len(sp.gold) / len(sp.src) <= 0.03
-    with pytest.raises(ValueError, match="mono_max must be >= 0"):
+    with pytest.raises(MarginmineError, match="mono_max must be >= 0"):
         build_benchmark(gold, mono_en, mono_de, tmp_path / "x", mono_max=-1)
 
 

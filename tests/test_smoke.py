@@ -11,8 +11,8 @@ figures, on the real data; then checked for what would break if the science brok
 * a user's own score kind plugs in through the config alone.
 
 The run is the ``smoke`` fixture (tests/conftest.py), shared with tests/test_smoke_kill.py (killed
-three times, it ends byte-identical) and tests/test_smoke_seeds.py (the published scorers' suite),
-which the other pytest worker runs beside this file.
+three times, it ends byte-identical) and tests/test_smoke_seeds.py (the published scorers' suite,
+which the other pytest worker runs while this one goes on with the kill test).
 """
 
 from __future__ import annotations
@@ -142,7 +142,8 @@ def test_mining_benchmark_and_report_figures_are_written(smoke: Path) -> None:
     with open(smoke / "results/test/mining/bucc.tsv", encoding="utf-8") as fh:
         head, *rows = [line.rstrip("\n").split("\t") for line in fh]
     f1 = {(r[head.index("margin")], r[head.index("retrieval")]): float(r[head.index("f1")]) for r in rows}
-    assert f1[("ratio", "max")] > f1[("absolute", "max")], f1  # the paper's finding, on real newstest
+    # the paper's finding, on real newstest: measured 0.255 against 0.109 (config/test.yaml, mining_eval)
+    assert f1[("ratio", "max")] > f1[("absolute", "max")] + 0.05, f1
     for name in ("ledger.png", "score_histograms.png", "tables.html", "benchmarks.tsv"):
         assert (smoke / "results/test/report" / name).stat().st_size > 0, name
 

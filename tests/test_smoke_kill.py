@@ -3,8 +3,9 @@ and NMT training - and rerun as ``make demo`` does (the stale lock cleared, the 
 ends with the bytes of the uninterrupted run (the ``smoke`` fixture, tests/conftest.py) and the same
 NMT parameters, and a further run has nothing to do. tests/test_kill.py kills single commands.
 
-A file of its own, so that one pytest worker kills while the other checks the uninterrupted run
-(tests/test_smoke.py) and runs the published scorers' suite on it (tests/test_smoke_seeds.py)."""
+A file of its own, so that the pytest worker that is not running the published scorers' suite on
+the same smoke run (tests/test_smoke_seeds.py) can take it (make test: the worker that built the
+smoke run and checked it, tests/test_smoke.py)."""
 
 from __future__ import annotations
 

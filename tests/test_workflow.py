@@ -19,10 +19,11 @@ REPO = Path(__file__).resolve().parents[1]
 SNAKEMAKE = str(Path(sys.executable).parent / "snakemake")
 
 
-#: the cores a test's snakemake may use: the machine's, shared by the pytest workers (make test: two
-#: workers on 2 cores, 1 each). Two 2-thread jobs on 2 cores made torch's threads wait for each
-#: other: the smoke suite's hard-negative DAN took 44 s alone and 143 s beside the other worker
-CORES = str(max(1, (os.cpu_count() or 1) // int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))))
+#: the cores a test's snakemake may use: the process's (its CPU affinity), shared by the pytest
+#: workers (make test: two workers on 2 cores, 1 each). Two 2-thread jobs on 2 cores made torch's
+#: threads wait for each other: the smoke suite's hard-negative DAN took 44 s alone and 143 s
+#: beside the other worker
+CORES = str(max(1, len(os.sched_getaffinity(0)) // int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))))
 
 
 def snakemake(*args: str, cwd: Path = REPO, timeout: float = 600) -> subprocess.CompletedProcess[str]:

@@ -8,3 +8,9 @@ SEED = 1234
 K = 4
 #: pairs per kNN batch in filtering mode, the paper's 5M (schema: scoring.batch_size)
 BATCH_SIZE = 5_000_000
+#: gold share of each pool of the BUCC-style mining benchmark (schema: mining_eval.share)
+BUCC_SHARE = 0.025
+#: unpaired gold-domain lines per side of each pool (schema: mining_eval.distractors)
+BUCC_DISTRACTORS = 2000
+#: monolingual lines per side kept for the pools, 0 = all (schema: mining_eval.mono_max)
+BUCC_MONO_MAX = 0

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Callable
 
 from marginmine.cli.score import add_knn, add_scorers, index_spec, scorer_spec, torch_threads
-from marginmine.defaults import K, SEED
+from marginmine.defaults import BUCC_DISTRACTORS, BUCC_MONO_MAX, BUCC_SHARE, K, SEED
 from marginmine.errors import MarginmineError
 
 log = logging.getLogger("marginmine")
@@ -291,9 +291,9 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> N
     p.add_argument("--gold-test", nargs="+", required=True, metavar="SRC,TGT")
     p.add_argument("--mono-src", nargs="+", required=True)
     p.add_argument("--mono-tgt", nargs="+", required=True)
-    p.add_argument("--share", type=float, default=0.025, help="gold share of each pool (BUCC: 2-3%%)")
-    p.add_argument("--distractors", type=int, default=2000, help="unpaired gold-domain lines per side")
-    p.add_argument("--mono-max", type=int, default=0,
+    p.add_argument("--share", type=float, default=BUCC_SHARE, help="gold share of each pool (BUCC: 2-3%%)")
+    p.add_argument("--distractors", type=int, default=BUCC_DISTRACTORS, help="unpaired gold-domain lines per side")
+    p.add_argument("--mono-max", type=int, default=BUCC_MONO_MAX,
                    help="the first this many distinct monolingual lines per side (0 = all; half per split)")
     p.add_argument("--seed", type=int, default=SEED)
     p.add_argument("--output-dir", required=True)

@@ -19,9 +19,9 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
-from marginmine.defaults import SEED
+from marginmine.defaults import BUCC_DISTRACTORS, BUCC_MONO_MAX, BUCC_SHARE, SEED
 from marginmine.encoders.base import SentenceEncoder
-from marginmine.errors import InputError
+from marginmine.errors import InputError, MarginmineError
 from marginmine.scoring.margin import RETRIEVALS, neighbourhoods, retrieve
 from marginmine.scoring.mining import embed_unique
 from marginmine.preprocess.normalize import sentence_key
@@ -96,14 +96,14 @@ def benchmark_files(out: str | Path) -> list[Path]:
 
 
 def build_benchmark(gold: dict[str, list[tuple[str, str]]], mono_src: Sequence[str], mono_tgt: Sequence[str],
-                    out_dir: str | Path, share: float = 0.025, distractors: int = 2000, seed: int = SEED,
-                    mono_max: int = 0) -> dict:
+                    out_dir: str | Path, share: float = BUCC_SHARE, distractors: int = BUCC_DISTRACTORS,
+                    seed: int = SEED, mono_max: int = BUCC_MONO_MAX) -> dict:
     """Write ``{split}.src``, ``{split}.tgt``, ``{split}.gold`` (1-based src/tgt line numbers) and
     ``summary.json`` for the train and test splits. ``gold`` maps split -> [(src_file, tgt_file)].
     ``mono_max`` > 0 keeps the first ``mono_max`` distinct monolingual lines of each side (half
     for each split; smaller pools for a quick run), 0 all of them."""
     if mono_max < 0:
-        raise ValueError(f"mono_max must be >= 0 (0 = every line), got {mono_max}")
+        raise MarginmineError(f"mono_max must be >= 0 (0 = every line), got {mono_max}")
     rng = np.random.default_rng(seed)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
