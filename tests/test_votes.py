@@ -205,3 +205,5 @@ def test_translator_data_in_both_directions_and_its_seeded_sample(real_data: Pat
     assert translator_pairs(manifest, "en", "de", tmp_path / "big.tsv.gz", max_pairs=99)["sample"] is None
     with pytest.raises(InputError, match="lists no en-es pairs"):
         translator_pairs(manifest, "en", "es", tmp_path / "x.tsv.gz")
+    with pytest.raises(MarginmineError, match="max_pairs must be >= 0"):  # the CLI's one-line error
+        translator_pairs(manifest, "en", "de", tmp_path / "x.tsv.gz", max_pairs=-1)

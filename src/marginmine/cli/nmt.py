@@ -128,8 +128,6 @@ def cmd_translate(args: argparse.Namespace) -> int:
 def cmd_translator_data(args: argparse.Namespace) -> int:
     from marginmine.nmt.translators import translator_pairs
 
-    if args.max_pairs < 0:
-        raise MarginmineError(f"--max-pairs must be >= 0 (0 = all), got {args.max_pairs}")
     r = translator_pairs(args.encoder_data, args.src_lang, args.tgt_lang, args.output, args.report,
                          max_pairs=args.max_pairs, seed=args.seed)
     log.info("translator-data: %d %s>%s pairs (of %d) from %d data sets -> %s", r["pairs"], args.src_lang,

@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from marginmine.errors import InputError
+from marginmine.errors import InputError, MarginmineError
 from marginmine.io.safe import write_text
 from marginmine.io.text import count_lines, format_tsv_line, open_text_out, read_aligned
 
@@ -31,7 +31,7 @@ def translator_pairs(manifest: str | Path, src_lang: str, tgt_lang: str, output:
     import numpy as np
 
     if max_pairs < 0:
-        raise ValueError(f"max_pairs must be >= 0 (0 = all), got {max_pairs}")
+        raise MarginmineError(f"max_pairs must be >= 0 (0 = all), got {max_pairs}")
     path = Path(manifest)
     try:
         entries = json.loads(path.read_text(encoding="utf-8"))
