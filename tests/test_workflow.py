@@ -33,7 +33,7 @@ def snakemake(*args: str, cwd: Path = REPO, timeout: float = 600) -> subprocess.
 
 def copy_workflow(dest: Path) -> None:
     """The workflow (not its results) into ``dest``, so a test runs it without touching the repo."""
-    for item in ("Snakefile", "rules", "config", "envs", "docs"):
+    for item in ("Snakefile", "rules", "config", "envs", "docs", "profiles"):
         src = REPO / item
         (shutil.copytree if src.is_dir() else shutil.copy)(src, dest / item)
 
@@ -192,3 +192,40 @@ def test_two_spellings_of_the_data_dir_give_the_same_params(real_data: Path) -> 
     assert r.returncode == 0, r.stderr[-2000:]
     cmd = re.search(r"marginmine demo-corpus [^\n]*", r.stdout).group(0)
     assert f"--data-dir {real_data.resolve()} " in cmd, cmd
+
+
+@pytest.mark.workflow
+def test_restaged_data_reruns_a_job_only_when_its_bytes_changed(real_data: Path, tmp_path: Path) -> None:
+    """The shared data is re-staged with fresh times (each session, a new copy): a job that read a
+    data file re-runs only when the file's bytes changed (profiles/default, max-checksum-file-size),
+    or every job after the data ran again. Control: without the workflow profile the fresh time
+    alone re-runs it (the file, 5.3 MB, is above Snakemake's 1 MB default)."""
+    copy_workflow(tmp_path)
+    data = tmp_path / "data"
+    shutil.copytree(real_data, data)
+    for p in [data, *data.rglob("*")]:
+        p.chmod(p.stat().st_mode | 0o200)
+    src = data / "tatoeba-manythings-deu-eng-2018" / "train.nooverlap.en"
+    assert src.stat().st_size > 1_000_000  # Snakemake's default limit, or the control proves nothing
+    cfg = yaml.safe_load((REPO / "config" / "test.yaml").read_text())
+    cfg["eval"]["extra"]["big"] = {"kind": "local", "format": "parallel", "src": str(src.relative_to(data)),
+                                   "tgt": "tatoeba-manythings-deu-eng-2018/train.nooverlap.de",
+                                   "sample": {"size": 100, "start": 0, "seed": 1}}
+    (tmp_path / "config" / "restaged.yaml").write_text(yaml.safe_dump(cfg))
+    target = f"work/{cfg['experiment']}/eval/big.{cfg['src_lang']}"
+    args = (target, "--configfile", "config/restaged.yaml", "--config", f"data_dir={data}", "--cores", CORES)
+    r = snakemake(*args, cwd=tmp_path)
+    assert r.returncode == 0 and (tmp_path / target).is_file(), (r.stdout + r.stderr)[-3000:]
+
+    later = src.stat().st_mtime + 3600
+    os.utime(src, (later, later))  # re-staged: the same bytes, a fresh time
+    r = snakemake("-n", *args, cwd=tmp_path)
+    assert r.returncode == 0 and "Nothing to be done" in r.stdout + r.stderr, (r.stdout + r.stderr)[-3000:]
+    r = snakemake("-n", *args, "--workflow-profile", "none", cwd=tmp_path)
+    assert f"Updated input files: {src}" in r.stdout, (r.stdout + r.stderr)[-3000:]
+
+    with src.open("a", encoding="utf-8") as f:  # new bytes: the job runs again
+        f.write("One more line.\n")
+    os.utime(src, (later + 1, later + 1))
+    r = snakemake("-n", *args, cwd=tmp_path)
+    assert f"Updated input files: {src}" in r.stdout, (r.stdout + r.stderr)[-3000:]
