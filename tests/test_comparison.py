@@ -28,7 +28,7 @@ def damaged(refs: list[str], drop: float, seed: int) -> list[str]:
 
 
 def fake_run(root: Path, method: str, n: str, seed: int, drop: float, *, extra: bool = True,
-             meta_seed: int | None = None) -> Path:
+             meta_seed: int | None = None, machines: tuple[str, str] | None = None) -> Path:
     d = root / "nmt" / f"{method}.{n}" / f"seed{seed}"
     hyp_dir = d / "bleu.hyp"
     hyp_dir.mkdir(parents=True)
@@ -46,7 +46,8 @@ def fake_run(root: Path, method: str, n: str, seed: int, drop: float, *, extra: 
     obj = {"bleu": sets["test"]["bleu"], "test": sets["test"], "dev": sets["dev"],
            "extra": {k: v for k, v in sets.items() if k not in ("test", "dev")},
            "meta": {"train_pairs": 20000, "seed": seed if meta_seed is None else meta_seed, "num_updates": 1000,
-                    "train_seconds_total": 900.0, "dev_loss": 5.5}}
+                    "train_seconds_total": 900.0, "dev_loss": 5.5,
+                    **({"train_machine": machines[0], "machine": machines[1]} if machines else {})}}
     (d / "bleu.json").write_text(json.dumps(obj))
     return d / "bleu.json"
 
@@ -95,6 +96,28 @@ def test_compare_reports_mean_sd_over_seeds_and_tests_against_the_headline(tmp_p
     runs_tsv = (tmp_path / "cmp_runs.tsv").read_text().splitlines()
     assert runs_tsv[0].split("\t")[:7] == ["method", "N", "seed", "pairs", "updates", "train_s", "dev_loss"]
     assert len(runs_tsv) == 6 and (tmp_path / "cmp.png").read_bytes()[:4] == b"\x89PNG"
+    assert "Machine: every system trained and decoded on not recorded." in md  # reports before the field
+
+
+def test_the_tables_name_the_machine_each_system_ran_on(tmp_path: Path) -> None:
+    """BLEU differs between CPU models: a comparison joining two machines' runs says which ran where."""
+    epyc, xeon = "AMD EPYC, 2 cores, avx2", "Intel(R) Xeon(R) Platinum, 2 cores, avx512f"
+    files = [fake_run(tmp_path, "ratio", "20k", 1, 0.10, machines=(epyc, epyc)),
+             fake_run(tmp_path, "ratio", "20k", 2, 0.12, machines=(epyc, epyc)),
+             fake_run(tmp_path, "cosine", "20k", 1, 0.11, machines=(xeon, xeon)),
+             fake_run(tmp_path, "cosine", "20k", 2, 0.13, machines=(epyc, xeon))]
+    assert compare(tmp_path, files) == 0
+    md = (tmp_path / "cmp.md").read_text()
+    assert (f"Machines (BLEU differs between CPU models): cosine.20k seed 1 trained and decoded on {xeon}; "
+            f"cosine.20k seed 2 trained on {epyc}, decoded on {xeon}; ratio.20k seed 1, ratio.20k seed 2 "
+            f"trained and decoded on {epyc}.") in md
+    rows = [dict(zip(*(x.split("\t") for x in ((tmp_path / "cmp_runs.tsv").read_text().splitlines()[0], line))))
+            for line in (tmp_path / "cmp_runs.tsv").read_text().splitlines()[1:]]
+    assert [(r["method"], r["seed"], r["train_machine"], r["decode_machine"]) for r in rows] == [
+        ("cosine", "1", xeon, xeon), ("cosine", "2", epyc, xeon), ("ratio", "1", epyc, epyc), ("ratio", "2", epyc, epyc)]
+    files = [fake_run(tmp_path / "one", m, "20k", s, 0.1, machines=(epyc, epyc)) for m in ("ratio", "cosine") for s in (1, 2)]
+    assert compare(tmp_path / "one", files) == 0
+    assert f"Machine: every system trained and decoded on {epyc}." in (tmp_path / "one" / "cmp.md").read_text()
 
 
 def test_a_missing_or_short_hypothesis_file_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

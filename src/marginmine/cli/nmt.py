@@ -56,6 +56,7 @@ def _extra(text: str) -> tuple[str, str, str]:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
+    from marginmine.machine import machine
     from marginmine.nmt.evaluate import score_bleu, translate_files, write_bleu_report
     from marginmine.nmt.train import load_manifest
 
@@ -93,6 +94,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             "averaged": info.get("averaged"), "dev_loss": info.get("dev_loss"),
             "stopped_by_time": info.get("stopped_by_time"), "early_stop": info.get("early_stop"),
             "train_seconds_total": info.get("train_seconds_total"), "seed": info.get("seed"),
+            "train_machine": info.get("machine"), "machine": machine(),
             "decoding": {"decoder": args.decoder, "beam": args.beam, "lenpen": args.lenpen,
                          "max_len_a": args.max_len_a, "max_len_b": args.max_len_b}}
     write_bleu_report(out, results["test"], results.get("dev"),

@@ -57,6 +57,9 @@ class Run:
     train_seconds: float | None
     dev_loss: float | None
     sets: dict[str, SetScore]  # "test", "dev" (when decoded) and the extra sets
+    #: where it was trained and decoded (``marginmine.machine``); None in reports older than that field
+    train_machine: str | None = None
+    machine: str | None = None
 
 
 def read_run(path: str | Path) -> Run:
@@ -82,7 +85,8 @@ def read_run(path: str | Path) -> Run:
                          hint="retrain that system (its directory and the model disagree)")
     updates = meta.get("num_updates")
     return Run(method, n, seed, str(p), int(meta.get("train_pairs") or 0), int(updates) if updates else None,
-               meta.get("train_seconds_total"), meta.get("dev_loss"), scores)
+               meta.get("train_seconds_total"), meta.get("dev_loss"), scores, meta.get("train_machine"),
+               meta.get("machine"))
 
 
 def check_runs(runs: Sequence[Run], headline: str) -> None:
@@ -129,13 +133,30 @@ def _f(v: float | None, digits: int = 2) -> str:
 
 def runs_tsv(runs: Sequence[Run]) -> str:
     sets = sorted({k for r in runs for k in r.sets}, key=lambda k: (k != "test", k != "dev", k))
-    header = ["method", "N", "seed", "pairs", "updates", "train_s", "dev_loss", *(f"{s}_bleu" for s in sets)]
+    header = ["method", "N", "seed", "pairs", "updates", "train_s", "dev_loss", *(f"{s}_bleu" for s in sets),
+              "train_machine", "decode_machine"]
     lines = ["\t".join(header)]
     for r in sorted(runs, key=lambda r: (parse_count(r.n), r.method, r.seed)):
         lines.append("\t".join([r.method, r.n, str(r.seed), str(r.pairs), "" if r.num_updates is None else str(r.num_updates),
                                 _f(r.train_seconds, 0), _f(r.dev_loss, 3),
-                                *(_f(r.sets[s].bleu) if s in r.sets else "" for s in sets)]))
+                                *(_f(r.sets[s].bleu) if s in r.sets else "" for s in sets),
+                                r.train_machine or "", r.machine or ""]))
     return "\n".join(lines) + "\n"
+
+
+def machines_line(runs: Sequence[Run]) -> str:
+    """Where the systems were trained and decoded: floating-point results, and so BLEU, differ from one
+    CPU model to another, so a table joining runs of two machines says which ran where."""
+    def where(r: Run) -> str:
+        t, d = r.train_machine or "not recorded", r.machine or "not recorded"
+        return f"trained and decoded on {t}" if t == d else f"trained on {t}, decoded on {d}"
+    groups: dict[str, list[str]] = {}
+    for r in sorted(runs, key=lambda r: (parse_count(r.n), r.method, r.seed)):
+        groups.setdefault(where(r), []).append(f"{r.method}.{r.n} seed {r.seed}")
+    if len(groups) == 1:
+        return f"Machine: every system {next(iter(groups))}."
+    return "Machines (BLEU differs between CPU models): " + "; ".join(
+        f"{', '.join(names)} {w}" for w, names in groups.items()) + "."
 
 
 def comparison_md(rows: Sequence[SeedTableRow], runs: Sequence[Run], headline: str, title: str = "",
@@ -148,7 +169,7 @@ def comparison_md(rows: Sequence[SeedTableRow], runs: Sequence[Run], headline: s
            "and each method's seeds drawn with replacement), difference with its "
            f"{settings.confidence:.0%} interval and two-sided p-value. `test/<origin>` rows score the "
            "clean-mix test's lines of one clean origin. Computed from the hypothesis files by "
-           "`marginmine compare` (workflow rule compare_methods).", ""]
+           "`marginmine compare` (workflow rule compare_methods).", "", machines_line(runs)]
     current = None
     notes: list[str] = []
 

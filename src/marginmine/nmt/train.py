@@ -60,6 +60,7 @@ from typing import Any
 
 from marginmine.fairseq_process import time_budget, parse_train_log, run_fairseq
 from marginmine.io.safe import json_fingerprint, sha256_file
+from marginmine.machine import machine
 
 from marginmine.nmt.checkpoints import EPOCH_CKPT_RE, average_checkpoints, averaging_window
 from marginmine.nmt.data import prepare_data
@@ -256,7 +257,8 @@ def train_nmt(train_tsv: str | Path, dev_src: str | Path, dev_ref: str | Path, w
             "last_valid_stats": last_valid, "train_wps": _typical_wps(run),
             "dev_loss": last_valid.get("loss"), "train_seconds_total": round(state["train_seconds"], 1),
             "wall_seconds_this_call": round(time.monotonic() - t0, 1), "train_tsv": str(train_tsv),
-            "fairseq": dist_version("fairseq-fixed", "fairseq"), "torch": torch.__version__}
+            "fairseq": dist_version("fairseq-fixed", "fairseq"), "torch": torch.__version__,
+            "machine": machine()}
     manifest = {"format": 1, "src_lang": src, "tgt_lang": tgt, "arch": p["arch"], "params": p, "files": files,
                 "sha256": {name: sha256_file(work / name) for name in files.values()}, "info": info}
     write_json(work / MANIFEST, manifest)
