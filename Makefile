@@ -40,9 +40,18 @@ unlock-stale:
 demo: $(STAMP) unlock-stale
 	$(SNAKEMAKE) $(DEMO_TARGET) --configfile config/demo.yaml --cores $(CORES) --printshellcmds $(RESUME)
 
-# the published scorers (config/demo.yaml `seeds:`) beside the demo's baselines: results/demo/seeds/
+# the published scorers (config/demo.yaml `seeds:`) beside the demo's baselines: results/demo/seeds/,
+# in two parts whose wall times go to $(SEEDS_TIMES) (scripts/wall_time.sh, a row per invocation):
+# I  everything `seeds` needs that neither a translator nor a fitted head (the MLPs; the calibrated
+#    score's small head too) feeds: the DE / BiDE / margin ladder, the hard-negative and
+#    augmented-random DANs, Eq. 9 / 10 and their NMT systems (issue 13)
+# II the rest: the translators and translations, the MLP heads, the votes, their NMT systems and
+#    every table of results/demo/seeds/ (issue 14, and the joint tables)
+SEEDS_TIMES := results/demo/seeds/wall_times.tsv
+SEEDS_SMK = $(SNAKEMAKE) seeds --configfile config/demo.yaml --cores $(CORES) --printshellcmds $(RESUME)
 seeds: $(STAMP) unlock-stale
-	$(SNAKEMAKE) seeds --configfile config/demo.yaml --cores $(CORES) --printshellcmds $(RESUME)
+	bash scripts/wall_time.sh $(SEEDS_TIMES) "I: rescoring, hard negatives" $(SEEDS_SMK) --omit-from translator_data fit_scorer
+	bash scripts/wall_time.sh $(SEEDS_TIMES) "II: MLP, votes, tables" $(SEEDS_SMK)
 
 # optional: the paper's LASER-style encoder at a CPU size (+ random twin) in the demo's intrinsic table
 demo-laser: $(STAMP) unlock-stale

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -79,6 +80,33 @@ def test_demo_config_plans_clean_mix_dev_test_seeds_and_extra_sets_per_method(re
         assert ("newstest2014," in cmd) == (method in ("ratio", "cosine")), cmd
     compare = re.search(r"marginmine compare [^\n]*", r.stdout).group(0)
     assert "--headline ratio" in compare and "--subsets test=work/demo/corpus/heldout.test.labels.tsv" in compare
+
+
+def test_make_seeds_part_one_plans_issue_13s_systems_and_nothing_of_the_translators_or_mlps(
+        real_data: Path, tmp_path: Path) -> None:
+    """`make seeds` runs its parts one after the other, so each part's wall time is its own: part I
+    (the command the Makefile runs, read from `make -n seeds`) plans the suite's encoders and the
+    Eq. 9 / Eq. 10 / hard-negative NMT systems on both seeds, and no translator, translation, fitted
+    head (MLP) or table; part II is plain `seeds`."""
+    r = subprocess.run(["make", "-n", "seeds"], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr[-2000:]
+    parts = [shlex.split(x) for x in r.stdout.splitlines() if x.startswith("bash scripts/wall_time.sh ")]
+    assert [x[3] for x in parts] == ["I: rescoring, hard negatives", "II: MLP, votes, tables"]
+    assert parts[1][5:] == ["seeds", "--configfile", "config/demo.yaml", "--cores", "2", "--printshellcmds",
+                            "--rerun-incomplete"] and parts[0][5:12] == parts[1][5:]
+    copy_workflow(tmp_path)
+    r = snakemake("-n", "-p", *parts[0][5:], "--config", f"data_dir={real_data}", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-2000:]
+    counts = job_counts(r.stdout)
+    for rule in ("translator_data", "train_translator", "translate_shard", "translate_text", "fit_scorer",
+                 "score_translated", "seeds_eval_filter", "seeds_summary", "seeds_compare"):
+        assert rule not in counts, rule
+    encoders = set(re.findall(r"marginmine train-encoder [^\n]* --output results/demo/encoders?/?([\w.-]*)", r.stdout))
+    assert encoders == {"", "dan-de", "dan-bide", "dan-am-0.1", "dan-am-0.2", "dan-am-0.3", "dan-am-0.4", "dan-hn",
+                        "dan-aug"}  # "": the demo's DAN (results/demo/encoder)
+    trained = set(re.findall(r"--workdir \S+/nmt/([\w.-]+)\.20k/seed(\d+)", r.stdout))
+    suite = {(m, s) for m in ("eq9", "eq10", "hn-ratio") for s in ("1", "2")}
+    assert suite <= trained and not any(m.startswith(("mlp", "vote")) for m, _ in trained), trained
 
 
 @pytest.mark.parametrize("seeds,message", [([], "nmt.seeds is empty"), ([1, 2, 1], "repeats seed(s) [1]")])
