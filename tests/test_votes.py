@@ -207,3 +207,17 @@ def test_translator_data_in_both_directions_and_its_seeded_sample(real_data: Pat
         translator_pairs(manifest, "en", "es", tmp_path / "x.tsv.gz")
     with pytest.raises(MarginmineError, match="max_pairs must be >= 0"):  # the CLI's one-line error
         translator_pairs(manifest, "en", "de", tmp_path / "x.tsv.gz", max_pairs=-1)
+
+
+def test_translator_data_seed_defaults_to_the_workflow_seed() -> None:
+    """One home per default: the sample's seed without --seed is marginmine.defaults.SEED (the
+    schema's top-level seed), in the CLI and in translator_pairs alike."""
+    import inspect
+
+    from marginmine.cli.main import build_parser
+    from marginmine.defaults import SEED
+    from marginmine.nmt.translators import translator_pairs
+
+    args = build_parser().parse_args(["translator-data", "--encoder-data", "m.json", "--src-lang", "en",
+                                      "--tgt-lang", "de", "--output", "o.tsv"])
+    assert args.seed == SEED == inspect.signature(translator_pairs).parameters["seed"].default

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from marginmine.defaults import SEED
 from marginmine.errors import MarginmineError
 
 log = logging.getLogger("marginmine")
@@ -198,7 +199,8 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> N
     p.add_argument("--output", required=True, help="TSV (.gz allowed): source, target")
     p.add_argument("--report", default=None, help="JSON: pairs per data set")
     p.add_argument("--max-pairs", type=int, default=0, help="a uniform sample of this many pairs (0 = all)")
-    p.add_argument("--seed", type=int, default=1, help="the sample's seed (the same rows for both directions)")
+    p.add_argument("--seed", type=int, default=SEED,
+                   help=f"the sample's seed (the same rows for both directions; default {SEED}, the workflow's seed)")
     handlers["translator-data"] = cmd_translator_data
 
 

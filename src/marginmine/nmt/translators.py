@@ -15,13 +15,14 @@ import json
 from pathlib import Path
 from typing import Any
 
+from marginmine.defaults import SEED
 from marginmine.errors import InputError, MarginmineError
 from marginmine.io.safe import write_text
 from marginmine.io.text import count_lines, format_tsv_line, open_text_out, read_aligned
 
 
 def translator_pairs(manifest: str | Path, src_lang: str, tgt_lang: str, output: str | Path,
-                     report: str | Path | None = None, *, max_pairs: int = 0, seed: int = 1) -> dict[str, Any]:
+                     report: str | Path | None = None, *, max_pairs: int = 0, seed: int = SEED) -> dict[str, Any]:
     """Write every ``src_lang``-``tgt_lang`` pair of the encoder data listed in ``manifest`` (either
     column order there) to the TSV ``output`` as ``source <tab> target``, or with ``max_pairs`` a
     uniform sample of that many (by ``seed``; the same rows whichever the direction); returns (and
