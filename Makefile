@@ -37,8 +37,10 @@ $(STAMP): requirements.txt requirements-nodeps.txt pyproject.toml
 unlock-stale:
 	@bash scripts/unlock_stale.sh .
 
+# each invocation's wall time and machine: a row of results/demo/wall_times.tsv (scripts/wall_time.sh)
 demo: $(STAMP) unlock-stale
-	$(SNAKEMAKE) $(DEMO_TARGET) --configfile config/demo.yaml --cores $(CORES) --printshellcmds $(RESUME)
+	bash scripts/wall_time.sh results/demo/wall_times.tsv "$(DEMO_TARGET)" \
+	  $(SNAKEMAKE) $(DEMO_TARGET) --configfile config/demo.yaml --cores $(CORES) --printshellcmds $(RESUME)
 
 # the published scorers (config/demo.yaml `seeds:`) beside the demo's baselines: results/demo/seeds/,
 # in two parts whose wall times go to $(SEEDS_TIMES) (scripts/wall_time.sh, a row per invocation):
