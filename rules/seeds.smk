@@ -145,6 +145,7 @@ rule seeds_summary:
         bucc=rules.seeds_eval_mining.output.tsv if MINING_EVAL else [],
         quality=rules.seeds_eval_filter.output.tsv if FILTER_EVAL or LABELLED_CORPUS else [],
         comparison=rules.seeds_compare.output.tsv,
+        runs=rules.seeds_compare.output.runs,
         select=expand(rules.select_top.output.report, method=SUITES["seeds"]["selected"], N=SIZES),
     output:
         tsv=f"{SEEDS_DIR}/summary.tsv",
@@ -167,7 +168,8 @@ rule seeds_summary:
         "../envs/score.yaml"
     shell:
         "marginmine summary --scorers {params.scorers:q} --methods {params.methods:q} --sizes {params.sizes:q} "
-        "--intrinsic {input.intrinsic:q} {params.tables} --comparison {input.comparison:q} --select {input.select:q} "
+        "--intrinsic {input.intrinsic:q} {params.tables} --comparison {input.comparison:q} --runs {input.runs:q} "
+        "--select {input.select:q} "
         "--title {params.title:q} --tsv {output.tsv:q} --md {output.md:q} > {log:q} 2>&1"
 
 

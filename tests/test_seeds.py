@@ -183,6 +183,27 @@ def test_summary_joins_the_tables_and_leaves_what_they_lack_empty(tmp_path: Path
     assert "| hn-ratio | ratio | hn | 20k |  |" in (tmp_path / "s.md").read_text()
 
 
+def test_summary_says_which_machine_each_system_ran_on(tmp_path: Path) -> None:
+    """The suite's systems may be trained in two sessions on two CPU models (BLEU differs between
+    them): the summary names the machines from the comparison's runs table."""
+    from marginmine.report.summary import runs_machines
+
+    epyc, xeon = "AMD EPYC, 2 cores, avx2", "Intel Xeon, 2 cores, avx512f"
+    runs = _tsv(tmp_path / "runs.tsv", [["method", "N", "seed", "pairs", "test_bleu", "train_machine", "decode_machine"],
+                                        ["ratio", "20k", 1, 20000, 6.0, epyc, epyc],
+                                        ["eq9", "20k", 2, 20000, 5.0, xeon, xeon],
+                                        ["random", "20k", 1, 20000, 2.0, "", ""]])
+    line = runs_machines(runs)
+    assert line == (f"Machines (BLEU differs between CPU models): eq9.20k seed 2 trained and decoded on {xeon}; "
+                    "random.20k seed 1 trained and decoded on not recorded; "
+                    f"ratio.20k seed 1 trained and decoded on {epyc}.")
+    write_summary(["system"], [{"system": "ratio"}], tmp_path / "s.tsv", tmp_path / "s.md", "t", [str(runs)], line)
+    assert f"\n{line}\n\nJoined from: `{runs}`" in (tmp_path / "s.md").read_text()
+    old = _tsv(tmp_path / "old_runs.tsv", [["method", "N", "seed"], ["ratio", "20k", 1]])
+    with pytest.raises(InputError, match="no column train_machine, decode_machine"):
+        runs_machines(old)
+
+
 def test_summary_refuses_a_table_without_its_columns(tmp_path: Path) -> None:
     old = _tsv(tmp_path / "comparison.tsv", [["method", "N", "bleu"], ["ratio", "20k", 6.0]])
     with pytest.raises(InputError, match=r"comparison.tsv:1: no column test_set, bleu_mean"):

@@ -78,7 +78,7 @@ def cmd_headline(args: argparse.Namespace) -> int:
 def cmd_summary(args: argparse.Namespace) -> int:
     import json
 
-    from marginmine.report.summary import read_table, selected_counts, summary_rows, write_summary
+    from marginmine.report.summary import read_table, runs_machines, selected_counts, summary_rows, write_summary
 
     try:
         scorers = json.loads(args.scorers)
@@ -91,8 +91,8 @@ def cmd_summary(args: argparse.Namespace) -> int:
         read_table(args.quality, ["data", "scorer", "auc"]) if args.quality else [],
         read_table(args.comparison, ["test_set", "method", "N", "bleu_mean", "bleu_sd", "seeds", "p_value"]),
         selected_counts(args.select))
-    sources = [p for p in (args.intrinsic, args.bucc, args.quality, args.comparison) if p] + list(args.select)
-    write_summary(fields, rows, args.tsv, args.md, args.title, sources)
+    sources = [p for p in (args.intrinsic, args.bucc, args.quality, args.comparison, args.runs) if p] + list(args.select)
+    write_summary(fields, rows, args.tsv, args.md, args.title, sources, runs_machines(args.runs) if args.runs else None)
     for r in rows:
         log.info("%s %s: BLEU %s", r["system"], r["N"], r["test_bleu"])
     return 0
@@ -129,6 +129,7 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> N
     p.add_argument("--bucc", default=None, help="eval-mining TSV")
     p.add_argument("--quality", default=None, help="eval-filter TSV")
     p.add_argument("--comparison", required=True, help="compare TSV")
+    p.add_argument("--runs", default=None, help="compare's runs TSV (--runs): the machines each system ran on")
     p.add_argument("--select", nargs="*", default=[], help="select reports <method>.<N>.json")
     p.add_argument("--title", default="Summary")
     p.add_argument("--tsv", required=True)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -144,19 +144,27 @@ def runs_tsv(runs: Sequence[Run]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def machines_line(runs: Sequence[Run]) -> str:
+#: (method, N, seed, train machine, decode machine) of one trained system
+SystemMachines = tuple[str, str, int, str | None, str | None]
+
+
+def machines_line(systems: Iterable[SystemMachines]) -> str:
     """Where the systems were trained and decoded: floating-point results, and so BLEU, differ from one
     CPU model to another, so a table joining runs of two machines says which ran where."""
-    def where(r: Run) -> str:
-        t, d = r.train_machine or "not recorded", r.machine or "not recorded"
+    def where(train: str | None, decode: str | None) -> str:
+        t, d = train or "not recorded", decode or "not recorded"
         return f"trained and decoded on {t}" if t == d else f"trained on {t}, decoded on {d}"
     groups: dict[str, list[str]] = {}
-    for r in sorted(runs, key=lambda r: (parse_count(r.n), r.method, r.seed)):
-        groups.setdefault(where(r), []).append(f"{r.method}.{r.n} seed {r.seed}")
+    for method, n, seed, train, decode in sorted(systems, key=lambda x: (parse_count(x[1]), x[0], x[2])):
+        groups.setdefault(where(train, decode), []).append(f"{method}.{n} seed {seed}")
     if len(groups) == 1:
         return f"Machine: every system {next(iter(groups))}."
     return "Machines (BLEU differs between CPU models): " + "; ".join(
         f"{', '.join(names)} {w}" for w, names in groups.items()) + "."
+
+
+def run_machines(runs: Iterable[Run]) -> list[SystemMachines]:
+    return [(r.method, r.n, r.seed, r.train_machine, r.machine) for r in runs]
 
 
 def comparison_md(rows: Sequence[SeedTableRow], runs: Sequence[Run], headline: str, title: str = "",
@@ -169,7 +177,7 @@ def comparison_md(rows: Sequence[SeedTableRow], runs: Sequence[Run], headline: s
            "and each method's seeds drawn with replacement), difference with its "
            f"{settings.confidence:.0%} interval and two-sided p-value. `test/<origin>` rows score the "
            "clean-mix test's lines of one clean origin. Computed from the hypothesis files by "
-           "`marginmine compare` (workflow rule compare_methods).", "", machines_line(runs)]
+           "`marginmine compare` (workflow rule compare_methods).", "", machines_line(run_machines(runs))]
     current = None
     notes: list[str] = []
 

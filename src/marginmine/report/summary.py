@@ -97,7 +97,8 @@ def _fmt(field: str, v: object) -> str:
 
 
 def write_summary(fields: Sequence[str], rows: Sequence[Mapping[str, object]], tsv: str | Path, md: str | Path,
-                  title: str, sources: Sequence[str]) -> None:
+                  title: str, sources: Sequence[str], machines: str | None = None) -> None:
+    """The TSV and the Markdown table; ``machines``: the line saying where the NMT systems ran."""
     with open_text_out(tsv) as fh:
         fh.write("\t".join(fields) + "\n")
         for r in rows:
@@ -110,7 +111,7 @@ def write_summary(fields: Sequence[str], rows: Sequence[Mapping[str, object]], t
              "table holds no value for it.", "",
              "| " + " | ".join(fields) + " |", "|" + "---|" * len(fields)]
     lines += ["| " + " | ".join(_fmt(f, r.get(f)) for f in fields) + " |" for r in rows]
-    lines += ["", "Joined from: " + ", ".join(f"`{s}`" for s in sources)]
+    lines += [*(["", machines] if machines else []), "", "Joined from: " + ", ".join(f"`{s}`" for s in sources)]
     write_text(md, "\n".join(lines) + "\n")
 
 
@@ -124,3 +125,13 @@ def selected_counts(paths: Sequence[str | Path]) -> dict[tuple[str, str], int]:
             raise InputError(p, "no 'selected' count: not a select report")
         out[(method, n)] = int(data["selected"])
     return out
+
+
+def runs_machines(path: str | Path) -> str:
+    """The machines line (``marginmine.nmt.comparison.machines_line``) from the comparison's runs TSV
+    (``compare --runs``: one row per trained system with its train and decode machine)."""
+    from marginmine.nmt.comparison import machines_line
+
+    rows = read_table(path, ["method", "N", "seed", "train_machine", "decode_machine"])
+    return machines_line([(r["method"], r["N"], int(r["seed"]), r["train_machine"] or None, r["decode_machine"] or None)
+                          for r in rows])
