@@ -3,9 +3,13 @@
 # session and continued in the next has two rows, whose sum is its time without the gap between.
 #   usage: scripts/wall_time.sh TSV PART COMMAND [ARG...]
 # Columns: part, started and ended (UTC), seconds, exit status, machine (marginmine.machine; timings
-# differ between CPU models). The row is written however the command ends, a SIGTERM, SIGHUP or
-# Ctrl-C included; only a SIGKILL of this script loses it (the command's own logs keep their times).
-# The exit status is the command's.
+# differ between CPU models). The exit status, the row's and the script's, is the command's.
+#
+# Signals: the command stays in this script's process group, so a Ctrl-C or a signal to the group
+# (kill -- -PGID, SIGKILL included) reaches it as before; a SIGTERM or SIGHUP sent to this script
+# alone (`kill` of make, whose child this script is) is passed on to the command. The row is written
+# when the command has ended, however it ended; only a SIGKILL of this script loses it (the
+# command's own logs keep their times).
 set -uo pipefail
 [ $# -ge 3 ] || { echo "usage: scripts/wall_time.sh TSV PART COMMAND [ARG...]" >&2; exit 2; }
 tsv=$1 part=$2
@@ -13,20 +17,36 @@ shift 2
 mkdir -p "$(dirname "$tsv")"
 [ -s "$tsv" ] || printf 'part\tstarted\tended\tseconds\texit\tmachine\n' > "$tsv"
 start=$(date -u +%s)
+
+# a background command of a script ignores SIGINT; GNU env gives it back, so a Ctrl-C stops the
+# command itself. Without it (BSD env) a SIGINT here asks the command to stop with SIGTERM.
+if env --default-signal=INT true 2> /dev/null; then
+  launch=(env --default-signal=INT)
+  on_int=:
+else
+  launch=()
+  on_int='kill -s TERM "$child" 2> /dev/null'
+fi
+"${launch[@]}" "$@" &
+child=$!
+trap "$on_int" INT
+trap 'kill -s TERM "$child" 2> /dev/null' TERM
+trap 'kill -s HUP "$child" 2> /dev/null' HUP
+
 rc=
-record() {
-  local end machine
-  end=$(date -u +%s)
-  machine=$(python -c 'from marginmine.machine import machine; print(machine())' 2> /dev/null) || machine=unknown
-  printf '%s\t%s\t%s\t%d\t%s\t%s\n' "$part" "$(date -u -d "@$start" +%FT%TZ)" "$(date -u -d "@$end" +%FT%TZ)" \
-    $((end - start)) "${rc:-killed}" "$machine" >> "$tsv"
-}
-# the command runs in the foreground (a Ctrl-C reaches it as usual); a signal sent to this script
-# alone is acted on when the command has ended
-trap 'rc=130; record; trap - EXIT; exit 130' INT
-trap 'rc=143; record; trap - EXIT; exit 143' TERM
-trap 'rc=129; record; trap - EXIT; exit 129' HUP
-trap 'record' EXIT
-"$@"
-rc=$?
-exit $rc
+while [ -z "$rc" ]; do
+  wait "$child"
+  status=$?
+  kill -0 "$child" 2> /dev/null && continue  # a trapped signal ended the wait: the command runs on
+  if [ "$status" -gt 128 ]; then  # the command's own status, if bash still holds it (bash 5.2 may
+    wait "$child" 2> /dev/null    # answer -1, older ones 127: then the signal's status stands)
+    again=$?
+    if [ "$again" -ge 0 ] && [ "$again" -le 255 ] && [ "$again" -ne 127 ]; then status=$again; fi
+  fi
+  rc=$status
+done
+end=$(date -u +%s)
+machine=$(python -c 'from marginmine.machine import machine; print(machine())' 2> /dev/null) || machine=unknown
+printf '%s\t%s\t%s\t%d\t%s\t%s\n' "$part" "$(date -u -d "@$start" +%FT%TZ)" "$(date -u -d "@$end" +%FT%TZ)" \
+  $((end - start)) "$rc" "$machine" >> "$tsv"
+exit "$rc"

@@ -26,3 +26,7 @@ def test_the_cpu_model_cores_and_widest_vector_isa() -> None:
 def test_this_machine_is_named() -> None:
     text = machine()
     assert text and "core" in text and not text.startswith(",")
+
+
+def test_an_unknown_cpuinfo_falls_back_to_the_platform() -> None:
+    assert machine("", cores=4).endswith(", 4 cores") and not machine("", cores=4).startswith(",")

@@ -21,6 +21,7 @@ import sacrebleu  # noqa: E402,F401
 import sacremoses  # noqa: E402,F401
 
 from marginmine import cli
+from marginmine.machine import machine
 from marginmine.nmt.evaluate import translate, translate_files
 from marginmine.nmt.params import NmtError
 from marginmine.nmt.train import load_manifest, train_nmt
@@ -67,7 +68,7 @@ def test_training_writes_a_decodable_model(trained):
     assert info["bpe_vocab"] <= 1000 and info["dict_size"] > 100
     assert info["epoch"] == 1 and info["num_updates"] > 0 and info["resumed_from"] is None
     assert info["averaged"] == ["checkpoint1.pt"] and not info["partial_epoch"] and info["dev_loss"] is not None
-    assert info["device"] == "cpu" and not info["stopped_by_time"]
+    assert info["device"] == "cpu" and not info["stopped_by_time"] and info["machine"] == machine()
     assert set(m["files"].values()) == {"checkpoint_avg.pt", "spm/spm.model", "bin/dict.en.txt", "bin/dict.de.txt"}
     ckpt = torch.load(trained / "checkpoint_avg.pt", weights_only=False)
     assert ckpt["last_optimizer_state"] is None and ckpt["averaged_from"] == ["checkpoint1.pt"]
@@ -227,12 +228,14 @@ def test_rerun_does_not_retrain(trained, corpus, caplog):
 
 
 @pytest.mark.slow
-def test_more_updates_resume_from_the_last_checkpoint(trained, corpus, tmp_path, caplog):
+def test_more_updates_resume_from_the_last_checkpoint(trained, corpus, tmp_path, caplog, monkeypatch):
     work = tmp_path / "model"
     shutil.copytree(trained, work)
     first = load_manifest(work)["info"]
     bin_mtime = (work / "bin" / "train.en-de.en.bin").stat().st_mtime_ns
     stop = first["num_updates"] + first["num_updates"] // 2  # inside epoch 2, as a time budget would
+    # resumed in another session on another CPU: the model names both machines
+    monkeypatch.setattr("marginmine.nmt.train.machine", lambda: "Other CPU, 2 cores, avx2")
     with caplog.at_level(logging.INFO, logger="marginmine.nmt.train"):
         train_nmt(corpus / "top.tsv.gz", corpus / "dev.en", corpus / "dev.de", work, "en", "de",
                   dict(TINY, max_epoch=3, max_update=stop), threads=THREADS, seed=3)
@@ -244,6 +247,7 @@ def test_more_updates_resume_from_the_last_checkpoint(trained, corpus, tmp_path,
     # the half epoch is not thrown away: checkpoint_last.pt is the newest in the averaging window
     assert info["partial_epoch"] and info["averaged"] == ["checkpoint1.pt", "checkpoint_last.pt"]
     assert info["train_seconds_total"] > first["train_seconds_total"]
+    assert info["machine"] == f"{first['machine']} + Other CPU, 2 cores, avx2"
     # other model sizes on top of these checkpoints are refused, not silently mixed
     with pytest.raises(NmtError, match="different run"):
         train_nmt(corpus / "top.tsv.gz", corpus / "dev.en", corpus / "dev.de", work, "en", "de",

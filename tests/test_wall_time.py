@@ -1,5 +1,5 @@
-"""scripts/wall_time.sh (make seeds' two parts): one row per invocation, whatever way it ends, and
-the command's exit status."""
+"""scripts/wall_time.sh (make demo, make seeds' two parts): one row per invocation with the command's
+own exit status, however it ended; a SIGTERM to the script alone stops the command."""
 
 from __future__ import annotations
 
@@ -29,14 +29,53 @@ def test_a_row_per_invocation_with_the_exit_status_and_machine(tmp_path: Path) -
     assert "core" in got[0]["machine"]  # marginmine.machine, not "unknown"
 
 
-def test_a_terminated_run_is_recorded_and_its_command_stopped(tmp_path: Path) -> None:
-    tsv = tmp_path / "wall.tsv"
-    p = subprocess.Popen(["bash", SCRIPT, tsv, "I", "sleep", "60"], env=ENV, start_new_session=True)
-    time.sleep(1.0)
-    os.killpg(p.pid, signal.SIGTERM)  # as a lost session or `kill -- -PGID` stops the group
-    assert p.wait(timeout=30) == 143
+def _run(tmp_path: Path, command: list[str]) -> tuple[subprocess.Popen[bytes], Path, Path]:
+    """The script over ``command`` in a session of its own; the command writes its pid first."""
+    tsv, pid = tmp_path / "wall.tsv", tmp_path / "pid"
+    script = f"echo $$ > {pid}; exec " + " ".join(command)
+    p = subprocess.Popen(["bash", SCRIPT, tsv, "I", "bash", "-c", script], env=ENV, start_new_session=True)
+    for _ in range(100):
+        if pid.exists() and pid.read_text().strip():
+            break
+        time.sleep(0.05)
+    time.sleep(0.3)
+    return p, tsv, pid
+
+
+def _gone(pid_file: Path) -> bool:
+    try:
+        os.kill(int(pid_file.read_text()), 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+def test_a_sigterm_to_the_script_alone_stops_the_command_and_records_its_status(tmp_path: Path) -> None:
+    """`kill` of make reaches this script only (make's child): the command must stop too, not run on
+    for hours, and the row must hold the command's status (here: ended by the SIGTERM, 143)."""
+    p, tsv, pid = _run(tmp_path, ["sleep", "60"])
+    t0 = time.monotonic()
+    os.kill(p.pid, signal.SIGTERM)
+    assert p.wait(timeout=20) == 143 and time.monotonic() - t0 < 10 and _gone(pid)
     (row,) = rows(tsv)
-    assert row["exit"] == "143" and int(row["seconds"]) < 30
+    assert row["exit"] == "143" and int(row["seconds"]) < 10
+
+
+def test_a_command_that_handles_the_signal_is_recorded_with_its_own_status(tmp_path: Path) -> None:
+    """A command that ends cleanly on SIGTERM (as Snakemake does) is recorded with its status, not 143."""
+    p, tsv, pid = _run(tmp_path, ["bash", "-c", "'trap \"exit 0\" TERM; sleep 60 & wait'"])
+    os.kill(p.pid, signal.SIGTERM)
+    assert p.wait(timeout=20) == 0
+    assert rows(tsv)[0]["exit"] == "0"
+
+
+def test_ctrl_c_and_a_signal_to_the_group_reach_the_command(tmp_path: Path) -> None:
+    for sig, status in ((signal.SIGINT, 130), (signal.SIGTERM, 143)):
+        p, tsv, pid = _run(tmp_path, ["sleep", "60"])
+        os.killpg(p.pid, sig)  # a Ctrl-C at the terminal, or `kill -- -PGID`
+        assert p.wait(timeout=20) == status and _gone(pid), sig
+        assert rows(tsv)[-1]["exit"] == str(status)
+        tsv.unlink()
 
 
 def test_bad_usage_is_one_line(tmp_path: Path) -> None:

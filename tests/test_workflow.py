@@ -88,7 +88,7 @@ def test_make_seeds_part_one_plans_issue_13s_systems_and_nothing_of_the_translat
     (the command the Makefile runs, read from `make -n seeds`) plans the suite's encoders and the
     Eq. 9 / Eq. 10 / hard-negative NMT systems on both seeds, and no translator, translation, fitted
     head (MLP) or table; part II is plain `seeds`."""
-    r = subprocess.run(["make", "-n", "seeds"], cwd=REPO, capture_output=True, text=True, timeout=60)
+    r = subprocess.run(["make", "-n", "seeds", "CORES=2"], cwd=REPO, capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr[-2000:]
     parts = [shlex.split(x) for x in r.stdout.splitlines() if x.startswith("bash scripts/wall_time.sh ")]
     assert [x[3] for x in parts] == ["I: rescoring, hard negatives", "II: MLP, votes, tables"]

@@ -4,6 +4,8 @@ Floating-point results - trained models and so BLEU, timings - differ between CP
 project runs on AVX2 EPYC and AVX-512 Xeon machines); scores and selections do not. Every trained
 NMT system and every BLEU report names its machine, so a table that joins runs of two sessions says
 which number came from where. Linux reads ``/proc/cpuinfo``; elsewhere ``platform.processor()``.
+The string's form is part of the record (tables group systems by it): keep it stable. A generic
+name (this project's EPYC machines say only ``AMD EPYC``) is told apart by the vector ISA.
 """
 
 from __future__ import annotations

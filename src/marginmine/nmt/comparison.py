@@ -12,8 +12,10 @@ the tables comes from the files the systems wrote (never from a hand computation
   sacreBLEU over seeds, and the two-level bootstrap (training seeds and test sentences,
   :mod:`marginmine.nmt.significance`) of the method against the headline method: difference,
   95% interval, p-value. ``dev`` is not tested (it chose nothing, but it is not a test set either).
+  The Markdown names the machines the systems were trained and decoded on (BLEU differs between
+  CPU models).
 * ``comparison_runs.tsv``: one row per trained system (method, N, seed): pairs, updates, training
-  seconds, dev loss, and sacreBLEU on every set.
+  seconds, dev loss, sacreBLEU on every set, and the train and decode machines (``marginmine.machine``).
 * ``comparison.png``: mean dev BLEU (test where no dev) against N, one line per method, sd as bars.
 """
 
@@ -154,6 +156,11 @@ def machines_line(systems: Iterable[SystemMachines]) -> str:
     def where(train: str | None, decode: str | None) -> str:
         t, d = train or "not recorded", decode or "not recorded"
         return f"trained and decoded on {t}" if t == d else f"trained on {t}, decoded on {d}"
+    systems = list(systems)
+    if not systems:
+        return ""
+    if not any(train or decode for *_, train, decode in systems):
+        return "Machine: not recorded (reports written before marginmine.machine)."
     groups: dict[str, list[str]] = {}
     for method, n, seed, train, decode in sorted(systems, key=lambda x: (parse_count(x[1]), x[0], x[2])):
         groups.setdefault(where(train, decode), []).append(f"{method}.{n} seed {seed}")

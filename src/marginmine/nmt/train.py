@@ -217,7 +217,11 @@ def train_nmt(train_tsv: str | Path, dev_src: str | Path, dev_ref: str | Path, w
     budget, timeout_s = time_budget(deadline, ckpt_last.exists(), state.get("train_seconds", 0.0), max_minutes, "nmt",
                                     NmtError)
     cmd += budget
-    state.update(model_fingerprint=model_fp, train_fingerprint=train_fp, train_done=False, fairseq_running=True)
+    # every machine a part of this model was trained on (a time budget's stop resumes, maybe elsewhere)
+    here = machine()
+    machines = [m for m in state.get("machines", []) if m != here] if ckpt_last.exists() else []
+    state.update(model_fingerprint=model_fp, train_fingerprint=train_fp, train_done=False, fairseq_running=True,
+                 machines=[*machines, here])
     write_json(state_path, state)
     log.info("nmt: training %s %s->%s on %d pairs (%s, %d threads; log %s)", p["arch"], src, tgt,
              stats["train_pairs"], device, threads, logfile)
@@ -258,7 +262,7 @@ def train_nmt(train_tsv: str | Path, dev_src: str | Path, dev_ref: str | Path, w
             "dev_loss": last_valid.get("loss"), "train_seconds_total": round(state["train_seconds"], 1),
             "wall_seconds_this_call": round(time.monotonic() - t0, 1), "train_tsv": str(train_tsv),
             "fairseq": dist_version("fairseq-fixed", "fairseq"), "torch": torch.__version__,
-            "machine": machine()}
+            "machine": " + ".join(state["machines"])}
     manifest = {"format": 1, "src_lang": src, "tgt_lang": tgt, "arch": p["arch"], "params": p, "files": files,
                 "sha256": {name: sha256_file(work / name) for name in files.values()}, "info": info}
     write_json(work / MANIFEST, manifest)

@@ -133,5 +133,10 @@ def runs_machines(path: str | Path) -> str:
     from marginmine.nmt.comparison import machines_line
 
     rows = read_table(path, ["method", "N", "seed", "train_machine", "decode_machine"])
-    return machines_line([(r["method"], r["N"], int(r["seed"]), r["train_machine"] or None, r["decode_machine"] or None)
-                          for r in rows])
+    systems = []
+    for line, r in enumerate(rows, 2):
+        if not r["seed"].isdigit():
+            raise InputError(str(path), f"seed {r['seed']!r} is not a number", line=line,
+                             hint="pass the runs TSV of marginmine compare (--runs)")
+        systems.append((r["method"], r["N"], int(r["seed"]), r["train_machine"] or None, r["decode_machine"] or None))
+    return machines_line(systems)
