@@ -93,11 +93,16 @@ def test_make_seeds_part_one_plans_issue_13s_systems_and_nothing_of_the_translat
     parts = [shlex.split(x) for x in r.stdout.splitlines() if x.startswith("bash scripts/wall_time.sh ")]
     assert [x[3] for x in parts] == ["I: rescoring, hard negatives", "II: MLP, votes, tables"]
     assert parts[1][5:] == ["seeds", "--configfile", "config/demo.yaml", "--cores", "2", "--printshellcmds",
-                            "--rerun-incomplete"] and parts[0][5:12] == parts[1][5:]
+                            "--rerun-incomplete", "-P", "train_nmt"] and parts[0][5:14] == parts[1][5:]
     copy_workflow(tmp_path)
     r = snakemake("-n", "-p", *parts[0][5:], "--config", f"data_dir={real_data}", cwd=tmp_path)
     assert r.returncode == 0, r.stderr[-2000:]
     counts = job_counts(r.stdout)
+    # what an NMT system waits for goes first: the hard-negative DAN before the ladder's encoders
+    blocks = r.stdout.split("\n\n")
+    prio = {m.group(1): ("priority: highest" in b) for b in blocks
+            if (m := re.search(r"train-encoder [^\n]* --output results/demo/encoders/([\w.-]+)", b))}
+    assert prio.get("dan-hn") is True and prio.get("dan-am-0.2") is False, prio
     for rule in ("translator_data", "train_translator", "translate_shard", "translate_text", "fit_scorer",
                  "score_translated", "seeds_eval_filter", "seeds_summary", "seeds_compare"):
         assert rule not in counts, rule
