@@ -67,7 +67,8 @@ def test_seeds_plans_its_encoders_scores_selections_systems_and_tables(real_data
     cal = [c for c in re.findall(r"marginmine score [^\n]*", r.stdout) if "--output work/demo/score/seeds/dan-hn/hn-cal/" in c]
     assert len(cal) == 4 and '"hn-cal": {"kind": "calibrated", "encoder": "dan-hn", "head": "work/demo/heads/hn-cal"}' in cal[0]
     assert "--src-embeddings work/demo/embed/dan-hn/" in cal[0] and '"hn-ratio"' not in cal[0]
-    assert counts["train_nmt"] == 2 * len(suite["methods"]) + 2 + 1  # two seeds each; ratio x2, random x1
+    assert suite["baselines"] == ["ratio", "cosine", "random"]
+    assert counts["train_nmt"] == 2 * len(suite["methods"]) + 2 + 2 + 1  # two seeds each; random one
     # the suite's intrinsic evaluation: every encoder of its table under cosine, ratio and Eq. 9 / 10
     assert counts["seeds_eval_encoder"] == 1 + len(suite["encoders"])
     evals = [c for c in re.findall(r"marginmine eval-encoder [^\n]*", r.stdout) if "results/demo/seeds/eval/" in c]
@@ -90,7 +91,8 @@ def test_seeds_plans_its_encoders_scores_selections_systems_and_tables(real_data
     assert all(f"nmt/{m}.20k/seed{s}/bleu.json" in compare for m in ["ratio", *suite["methods"]] for s in (1, 2))
     mining = re.search(r"marginmine eval-mining [^\n]*", r.stdout).group(0)
     assert "--tsv results/demo/seeds/bucc.tsv" in mining and "dan-hn=results/demo/encoders/dan-hn" in mining
-    assert '"ratio": {"kind": "ratio", "encoder": "dan"}' in mining and '"cosine"' not in mining
+    assert '"ratio": {"kind": "ratio", "encoder": "dan"}' in mining and '"cosine": {"kind": "cosine"' in mining
+    assert '"distance"' not in mining  # an experiment scorer that is not a baseline has no suite rows
     summary = re.search(r"marginmine summary [^\n]*", r.stdout).group(0)
     assert "--comparison results/demo/seeds/comparison.tsv" in summary and "results/demo/select/eq9.20k.json" in summary
 
