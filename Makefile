@@ -37,7 +37,8 @@ $(STAMP): requirements.txt requirements-nodeps.txt pyproject.toml
 unlock-stale:
 	@bash scripts/unlock_stale.sh .
 
-# each invocation's wall time and machine: a row of results/demo/wall_times.tsv (scripts/wall_time.sh)
+# each invocation's wall time and machine: a row of results/demo/wall_times.tsv (scripts/wall_time.sh),
+# each part's sum of its rows in results/demo/wall_times.md
 demo: $(STAMP) unlock-stale
 	bash scripts/wall_time.sh results/demo/wall_times.tsv "$(DEMO_TARGET)" \
 	  $(SNAKEMAKE) $(DEMO_TARGET) --configfile config/demo.yaml --cores $(CORES) --printshellcmds $(RESUME)

@@ -3,7 +3,8 @@
 # session and continued in the next has two rows, whose sum is its time without the gap between.
 #   usage: scripts/wall_time.sh TSV PART COMMAND [ARG...]
 # Columns: part, started and ended (UTC), seconds, exit status, machine (marginmine.machine; timings
-# differ between CPU models). The exit status, the row's and the script's, is the command's.
+# differ between CPU models). The exit status, the row's and the script's, is the command's. After
+# each row, TSV's .md (`marginmine wall-times`) has each part's sum.
 #
 # Signals: the command stays in this script's process group, so a Ctrl-C or a signal to the group
 # (kill -- -PGID, SIGKILL included) reaches it as before; a SIGTERM or SIGHUP sent to this script
@@ -49,4 +50,8 @@ end=$(date -u +%s)
 machine=$(python -c 'from marginmine.machine import machine; print(machine())' 2> /dev/null) || machine=unknown
 printf '%s\t%s\t%s\t%d\t%s\t%s\n' "$part" "$(date -u -d "@$start" +%FT%TZ)" "$(date -u -d "@$end" +%FT%TZ)" \
   $((end - start)) "$rc" "$machine" >> "$tsv"
+# each part's time, the sum of its rows, next to them (marginmine wall-times); the row is kept either way
+md="${tsv%.tsv}.md"
+[ "$md" != "$tsv" ] || md="$tsv.md"
+marginmine wall-times "$tsv" --md "$md" || echo "scripts/wall_time.sh: $tsv not summarised into $md" >&2
 exit "$rc"

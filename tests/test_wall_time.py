@@ -29,6 +29,28 @@ def test_a_row_per_invocation_with_the_exit_status_and_machine(tmp_path: Path) -
     assert "core" in got[0]["machine"]  # marginmine.machine, not "unknown"
 
 
+def test_each_part_is_the_sum_of_its_invocations_rows(tmp_path: Path) -> None:
+    """A part stopped and continued (a failed invocation, then one that ends it) is one line of the
+    summary, its seconds the sum of both rows; the summary is rewritten after every row."""
+    tsv = tmp_path / "wall.tsv"
+    subprocess.run(["bash", SCRIPT, tsv, "II", "bash", "-c", "sleep 1; exit 1"], env=ENV)
+    summary = (tmp_path / "wall.md").read_text()
+    assert "| II | 1 |" in summary and "| no | 1 |" in summary
+    subprocess.run(["bash", SCRIPT, tsv, "II", "sleep", "2"], env=ENV)
+    subprocess.run(["bash", SCRIPT, tsv, "III", "true"], env=ENV)
+    seconds = [int(r["seconds"]) for r in rows(tsv)]
+    line = next(x for x in (tmp_path / "wall.md").read_text().splitlines() if x.startswith("| II |"))
+    assert line.split(" | ")[1:5] == ["2", str(seconds[0] + seconds[1]), f"{(seconds[0] + seconds[1]) / 60:.1f}", "yes"]
+    assert f"All parts: {sum(seconds)} s" in (tmp_path / "wall.md").read_text()
+
+
+def test_a_bad_wall_times_table_is_one_line_naming_the_line(tmp_path: Path) -> None:
+    tsv = tmp_path / "wall.tsv"
+    tsv.write_text("part\tstarted\tended\tseconds\texit\tmachine\nI\ta\tb\tten\t0\tm\n")
+    r = subprocess.run(["marginmine", "wall-times", tsv, "--md", tmp_path / "w.md"], env=ENV, capture_output=True, text=True)
+    assert r.returncode == 2 and f"{tsv}:2: seconds 'ten'" in r.stderr and not (tmp_path / "w.md").exists()
+
+
 def _run(tmp_path: Path, command: list[str]) -> tuple[subprocess.Popen[bytes], Path, Path]:
     """The script over ``command`` in a session of its own; the command writes its pid first."""
     tsv, pid = tmp_path / "wall.tsv", tmp_path / "pid"

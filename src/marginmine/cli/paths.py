@@ -131,6 +131,7 @@ PATHS: dict[str, tuple[tuple[tuple[str, str], ...], tuple[Derived, ...]]] = {
     "summary": ((("intrinsic", "in"), ("bucc", "in"), ("quality", "in"), ("comparison", "in"), ("runs", "in"),
                  ("select", "in"),
                  ("tsv", "out"), ("md", "out")), ()),
+    "wall-times": ((("tsv", "in"), ("md", "out")), ()),
     # --work, --results, --benchmarks are where it looks for files, not inputs as a whole
     "report-figures": ((("ledger", "in"), ("select", "in"), ("tables", "in")), (_report_files,)),
 }

@@ -98,6 +98,14 @@ def cmd_summary(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_wall_times(args: argparse.Namespace) -> int:
+    from marginmine.report.wall_times import write_summary
+
+    for p in write_summary(args.tsv, args.md):
+        log.info("%s: %d s in %d invocation(s)%s", p.part, p.seconds, len(p.exits), "" if p.done else ", not done")
+    return 0
+
+
 def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> None:
     p = sub.add_parser("compare", help="BLEU of every selection method, N and training seed: mean, sd and a "
                                        "seed-and-sentence bootstrap against the headline method (TSV, Markdown, plot)")
@@ -135,6 +143,11 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> N
     p.add_argument("--tsv", required=True)
     p.add_argument("--md", required=True)
     handlers["summary"] = cmd_summary
+
+    p = sub.add_parser("wall-times", help="a part's wall time: the sum of scripts/wall_time.sh's rows per part (Markdown)")
+    p.add_argument("tsv", help="the rows (part, started, ended, seconds, exit, machine)")
+    p.add_argument("--md", required=True)
+    handlers["wall-times"] = cmd_wall_times
 
     p = sub.add_parser("report-figures",
                        help="figures and tables for the Snakemake report (ledger, score histograms, benchmarks)")
