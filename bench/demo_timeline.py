@@ -2,7 +2,8 @@
 per rule the jobs, the summed job seconds and the first start and last end (minutes after the run
 began), plus the run's wall time. Jobs that overlap (two 1-thread jobs side by side) count in full
 for each, so the summed seconds exceed the wall time; divided by the cores they are the wall time
-of perfectly packed cores, the least any schedule needs.
+of perfectly packed cores, a lower bound for any schedule of 1-thread jobs (dependencies ignored).
+A job still running when a log ends (a stopped run) never finished there and is not counted.
 
 A run stopped and continued is several logs, given in the order they ran: their tables are summed,
 the minutes of each later log counted from the end of the one before (the gap between them left out).
@@ -57,6 +58,8 @@ def main() -> int:
     ap.add_argument("--cores", type=int, default=2, help="the cores the run had (for the packed time)")
     ap.add_argument("--out", default="bench/out/demo_timeline")
     args = ap.parse_args()
+    if args.cores < 1:
+        ap.error("--cores must be at least 1")
     rules: dict[str, dict] = {}
     walls: list[float] = []
     for log in args.logs:

@@ -4,7 +4,8 @@
 #   usage: scripts/wall_time.sh TSV PART COMMAND [ARG...]
 # Columns: part, started and ended (UTC), seconds, exit status, machine (marginmine.machine; timings
 # differ between CPU models). The exit status, the row's and the script's, is the command's. After
-# each row, TSV's .md (`marginmine wall-times`) has each part's sum.
+# each row, TSV with .tsv replaced by .md (or .md appended) holds each part's sum (`marginmine
+# wall-times`); if that fails, the .md is removed rather than left without the newest row.
 #
 # Signals: the command stays in this script's process group, so a Ctrl-C or a signal to the group
 # (kill -- -PGID, SIGKILL included) reaches it as before; a SIGTERM or SIGHUP sent to this script
@@ -52,6 +53,8 @@ printf '%s\t%s\t%s\t%d\t%s\t%s\n' "$part" "$(date -u -d "@$start" +%FT%TZ)" "$(d
   $((end - start)) "$rc" "$machine" >> "$tsv"
 # each part's time, the sum of its rows, next to them (marginmine wall-times); the row is kept either way
 md="${tsv%.tsv}.md"
-[ "$md" != "$tsv" ] || md="$tsv.md"
-marginmine wall-times "$tsv" --md "$md" || echo "scripts/wall_time.sh: $tsv not summarised into $md" >&2
+if ! marginmine wall-times "$tsv" --md "$md"; then
+  rm -f "$md"
+  echo "scripts/wall_time.sh: $tsv not summarised; $md removed (the row is in $tsv)" >&2
+fi
 exit "$rc"

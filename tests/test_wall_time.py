@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "wall_time.sh"
 ENV = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
 
@@ -33,22 +35,57 @@ def test_each_part_is_the_sum_of_its_invocations_rows(tmp_path: Path) -> None:
     """A part stopped and continued (a failed invocation, then one that ends it) is one line of the
     summary, its seconds the sum of both rows; the summary is rewritten after every row."""
     tsv = tmp_path / "wall.tsv"
-    subprocess.run(["bash", SCRIPT, tsv, "II", "bash", "-c", "sleep 1; exit 1"], env=ENV)
+    r = subprocess.run(["bash", SCRIPT, tsv, "II", "bash", "-c", "sleep 1; exit 1"], env=ENV, capture_output=True, text=True)
+    assert r.returncode == 1 and "not summarised" not in r.stderr
     summary = (tmp_path / "wall.md").read_text()
     assert "| II | 1 |" in summary and "| no | 1 |" in summary
-    subprocess.run(["bash", SCRIPT, tsv, "II", "sleep", "2"], env=ENV)
-    subprocess.run(["bash", SCRIPT, tsv, "III", "true"], env=ENV)
+    subprocess.run(["bash", SCRIPT, tsv, "II", "sleep", "2"], env=ENV, check=True)
+    subprocess.run(["bash", SCRIPT, tsv, "III", "true"], env=ENV, check=True)
     seconds = [int(r["seconds"]) for r in rows(tsv)]
-    line = next(x for x in (tmp_path / "wall.md").read_text().splitlines() if x.startswith("| II |"))
+    text = (tmp_path / "wall.md").read_text()
+    line = next(x for x in text.splitlines() if x.startswith("| II |"))
     assert line.split(" | ")[1:5] == ["2", str(seconds[0] + seconds[1]), f"{(seconds[0] + seconds[1]) / 60:.1f}", "yes"]
-    assert f"All parts: {sum(seconds)} s" in (tmp_path / "wall.md").read_text()
+    assert f"All parts: {sum(seconds)} s" in text and "mixed" not in line
 
 
-def test_a_bad_wall_times_table_is_one_line_naming_the_line(tmp_path: Path) -> None:
+def test_a_part_on_two_machines_is_marked_and_other_names_get_md_appended(tmp_path: Path) -> None:
+    times = tmp_path / "times"  # no .tsv suffix: the summary is times.md, never the rows' own file
+    times.write_text("part\tstarted\tended\tseconds\texit\tmachine\n"
+                     "I\t2026-01-01T00:00:00Z\t2026-01-01T00:01:00Z\t60\t1\tEPYC, 2 cores, avx2\n"
+                     "I\t2026-01-02T00:00:00Z\t2026-01-02T00:02:00Z\t120\t0\tXeon, 2 cores, avx512f\n")
+    subprocess.run(["bash", SCRIPT, times, "II", "true"], env=ENV, check=True)
+    text = (tmp_path / "times.md").read_text()
+    assert "| I | 2 | 180 | 3.0 | yes | 1, 0 | **mixed:** EPYC, 2 cores, avx2; Xeon, 2 cores, avx512f |" in text
+    assert len(rows(times)) == 3
+
+
+@pytest.mark.parametrize("content, message", [
+    (None, ": cannot be read"),
+    ("", ": is empty"),
+    ("part\tseconds\n", ":1: not a wall-times table"),
+    ("part\tstarted\tended\tseconds\texit\tmachine\nI\ta\tb\tten\t0\tm\n", ":2: seconds 'ten' is not an integer"),
+    ("part\tstarted\tended\tseconds\texit\tmachine\nI\ta\tb\t-5\t0\tm\n", ":2: seconds -5 is below 0"),
+    ("part\tstarted\tended\tseconds\texit\tmachine\nI\ta\tb\t5\t\u00b2\tm\n", ":2: exit '\u00b2' is not an integer"),
+    ("part\tstarted\tended\tseconds\texit\tmachine\nI\ta\tb\t5\n", ":2: 4 columns, 6 expected"),
+])
+def test_a_bad_wall_times_table_is_one_line_naming_the_file(tmp_path: Path, content: str | None, message: str) -> None:
     tsv = tmp_path / "wall.tsv"
-    tsv.write_text("part\tstarted\tended\tseconds\texit\tmachine\nI\ta\tb\tten\t0\tm\n")
+    if content is not None:
+        tsv.write_text(content, encoding="utf-8")
     r = subprocess.run(["marginmine", "wall-times", tsv, "--md", tmp_path / "w.md"], env=ENV, capture_output=True, text=True)
-    assert r.returncode == 2 and f"{tsv}:2: seconds 'ten'" in r.stderr and not (tmp_path / "w.md").exists()
+    assert r.returncode == 2 and f"{tsv}{message}" in r.stderr, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and not (tmp_path / "w.md").exists()
+
+
+def test_a_row_that_cannot_be_summarised_removes_the_stale_summary(tmp_path: Path) -> None:
+    tsv = tmp_path / "wall.tsv"
+    subprocess.run(["bash", SCRIPT, tsv, "I", "true"], env=ENV, check=True)
+    assert (tmp_path / "wall.md").exists()
+    with tsv.open("a") as f:
+        f.write("I\tx\ty\tnot-a-number\t0\tm\n")  # e.g. a hand edit
+    r = subprocess.run(["bash", SCRIPT, tsv, "I", "true"], env=ENV, capture_output=True, text=True)
+    assert r.returncode == 0 and "not summarised" in r.stderr and not (tmp_path / "wall.md").exists()
+    assert len(rows(tsv)) == 3  # the new row is kept
 
 
 def _run(tmp_path: Path, command: list[str]) -> tuple[subprocess.Popen[bytes], Path, Path]:

@@ -1,6 +1,7 @@
-"""Subcommands ``compare`` (the BLEU table and plot of the selection methods) and
-``report-figures``: the figures and tables of the Snakemake report (ledger, score
-histograms, result tables, wall time and throughput per rule). Registered by :mod:`marginmine.cli.main`."""
+"""Subcommands ``compare`` (the BLEU table and plot of the selection methods), ``headline``,
+``summary`` (one row per system of a suite), ``wall-times`` (each part's time from
+scripts/wall_time.sh's rows) and ``report-figures``: the figures and tables of the Snakemake
+report (ledger, score histograms, result tables, wall time and throughput per rule). Registered by :mod:`marginmine.cli.main`."""
 
 from __future__ import annotations
 

@@ -164,7 +164,8 @@ def write_composition(rows: Sequence[Composition], tsv: str | Path, md: str | Pa
     lines.append("| pairs | " + " | ".join(f"{r.pairs:,}" for r in rows) + " |")
     if not density and density_tsv is not None:
         lines += ["", "(No density table: it needs a ratio or distance scorer and a cosine scorer over one "
-                  "encoder; see density.tsv.)"]
+                  "encoder's score files, and none were given - a suite's table leaves it to the experiment's; "
+                  "see density.tsv.)"]
     if density:
         corpus = sum(d.pairs for d in density)
         lines += ["", "## Why: how dense each group's neighbourhood is", "",
