@@ -17,7 +17,7 @@ SNAKEMAKE := $(BIN)/snakemake
 # state, so the rerun of such a job is the resume, not a risk
 RESUME := --rerun-incomplete
 
-.PHONY: setup demo demo-laser seeds test test-seeds test-fast dryrun lint dag clean-venv slurm-test check-data unlock-stale
+.PHONY: setup demo demo-laser published test test-published test-fast dryrun lint dag clean-venv slurm-test check-data unlock-stale
 
 setup: $(STAMP)
 
@@ -43,21 +43,22 @@ demo: $(STAMP) unlock-stale
 	bash scripts/wall_time.sh results/demo/wall_times.tsv "$(DEMO_TARGET)" \
 	  $(SNAKEMAKE) $(DEMO_TARGET) --configfile config/demo.yaml --cores $(CORES) --printshellcmds $(RESUME)
 
-# the published scorers (config/demo.yaml `seeds:`) beside the demo's baselines: results/demo/seeds/,
-# in two parts whose wall times go to $(SEEDS_TIMES) (scripts/wall_time.sh, a row per invocation):
-# I  everything `seeds` needs that neither a translator nor a fitted head (the MLPs; the calibrated
-#    score's small head too) feeds: the DE / BiDE / margin ladder, the hard-negative and
-#    augmented-random DANs, Eq. 9 / 10 and their NMT systems (issue 13)
+# the published scorers' suite (config/demo.yaml `published:`) beside the demo's baselines:
+# results/demo/published/, in two parts whose wall times go to $(PUBLISHED_TIMES)
+# (scripts/wall_time.sh, a row per invocation):
+# I  everything `published` needs that neither a translator nor a fitted head (the MLPs; the
+#    calibrated score's small head too) feeds: the DE / BiDE / margin ladder, the hard-negative and
+#    augmented-random DANs, Eq. 9 / 10 and their NMT systems
 # II the rest: the translators and translations, the MLP heads, the votes, their NMT systems and
-#    every table of results/demo/seeds/ (issue 14, and the joint tables)
-# -P train_nmt: whatever an NMT system waits for first (its encoder, scores, selection, translations,
-# head), the longest chain; the encoders that feed only tables (the ladder) fill the gaps. Without it
-# the ladder went first: part I's first NMT system started after 25 minutes (2026-11-24)
-SEEDS_TIMES := results/demo/seeds/wall_times.tsv
-SEEDS_SMK = $(SNAKEMAKE) seeds --configfile config/demo.yaml --cores $(CORES) --printshellcmds $(RESUME) -P train_nmt
-seeds: $(STAMP) unlock-stale
-	bash scripts/wall_time.sh $(SEEDS_TIMES) "I: rescoring, hard negatives" $(SEEDS_SMK) --omit-from translator_data fit_scorer
-	bash scripts/wall_time.sh $(SEEDS_TIMES) "II: MLP, votes, tables" $(SEEDS_SMK)
+#    every table of results/demo/published/
+# -P train_nmt: whatever an NMT system waits for (its encoder, scores, selection, translations, head),
+# the longest chain, runs first; the encoders that feed only tables (the ladder) fill the gaps, so the
+# first NMT system of part I does not wait for the ladder
+PUBLISHED_TIMES := results/demo/published/wall_times.tsv
+PUBLISHED_SMK = $(SNAKEMAKE) published --configfile config/demo.yaml --cores $(CORES) --printshellcmds $(RESUME) -P train_nmt
+published: $(STAMP) unlock-stale
+	bash scripts/wall_time.sh $(PUBLISHED_TIMES) "I: rescoring, hard negatives" $(PUBLISHED_SMK) --omit-from translator_data fit_scorer
+	bash scripts/wall_time.sh $(PUBLISHED_TIMES) "II: MLP, votes, tables" $(PUBLISHED_SMK)
 
 # optional: the paper's LASER-style encoder at a CPU size (+ random twin) in the demo's intrinsic table
 demo-laser: $(STAMP) unlock-stale
@@ -77,9 +78,9 @@ test: check-data $(STAMP)
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder --durations=15; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test: no tests were collected" >&2; exit 1; fi; exit $$rc
 
-# the published scorers' suite (`seeds`) alone, after a smoke run of its own (part of `make test`)
-test-seeds: check-data $(STAMP)
-	$(BIN)/python -m pytest -q tests/test_smoke_seeds.py
+# the published scorers' suite (`published`) alone, after a smoke run of its own (part of `make test`)
+test-published: check-data $(STAMP)
+	$(BIN)/python -m pytest -q tests/test_smoke_published.py
 
 dryrun: $(STAMP) unlock-stale
 	$(SNAKEMAKE) -n results/bleu_10M.txt

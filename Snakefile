@@ -38,7 +38,7 @@ include: "rules/score.smk"
 include: "rules/nmt.smk"
 include: "rules/translate.smk"
 include: "rules/report.smk"
-include: "rules/seeds.smk"
+include: "rules/published.smk"
 
 
 rule all:
@@ -95,9 +95,9 @@ rule demo:
         rules.nmt.input,
 
 
-rule seeds:
-    """What `make seeds` builds: the published scorers of the config's `seeds:` section (their
-    encoders, scores, selections and NMT systems) and their tables in results/<exp>/seeds/, with the
-    experiment's baselines beside; reuses the experiment's outputs and writes none of them."""
+rule published:
+    """What `make published` builds: the published scorers of the config's `published:` section (their
+    encoders, scores, selections and NMT systems) and their tables in results/<exp>/published/, with
+    the experiment's baselines beside; reuses the experiment's outputs and writes none of them."""
     input:
-        seeds_targets(),
+        published_targets(),

@@ -1,5 +1,5 @@
 """Translate-then-vote's decoding cost: a translator of the demo (``work/demo/translate/en-de/seed*``,
-trained by ``make seeds``) on 3,000 real corpus sentences, greedy (beam 1, the demo's setting) against
+trained by ``make published``) on 3,000 real corpus sentences, greedy (beam 1, the demo's setting) against
 beam 5, each through ``marginmine translate`` end to end (start-up, CTranslate2 conversion of a fresh
 copy, decoding) in the same run, one thread; and the BLEU each beam gives on the demo's clean-mix
 test, so the speed is weighed against what it costs. The decision this measured: the demo's
@@ -51,7 +51,7 @@ def main() -> int:
     ap.add_argument("--out", default=str(REPO / "bench/out"))
     args = ap.parse_args()
     if not args.system or not Path(args.shard).is_file():
-        print("bench_translate_beam: no translator or shard (run `make demo` and `make seeds` first)", file=sys.stderr)
+        print("bench_translate_beam: no translator or shard (run `make demo` and `make published` first)", file=sys.stderr)
         return 2
     system, work, out = Path(args.system), Path(args.work), Path(args.out)
     load_manifest(system, verify=True)  # our own checkpoint, hash-checked, before anything loads it

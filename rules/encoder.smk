@@ -93,7 +93,7 @@ rule train_encoder:
 
 rule eval_encoder:
     """Tatoeba retrieval and newstest alignment error rates, cosine and ratio margin (and, for the
-    seeds suite, its scorers' margin functions)."""
+    published scorers' suite, its scorers' margin functions)."""
     input:
         encoder=lambda wc: f"{ENCODER_DIRS[wc.name]}/encoder.json",
         gold=intrinsic_files,
@@ -105,7 +105,7 @@ rule eval_encoder:
         f"{BENCH}/eval_encoder/{{name}}.tsv"
     params:
         sets=intrinsic_set_args,
-        margins="",  # the CLI's default: cosine and ratio (the seeds suite adds its kinds' margins)
+        margins="",  # the CLI's default: cosine and ratio (the published scorers' suite adds its kinds' margins)
         encdir=lambda wildcards, input: os.path.dirname(input.encoder),
         device=ENC["device"],
     wildcard_constraints:
@@ -125,7 +125,7 @@ rule encoder_report:
     """One table, one row per encoder (random-init baselines included)."""
     input:
         evals=expand(f"{RESULTS}/encoders/eval/{{name}}.json", name=EVALUATED_ENCODERS),
-        votes=[],  # the suite's vote report (seeds_encoder_report)
+        votes=[],  # the suite's vote report (published_encoder_report)
     output:
         tsv=report(f"{RESULTS}/encoders/intrinsic.tsv", category="Encoders"),
         md=report(f"{RESULTS}/encoders/intrinsic.md", category="Encoders"),

@@ -13,10 +13,10 @@ ENCODER_DIRS.update({n: f"{RESULTS}/encoders/{n}" for n in _EXTRA})
 if ENC["eval_random_init"] and not QUICK:
     ENCODER_DIRS.update({f"{n}-random": f"{WORK}/encoders-random/{n}" for n in [DEFAULT_ENCODER, *_EXTRA]})
 EVALUATED_ENCODERS = list(ENCODER_DIRS)
-# the published scorers' suite (`seeds:`, target `seeds`): its own encoders, scorers and NMT methods,
-# written beside the experiment's, never into its files (after `seeds`, the experiment's target
-# has nothing to do)
-PAPERS = config.get("seeds") or {}
+# the published scorers' suite (`published:`, target `published`): its own encoders, scorers and NMT
+# methods, written beside the experiment's, never into its files (after `published`, the experiment's
+# target has nothing to do)
+PAPERS = config.get("published") or {}
 PAPER_ENCODERS = list(PAPERS.get("encoders", []))
 check_suite_encoders(PAPER_ENCODERS, ENC["models"])
 for _name in PAPER_ENCODERS:

@@ -1,4 +1,4 @@
-# Helpers of rules/score.smk and rules/seeds.smk (after encoder_common.smk): scorers and their score
+# Helpers of rules/score.smk and rules/published.smk (after encoder_common.smk): scorers and their score
 # groups, selections, the scorers' evaluations and the suites.
 
 # --- scorers, selection and the scorers' evaluations ---------------------------------------
@@ -33,13 +33,13 @@ def is_fitted(name):
 
 def score_group(name):
     """The score files a scorer's column is in: its encoder's (work/<exp>/score/<encoder>/), or for a
-    `seeds:` scorer the suite's own (work/<exp>/score/seeds/<encoder>/), so the experiment's score
+    `published:` scorer the suite's own (work/<exp>/score/published/<encoder>/), so the experiment's score
     files never change when the suite is added. A fitted scorer has files of its own
     (.../<encoder>/<name>/): refitting its head rescores nothing else. The scorers that vote over
     translations share files of their own (.../<encoder>/votes/): they wait for the translations,
     no other scorer does, and one job computes the three searches once for all of them."""
     s = ALL_SCORERS[name]
-    group = f"seeds/{s['encoder']}" if name in PAPER_SCORERS else s["encoder"]
+    group = f"published/{s['encoder']}" if name in PAPER_SCORERS else s["encoder"]
     if is_fitted(name):
         return f"{group}/{name}"
     return f"{group}/votes" if kind_says(name, "translated") else group
@@ -115,23 +115,23 @@ FITTED = [n for n in ALL_SCORERS if is_fitted(n)]
 TRANSLATED_GROUPS = [score_group(n) for n in ALL_SCORERS if kind_says(n, "translated")]
 
 #: what each target's tables hold: the experiment (`demo`, `all` ...), and the published scorers'
-#: suite (`seeds`) with the experiment's baselines (their scorers, selections and systems) beside
+#: suite (`published`) with the experiment's baselines (their scorers, selections and systems) beside
 SUITES = {
     "main": {"scorers": list(SCORERS), "selected": SELECTED, "methods": METHODS,
              "encoders": EVALUATED_ENCODERS},
-    "seeds": {"scorers": [m for m in PAPER_BASELINES if m in SCORERS] + list(PAPER_SCORERS),
-              "selected": PAPER_BASELINES + PAPER_SELECTED, "methods": PAPER_BASELINES + PAPER_METHODS,
-              "encoders": [DEFAULT_ENCODER, *PAPER_ENCODERS]},
+    "published": {"scorers": [m for m in PAPER_BASELINES if m in SCORERS] + list(PAPER_SCORERS),
+                  "selected": PAPER_BASELINES + PAPER_SELECTED, "methods": PAPER_BASELINES + PAPER_METHODS,
+                  "encoders": [DEFAULT_ENCODER, *PAPER_ENCODERS]},
 }
 
 
-def seeds_margin_args():
+def published_margin_args():
     """--margins of the suite's intrinsic evaluation: cosine, ratio, and each margin function a suite
     scorer's kind mines with (Eq. 9 / 10), as the kinds declare (`mines`)."""
     from marginmine.scoring.margin import MARGINS
 
     margins = ["absolute", "ratio"]
-    for name in SUITES["seeds"]["scorers"]:
+    for name in SUITES["published"]["scorers"]:
         m = kind_says(name, "mines", None)
         if m in MARGINS and m not in margins:
             margins.append(m)
@@ -140,7 +140,7 @@ def seeds_margin_args():
 
 def similarity_scorers():
     """The suite's selection methods whose kind scores every pair of two sets (`pair_matrix`, e.g.
-    mlp): the intrinsic table also retrieves with them (seeds_eval_similarity)."""
+    mlp): the intrinsic table also retrieves with them (published_eval_similarity)."""
     return [n for n in PAPER_METHODS if n in PAPER_SCORERS and kind_says(n, "pair_matrix", None)]
 
 
@@ -315,17 +315,19 @@ def scoring_targets():
     return out
 
 
-def seeds_targets():
-    """What `seeds` builds: the suite's tables and summary (nothing when the config has no `seeds:`)."""
+def published_targets():
+    """What `published` builds: the suite's tables and summary (nothing when the config has no
+    `published:`)."""
     if not PAPERS:
         return []
-    out = [rules.seeds_encoder_report.output.md, rules.seeds_compare.output.md, rules.seeds_summary.output.md]
+    out = [rules.published_encoder_report.output.md, rules.published_compare.output.md,
+           rules.published_summary.output.md]
     if MINING_EVAL:
-        out.append(rules.seeds_eval_mining.output.md)
+        out.append(rules.published_eval_mining.output.md)
     if FILTER_EVAL or LABELLED_CORPUS:
-        out.append(rules.seeds_eval_filter.output.md)
+        out.append(rules.published_eval_filter.output.md)
     if LABELLED_CORPUS:
-        out.append(rules.seeds_composition.output.md)
-    if suite_votes("seeds"):
-        out.append(rules.seeds_vote_report.output.md)
+        out.append(rules.published_composition.output.md)
+    if suite_votes("published"):
+        out.append(rules.published_vote_report.output.md)
     return out

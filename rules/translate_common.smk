@@ -1,6 +1,6 @@
 # Helpers of rules/translate.smk (translate-then-vote): which scorers vote, the translators'
 # directions and settings, the evaluation texts they translate, and the input functions of the
-# rules that use translations (score_translated, eval_mining/eval_filter, seeds_vote_report).
+# rules that use translations (score_translated, eval_mining/eval_filter, published_vote_report).
 
 TRANSLATORS = config["translators"]
 TRANSLATED = [n for n in ALL_SCORERS if kind_says(n, "translated")]
@@ -58,7 +58,7 @@ def vote_intrinsic_sets():
 
 
 def vote_report_inputs(wildcards=None):
-    votes = [n for n in SUITES["seeds"]["scorers"] if n in TRANSLATED]
+    votes = [n for n in SUITES["published"]["scorers"] if n in TRANSLATED]
     return {"encoder": encoder_json(ALL_SCORERS[votes[0]]["encoder"]),
             "bleu": [rules.evaluate_translator.output.json.format(direction=d) for d in DIRECTIONS],
             "stats": [rules.translate_shard.output.stats.format(direction=d, shard=s) for d in DIRECTIONS for s in SHARDS],
@@ -67,7 +67,7 @@ def vote_report_inputs(wildcards=None):
 
 
 def vote_report_args(wildcards, input):
-    votes = [n for n in SUITES["seeds"]["scorers"] if n in TRANSLATED]
+    votes = [n for n in SUITES["published"]["scorers"] if n in TRANSLATED]
     args = ["--translator", *(shlex.quote(f"{d}={f}") for d, f in zip(DIRECTIONS, input.bleu))]
     stats = {d: ",".join(rules.translate_shard.output.stats.format(direction=d, shard=s) for s in SHARDS)
              for d in DIRECTIONS}

@@ -61,11 +61,11 @@ def smoke(tmp_path_factory: pytest.TempPathFactory, real_data: Path, worker_id: 
     """The smoke experiment, run once per test run and shared by the pytest workers (the first to
     need it runs it under a file lock, the other waits and reads it; its tests only read it or copy
     it): tests/test_smoke.py checks it, tests/test_smoke_kill.py compares a killed rerun with it and
-    tests/test_smoke_seeds.py runs the published scorers' suite on a copy. A failed run is not
+    tests/test_smoke_published.py runs the published scorers' suite on a copy. A failed run is not
     started again by the other worker: its tests fail with the first one's error.
     ``MARGINMINE_SMOKE_DIR`` names a finished run to check instead, e.g. after changing a stage by
     hand to see which tests catch it. (``-n 2`` needs ``--dist loadfile``, as make test gives it:
-    xdist's default ``load`` would split tests/test_smoke_seeds.py and build the suite twice.)"""
+    xdist's default ``load`` would split tests/test_smoke_published.py and build the suite twice.)"""
     from filelock import FileLock
     from smokerun import smoke_run
 
@@ -101,7 +101,7 @@ def paracrawl_tsv(real_data: Path) -> Path:
 #: runs the smoke experiment (test_smoke.py, ~4 min) while the other runs own corpus (~1.5 min) and
 #: SLURM (~2 min); the smoke run is then ready for the two files that copy it, the suite (~6 min)
 #: and the kill test (~4.5 min), one on each worker
-FIRST = ("test_smoke.py", "test_own_corpus.py", "test_slurm.py", "test_smoke_seeds.py", "test_smoke_kill.py",
+FIRST = ("test_smoke.py", "test_own_corpus.py", "test_slurm.py", "test_smoke_published.py", "test_smoke_kill.py",
          "test_nmt_run.py", "test_workflow_edge_cases.py", "test_laser_encoder.py", "test_scorers.py", "test_kill.py",
          "test_workflow.py", "test_paper_path.py")
 

@@ -171,7 +171,7 @@ def test_workflow_trains_the_miner_first_and_passes_its_directory(tmp_path):
     from test_scorers import plan
 
     def change(cfg, miner="dan"):
-        suite = cfg["seeds"]  # config/test.yaml's suite has an hn-ratio of its own; here it is the experiment's
+        suite = cfg["published"]  # config/test.yaml's suite has an hn-ratio of its own; here it is the experiment's
         suite["scorers"].pop("hn-ratio")
         suite["methods"].remove("hn-ratio")
         suite["encoders"].remove("dan-hn")

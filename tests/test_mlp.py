@@ -157,7 +157,7 @@ def test_the_mlp_as_similarity_of_every_pair_fails_at_alignment_as_in_the_paper(
     mlp_err = matrix_errors(m, "alignment", seed=1)
     cos_err = matrix_errors(u @ v.T, "alignment", seed=1)
     # measured (AMD EPYC): the MLP 99.2% error, at chance (99.7% for 300), trigram cosine 90.7% (trigrams
-    # barely match across languages; the demo DAN's MLP: results/demo/seeds/intrinsic.md)
+    # barely match across languages; the demo DAN's MLP: results/demo/published/intrinsic.md)
     assert np.mean(mlp_err) > 0.97 and np.mean(mlp_err) > np.mean(cos_err) + 0.05, (mlp_err, cos_err)
     assert matrix_errors(np.eye(4), "tatoeba") == (0.0, 0.0) and matrix_errors(np.eye(4)[::-1], "tatoeba")[0] == 1.0
 

@@ -150,7 +150,7 @@ def check_demo(change) -> None:
     change(cfg)
     jsonschema.validate(cfg, FULL_SCHEMA)
     default = cfg["encoder"]["default"]
-    suite = cfg.get("seeds") or {}
+    suite = cfg.get("published") or {}
 
     def fill(scorers):
         return {n: {**s, "encoder": s.get("encoder", default)} for n, s in scorers.items()}
@@ -261,8 +261,9 @@ def test_eq9_and_eq10_in_the_intrinsic_retrieval_evaluation() -> None:
 
 
 def test_the_intrinsic_report_shows_every_margin_evaluated(tmp_path: Path) -> None:
-    """The seeds suite evaluates cosine, ratio, eq9 and eq10; the experiment cosine and ratio - one
-    Markdown cell per set with every margin an encoder was evaluated under, n/a where it was not."""
+    """The published scorers' suite evaluates cosine, ratio, eq9 and eq10; the experiment cosine and
+    ratio - one Markdown cell per set with every margin an encoder was evaluated under, n/a where it
+    was not."""
     import json
 
     from marginmine.encoders.intrinsic import write_report
@@ -300,7 +301,7 @@ def test_without_a_cosine_scorer_composition_still_writes_its_density_table(tmp_
         c["scorers"] = {"ratio": {"kind": "ratio"}}
         c["selection"]["methods"] = ["ratio", "random"]
         c["eval"]["extra"]["newstest2014"]["methods"] = ["ratio"]
-        c["seeds"]["baselines"] = ["ratio", "random"]  # the suite's baselines are selection methods
+        c["published"]["baselines"] = ["ratio", "random"]  # the suite's baselines are selection methods
 
     r = plan(tmp_path, "config/demo.yaml", ratio_only, "demo")
     assert r.returncode == 0, (r.stdout + r.stderr)[-2000:]

@@ -11,7 +11,7 @@ figures, on the real data; then checked for what would break if the science brok
 * a user's own score kind plugs in through the config alone.
 
 The run is the ``smoke`` fixture (tests/conftest.py), shared with tests/test_smoke_kill.py (killed
-three times, it ends byte-identical) and tests/test_smoke_seeds.py (the published scorers' suite,
+three times, it ends byte-identical) and tests/test_smoke_published.py (the published scorers' suite,
 which the other pytest worker runs while this one goes on with the kill test).
 """
 
@@ -184,7 +184,7 @@ def test_a_second_run_has_nothing_to_do(smoke: Path, real_data: Path) -> None:
 TOY_OVERLAY = """plugins: [toy_scores]
 scorers: {lenratio: {kind: length-ratio}}
 selection: {sizes: [2k], methods: [lenratio]}
-seeds: {baselines: [lenratio]}
+published: {baselines: [lenratio]}
 nmt: {seeds: [1], params: {max_epoch: 1}}
 """
 

@@ -4,7 +4,7 @@ ends with the bytes of the uninterrupted run (the ``smoke`` fixture, tests/conft
 NMT parameters, and a further run has nothing to do. tests/test_kill.py kills single commands.
 
 A file of its own, so that the pytest worker that is not running the published scorers' suite on
-the same smoke run (tests/test_smoke_seeds.py) can take it (make test: the worker that built the
+the same smoke run (tests/test_smoke_published.py) can take it (make test: the worker that built the
 smoke run and checked it, tests/test_smoke.py)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""scripts/wall_time.sh (make demo, make seeds' two parts): one row per invocation with the command's
+"""scripts/wall_time.sh (make demo, make published's two parts): one row per invocation with the command's
 own exit status, however it ended; a SIGTERM to the script alone stops the command."""
 
 from __future__ import annotations

@@ -83,17 +83,17 @@ def test_demo_config_plans_clean_mix_dev_test_seeds_and_extra_sets_per_method(re
     assert "--headline ratio" in compare and "--subsets test=work/demo/corpus/heldout.test.labels.tsv" in compare
 
 
-def test_make_seeds_part_one_plans_issue_13s_systems_and_nothing_of_the_translators_or_mlps(
+def test_make_published_part_one_plans_rescoring_and_hard_negatives_not_translators_or_mlps(
         real_data: Path, tmp_path: Path) -> None:
-    """`make seeds` runs its parts one after the other, so each part's wall time is its own: part I
-    (the command the Makefile runs, read from `make -n seeds`) plans the suite's encoders and the
-    Eq. 9 / Eq. 10 / hard-negative NMT systems on both seeds, and no translator, translation, fitted
-    head (MLP) or table; part II is plain `seeds`."""
-    r = subprocess.run(["make", "-n", "seeds", "CORES=2"], cwd=REPO, capture_output=True, text=True, timeout=60)
+    """`make published` runs its parts one after the other, so each part's wall time is its own: part
+    I (the command the Makefile runs, read from `make -n published`) plans the suite's encoders and
+    the Eq. 9 / Eq. 10 / hard-negative NMT systems on both training seeds, and no translator,
+    translation, fitted head (MLP) or table; part II is plain `published`."""
+    r = subprocess.run(["make", "-n", "published", "CORES=2"], cwd=REPO, capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr[-2000:]
     parts = [shlex.split(x) for x in r.stdout.splitlines() if x.startswith("bash scripts/wall_time.sh ")]
     assert [x[3] for x in parts] == ["I: rescoring, hard negatives", "II: MLP, votes, tables"]
-    assert parts[1][5:] == ["seeds", "--configfile", "config/demo.yaml", "--cores", "2", "--printshellcmds",
+    assert parts[1][5:] == ["published", "--configfile", "config/demo.yaml", "--cores", "2", "--printshellcmds",
                             "--rerun-incomplete", "-P", "train_nmt"] and parts[0][5:14] == parts[1][5:]
     copy_workflow(tmp_path)
     r = snakemake("-n", "-p", *parts[0][5:], "--config", f"data_dir={real_data}", cwd=tmp_path)
@@ -105,7 +105,7 @@ def test_make_seeds_part_one_plans_issue_13s_systems_and_nothing_of_the_translat
             if (m := re.search(r"train-encoder [^\n]* --output results/demo/encoders/([\w.-]+)", b))}
     assert prio.get("dan-hn") is True and prio.get("dan-am-0.2") is False, prio
     for rule in ("translator_data", "train_translator", "translate_shard", "translate_text", "fit_scorer",
-                 "score_translated", "seeds_eval_filter", "seeds_summary", "seeds_compare"):
+                 "score_translated", "published_eval_filter", "published_summary", "published_compare"):
         assert rule not in counts, rule
     encoders = set(re.findall(r"marginmine train-encoder [^\n]* --output results/demo/encoders?/?([\w.-]*)", r.stdout))
     assert encoders == {"", "dan-de", "dan-bide", "dan-am-0.1", "dan-am-0.2", "dan-am-0.3", "dan-am-0.4", "dan-hn",

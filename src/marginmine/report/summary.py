@@ -1,7 +1,7 @@
-"""One row per system of a suite of scorers (``seeds``): what each scorer's tables say about it, side
-by side. A pure join of files the pipeline wrote - the intrinsic table of its encoder, the BUCC-style
-mining table, the filtering-quality table, its selections' reports and the BLEU comparison - so no
-number in the summary is computed anywhere else.
+"""One row per system of a suite of scorers (the published scorers' suite, ``published``): what each
+scorer's tables say about it, side by side. A pure join of files the pipeline wrote - the intrinsic
+table of its encoder, the BUCC-style mining table, the filtering-quality table, its selections'
+reports and the BLEU comparison - so no number in the summary is computed anywhere else.
 
 Rows: every scorer, and every trained method that is not a scorer (``random``, ``unfiltered``), once
 per selection size N. A value a table does not hold for a row (an encoder that was not evaluated, a

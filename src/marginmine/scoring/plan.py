@@ -1,9 +1,9 @@
 """Plan-time checks of the scorers' config (``scorers:``, ``selection.methods``, ``plugins:`` and the
-published scorers' suite ``seeds:``), called by the workflow (rules/score_common.smk) before any job is
-planned, so a typo fails at once with the config key that holds it.
+published scorers' suite ``published:``), called by the workflow (rules/score_common.smk) before any
+job is planned, so a typo fails at once with the config key that holds it.
 
 Pure Python over the config's dicts: the workflow passes what it knows (which encoders exist), the
-package knows the kinds and their params. Tested without Snakemake (tests/test_seeds.py,
+package knows the kinds and their params. Tested without Snakemake (tests/test_published.py,
 tests/test_scorers.py); one plan per table proves the workflow calls it.
 """
 
@@ -22,7 +22,7 @@ def check_scorer_config(scorers: Scorers, methods: Sequence[str], encoders: Sequ
                         plugins: Sequence[str] = (), suite: Mapping[str, Any] | None = None,
                         suite_scorers: Scorers | None = None, held_out: Sequence[Any] = ()) -> None:
     """Refuse, naming the config key: a scorer on an unknown encoder, an unregistered kind or
-    param, a method that names no scorer; in the suite (``suite`` = the ``seeds:`` section,
+    param, a method that names no scorer; in the suite (``suite`` = the ``published:`` section,
     ``suite_scorers`` its scorers with their encoders filled in) a scorer name the experiment
     already uses, a method not among its scorers, a baseline not among ``selection.methods``; a
     fitted scorer (its kind has a head) without ``heads.held_out`` pairs to fit it on.
@@ -33,13 +33,14 @@ def check_scorer_config(scorers: Scorers, methods: Sequence[str], encoders: Sequ
     load_plugins(plugins)
     suite = suite or {}
     suite_scorers = suite_scorers or {}
-    for key, group in (("scorers", scorers), ("seeds.scorers", suite_scorers)):
+    for key, group in (("scorers", scorers), ("published.scorers", suite_scorers)):
         for name, s in group.items():
             if name in BUILTIN_METHODS:
                 raise MarginmineError(f"{key}.{name}: {' and '.join(BUILTIN_METHODS)} are selection methods, "
                                       "not scorer names")
-            if key == "seeds.scorers" and name in scorers:
-                raise MarginmineError(f"seeds.scorers.{name}: also a name in scorers: (a name gives one score column)")
+            if key == "published.scorers" and name in scorers:
+                raise MarginmineError(f"published.scorers.{name}: also a name in scorers: "
+                                      "(a name gives one score column)")
             if s["encoder"] not in encoders:
                 twin = (" (random-init twins exist unless quick: true or encoder.eval_random_init: false)"
                         if s["encoder"].endswith("-random") else "")
@@ -55,19 +56,21 @@ def check_scorer_config(scorers: Scorers, methods: Sequence[str], encoders: Sequ
                               f"or {', '.join(BUILTIN_METHODS)})")
     unknown = [m for m in suite.get("methods", []) if m not in suite_scorers]
     if unknown:
-        raise MarginmineError(f"seeds.methods {unknown}: not seeds.scorers ({', '.join(suite_scorers) or 'none'})")
+        raise MarginmineError(f"published.methods {unknown}: not published.scorers "
+                              f"({', '.join(suite_scorers) or 'none'})")
     baselines = list(suite.get("baselines", []))
     unknown = [m for m in baselines if m not in methods]
     if unknown:
-        raise MarginmineError(f"seeds.baselines {unknown}: not selection.methods ({', '.join(methods)}), whose "
-                              "systems the suite's tables put beside its own")
+        raise MarginmineError(f"published.baselines {unknown}: not selection.methods ({', '.join(methods)}), "
+                              "whose systems the suite's tables put beside its own")
     if suite and not baselines:
-        raise MarginmineError("seeds.baselines: name at least one of selection.methods (the first is the "
-                              "comparison's reference, e.g. ratio)")
+        raise MarginmineError("published.baselines: name at least one of selection.methods (the first is "
+                              "the comparison's reference, e.g. ratio)")
 
 
 def check_suite_encoders(suite_encoders: Sequence[str], models: Mapping[str, Any]) -> None:
-    """Each of ``seeds.encoders`` names a key of ``encoder.models`` (how it is built)."""
+    """Each of ``published.encoders`` names a key of ``encoder.models`` (how it is built)."""
     for name in suite_encoders:
         if name not in models:
-            raise MarginmineError(f"seeds.encoders: {name!r} is not a key of encoder.models ({', '.join(models)})")
+            raise MarginmineError(f"published.encoders: {name!r} is not a key of encoder.models "
+                                  f"({', '.join(models)})")

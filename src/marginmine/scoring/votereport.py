@@ -1,5 +1,5 @@
-"""The translate-then-vote report (``results/<exp>/seeds/votes.md``): what bounds the votes and what
-they find, from files the workflow wrote.
+"""The translate-then-vote report (``results/<exp>/published/votes.md``): what bounds the votes and
+what they find, from files the workflow wrote.
 
 * the translators: dev/test BLEU (``evaluate_translator``'s ``bleu.json``) and decoding speed over
   the corpus (``translate_shard``'s stats: lines, empty sources and translations, sentences/s);

@@ -1,9 +1,9 @@
-"""The published scorers' suite (target `seeds`, config/test.yaml's `seeds:` section) on a copy of the
-smoke run: a hard-negative DAN, Eq. 9 / 10, the calibrated confidence, the MLP on [a; b] and
+"""The published scorers' suite (target `published`, config/test.yaml's `published:` section) on a copy
+of the smoke run: a hard-negative DAN, Eq. 9 / 10, the calibrated confidence, the MLP on [a; b] and
 translate-then-vote (pairwise and strict) over the smoke DAN; eq9, eq10, hn-ratio, the MLP and both
 votes trained to BLEU, and the suite's tables. Part of the default run: the ``smoke`` fixture is
 shared by the two pytest workers, so this file runs on one while the other kills the smoke run
-(tests/test_smoke_kill.py); ``make test-seeds`` runs it alone."""
+(tests/test_smoke_kill.py); ``make test-published`` runs it alone."""
 
 from __future__ import annotations
 
@@ -37,12 +37,12 @@ def _aucs(tables: Path) -> tuple[dict[str, float], dict[str, float]]:
 
 @pytest.fixture(scope="module")
 def suite(smoke: Path, real_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """`seeds` built on a copy of the smoke run (the run itself is shared and only read); the
+    """`published` built on a copy of the smoke run (the run itself is shared and only read); the
     experiment's own score files stay byte for byte what they were."""
     d = tmp_path_factory.mktemp("suite")
     shutil.copytree(smoke, d, symlinks=True, dirs_exist_ok=True)
     before = (d / "work/test/score/dan/shard0000.scores.tsv.gz").read_bytes()
-    r = snakemake(*smoke_command(real_data, targets=("seeds",)), cwd=d, timeout=1500)
+    r = snakemake(*smoke_command(real_data, targets=("published",)), cwd=d, timeout=1500)
     assert r.returncode == 0, (r.stdout + r.stderr)[-4000:]
     assert (d / "work/test/score/dan/shard0000.scores.tsv.gz").read_bytes() == before
     return d
@@ -54,13 +54,13 @@ def test_eq9_eq10_and_the_calibrated_confidence_separate_good_pairs_from_bad(sui
     """Eq. 9 / 10 and the calibrated confidence in score files of their own, the head fitted on
     held-out news (its pairs in the encoder's training data removed and counted), each a row of the
     filtering, mining and intrinsic tables beside the experiment's ratio."""
-    d, tables = suite, suite / "results/test/seeds"
+    d, tables = suite, suite / "results/test/published"
     head = json.loads((d / "work/test/heads/cal/head.json").read_text())
     assert head["held_out"]["report"]["protected_sentences"] > 0 and head["held_out"]["pairs"] > 3900
     assert head["check"]["auc_fitted"] > 0.9  # each source's own translation against the other targets
-    cols = _header(d / "work/test/score/seeds/dan/shard0000.scores.tsv.gz")
+    cols = _header(d / "work/test/score/published/dan/shard0000.scores.tsv.gz")
     assert "eq9" in cols and "eq10" in cols and "ratio" not in cols
-    assert "cal" in _header(d / "work/test/score/seeds/dan/cal/shard0000.scores.tsv.gz")
+    assert "cal" in _header(d / "work/test/score/published/dan/cal/shard0000.scores.tsv.gz")
     # each separates good pairs from bad: on the demo corpus' own labels (91k pairs; measured 0.742 -
     # 0.754, AMD EPYC) and above chance on ParaCrawl's 2,000 human labels (0.550 - 0.556 for the three;
     # 0.53 is two standard errors above 0.5 there)
@@ -78,7 +78,7 @@ def test_eq9_eq10_and_the_calibrated_confidence_separate_good_pairs_from_bad(sui
 def test_the_hard_negative_dan_is_mined_for_its_share_trained_and_evaluated(suite: Path) -> None:
     """Negatives mined by the smoke DAN for the share of the pairs that trains with them only, then
     100 steps (far from random on Tatoeba, ~99% error untrained), scored, mined with, selected."""
-    d, tables = suite, suite / "results/test/seeds"
+    d, tables = suite, suite / "results/test/published"
     neg = np.load(d / "work/test/encoders/dan-hn/negatives.npz")
     stats = json.loads(str(neg["meta"]))["stats"]
     assert 0 < stats["mined_pairs"] < 0.05 * len(neg["for_right"]) and stats["skipped_gold"] > 0, stats
@@ -93,7 +93,7 @@ def test_the_mlp_is_fitted_on_its_encoder_and_evaluated_as_filter_miner_and_simi
     """The MLP: fitted on the DAN's embeddings of the held-out news against corpus negatives, its
     encoder's identity recorded; scored on the demo corpus without its own negatives; as a
     similarity of every pair (intrinsic) and of each query's cosine neighbours (BUCC)."""
-    d, tables = suite, suite / "results/test/seeds"
+    d, tables = suite, suite / "results/test/published"
     mlp = json.loads((d / "work/test/heads/mlp/head.json").read_text())
     assert mlp["negatives"]["negatives"] == mlp["held_out"]["pairs"] and mlp["encoder"]["identity"], mlp["negatives"]
     assert any(r["scorer"] == "mlp" and r["data"].startswith("demo corpus, not its own")
@@ -108,7 +108,7 @@ def test_translate_then_vote_translates_every_shard_line_for_line(suite: Path) -
     """Two translators (one per direction) from a seeded sample of the encoder data's en-de pairs,
     both sides of every shard translated line for line and embedded, the vote in files of its own,
     its F1 on the intrinsic sets beside the encoders' errors."""
-    d, tables = suite, suite / "results/test/seeds"
+    d, tables = suite, suite / "results/test/published"
     for direction in ("en-de", "de-en"):  # a seeded sample of 10,000 (translators.max_pairs)
         data = json.loads((d / f"results/test/translate/{direction}/data.json").read_text())
         assert data["pairs"] == 10_000 < 100_000 < data["available"] and data["src_lang"] == direction[:2], data
@@ -117,7 +117,7 @@ def test_translate_then_vote_translates_every_shard_line_for_line(suite: Path) -
             kept = d / f"work/test/preprocess/kept/shard{shard}.tsv.gz"
             with gzip.open(kept, "rt", encoding="utf-8") as fh:
                 assert stats["lines"] == sum(1 for _ in fh) > 0
-    assert _header(d / "work/test/score/seeds/dan/votes/shard0000.scores.tsv.gz") == ["vote", "vote-strict"]
+    assert _header(d / "work/test/score/published/dan/votes/shard0000.scores.tsv.gz") == ["vote", "vote-strict"]
     mined = {(r["scorer"], r["retrieval"]) for r in _table(tables / "bucc.tsv")}
     assert ("vote", "vote:pairwise") in mined and ("vote-strict", "vote:strict") in mined, mined
     sections = {line.split("\t")[0] for line in (tables / "votes.tsv").read_text().splitlines()}
@@ -131,7 +131,7 @@ def test_translate_then_vote_translates_every_shard_line_for_line(suite: Path) -
 def test_every_suite_method_reaches_bleu_and_every_table(suite: Path) -> None:
     """Each selection method of the suite trained and decoded (test set: 300 lines), a row of the
     comparison against ratio (p-value), of the filtering table on both data and of the summary."""
-    d, tables = suite, suite / "results/test/seeds"
+    d, tables = suite, suite / "results/test/published"
     paracrawl, demo = _aucs(tables)
     compared = {r["method"]: r for r in _table(tables / "comparison.tsv") if r["test_set"] == "test"}
     summary = {r["system"]: r for r in _table(tables / "summary.tsv")}

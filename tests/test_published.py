@@ -1,6 +1,6 @@
-"""The published scorers' suite (config `seeds:`, target `seeds`): planned through the experiment's own
-rules, its files beside the experiment's and never one of them, its errors naming the key; and the
-summary that joins its tables."""
+"""The published scorers' suite (config `published:`, target `published`): planned through the
+experiment's own rules, its files beside the experiment's and never one of them, its errors naming
+the key; and the summary that joins its tables."""
 
 from __future__ import annotations
 
@@ -25,10 +25,10 @@ def _commands(stdout: str) -> list[str]:
 
 
 def test_the_suite_leaves_every_demo_job_as_it_was(real_data: Path, tmp_path: Path) -> None:
-    """`demo` plans the same commands, byte for byte, with and without the seeds: section - so after
-    `make seeds`, `snakemake -n demo` has nothing to do."""
+    """`demo` plans the same commands, byte for byte, with and without the published: section - so
+    after `make published`, `snakemake -n demo` has nothing to do."""
     copy_workflow(tmp_path)
-    without = {k: v for k, v in DEMO.items() if k != "seeds"}
+    without = {k: v for k, v in DEMO.items() if k != "published"}
     for name, cfg in (("with.yaml", DEMO), ("without.yaml", without)):
         (tmp_path / name).write_text(yaml.safe_dump(cfg, sort_keys=False))
     out = {}
@@ -38,16 +38,16 @@ def test_the_suite_leaves_every_demo_job_as_it_was(real_data: Path, tmp_path: Pa
         assert r.returncode == 0, r.stderr[-2000:]
         out[name] = _commands(r.stdout)
     assert out["with.yaml"] == out["without.yaml"] and len(out["with.yaml"]) > 30
-    assert not [c for c in out["with.yaml"] if "seeds" in c]
+    assert not [c for c in out["with.yaml"] if "published" in c]
 
 
-def test_seeds_plans_its_encoders_scores_selections_systems_and_tables(real_data: Path, tmp_path: Path) -> None:
+def test_published_plans_its_encoders_scores_selections_systems_and_tables(real_data: Path, tmp_path: Path) -> None:
     copy_workflow(tmp_path)
-    r = snakemake("-n", "-p", "seeds", "--configfile", "config/demo.yaml", "--config", f"data_dir={real_data}",
+    r = snakemake("-n", "-p", "published", "--configfile", "config/demo.yaml", "--config", f"data_dir={real_data}",
                   cwd=tmp_path)
     assert r.returncode == 0, r.stderr[-2000:]
     counts = job_counts(r.stdout)
-    suite = DEMO["seeds"]
+    suite = DEMO["published"]
     # the demo DAN (the baselines' and the miner's) and the suite's encoders; no random-init twin
     assert counts["train_encoder"] == 1 + len(suite["encoders"])
     new_encoders = {s["encoder"] for s in suite["scorers"].values() if "encoder" in s}
@@ -64,37 +64,37 @@ def test_seeds_plans_its_encoders_scores_selections_systems_and_tables(real_data
     assert "--name hn-cal" in fit and "--encoder results/demo/encoders/dan-hn " in fit and "--output work/demo/heads/hn-cal" in fit
     assert f"en,de,{real_data}/wmt-newstest-ende/newstest2019-ende.en,{real_data}/wmt-newstest-ende/newstest2019-ende.de" in fit
     assert "newstest2017.de" in fit and "newstest2012.de" in fit and "--encoder-data work/demo/encoder/data/manifest.json" in fit
-    cal = [c for c in re.findall(r"marginmine score [^\n]*", r.stdout) if "--output work/demo/score/seeds/dan-hn/hn-cal/" in c]
+    cal = [c for c in re.findall(r"marginmine score [^\n]*", r.stdout) if "--output work/demo/score/published/dan-hn/hn-cal/" in c]
     assert len(cal) == 4 and '"hn-cal": {"kind": "calibrated", "encoder": "dan-hn", "head": "work/demo/heads/hn-cal"}' in cal[0]
     assert "--src-embeddings work/demo/embed/dan-hn/" in cal[0] and '"hn-ratio"' not in cal[0]
     assert suite["baselines"] == ["ratio", "cosine", "random"]
     assert counts["train_nmt"] == 2 * len(suite["methods"]) + 2 + 2 + 1  # two seeds each (the methods, ratio, cosine); random one
     # the suite's intrinsic evaluation: every encoder of its table under cosine, ratio and Eq. 9 / 10
-    assert counts["seeds_eval_encoder"] == 1 + len(suite["encoders"])
-    evals = [c for c in re.findall(r"marginmine eval-encoder [^\n]*", r.stdout) if "results/demo/seeds/eval/" in c]
+    assert counts["published_eval_encoder"] == 1 + len(suite["encoders"])
+    evals = [c for c in re.findall(r"marginmine eval-encoder [^\n]*", r.stdout) if "results/demo/published/eval/" in c]
     assert len(evals) == 1 + len(suite["encoders"]) and all("--margins absolute,ratio,eq9,eq10 " in c for c in evals)
-    for table in ("seeds_encoder_report", "seeds_eval_mining", "seeds_eval_filter", "seeds_composition",
-                  "seeds_compare", "seeds_summary"):
+    for table in ("published_encoder_report", "published_eval_mining", "published_eval_filter",
+                  "published_composition", "published_compare", "published_summary"):
         assert counts[table] == 1, table
     score = re.findall(r"marginmine score [^\n]*", r.stdout)
-    on_dan = [c for c in score if re.search(r"--output work/demo/score/seeds/dan/shard", c)]
+    on_dan = [c for c in score if re.search(r"--output work/demo/score/published/dan/shard", c)]
     assert len(on_dan) == 4 and '"eq9": {"kind": "eq9", "encoder": "dan"}' in on_dan[0]
     assert '"ratio"' not in on_dan[0] and "--src-embeddings work/demo/embed/dan/" in on_dan[0]
     assert [c for c in score if "--output work/demo/score/dan/" in c][0].count('"kind"') == 3  # ratio, cosine, distance
     select = re.search(r"marginmine select [^\n]*--method eq10 [^\n]*", r.stdout).group(0)
-    assert "work/demo/score/seeds/dan/shard0000.scores.tsv.gz" in select
+    assert "work/demo/score/published/dan/shard0000.scores.tsv.gz" in select
     train = {m.group(1): m.group(0) for m in re.finditer(r"marginmine train-encoder [^\n]*--output (\S+) [^\n]*", r.stdout)}
     assert '"miner": "results/demo/encoder"' in train["results/demo/encoders/dan-hn"]
     assert '"directions": 1' in train["results/demo/encoders/dan-de"] and '"margin": 0.0' in train["results/demo/encoders/dan-de"]
     compare = re.search(r"marginmine compare [^\n]*", r.stdout).group(0)  # the demo's compare is not needed
-    assert "--headline ratio" in compare and "--tsv results/demo/seeds/comparison.tsv" in compare
+    assert "--headline ratio" in compare and "--tsv results/demo/published/comparison.tsv" in compare
     assert all(f"nmt/{m}.20k/seed{s}/bleu.json" in compare for m in ["ratio", *suite["methods"]] for s in (1, 2))
     mining = re.search(r"marginmine eval-mining [^\n]*", r.stdout).group(0)
-    assert "--tsv results/demo/seeds/bucc.tsv" in mining and "dan-hn=results/demo/encoders/dan-hn" in mining
+    assert "--tsv results/demo/published/bucc.tsv" in mining and "dan-hn=results/demo/encoders/dan-hn" in mining
     assert '"ratio": {"kind": "ratio", "encoder": "dan"}' in mining and '"cosine": {"kind": "cosine"' in mining
     assert '"distance"' not in mining  # an experiment scorer that is not a baseline has no suite rows
     summary = re.search(r"marginmine summary [^\n]*", r.stdout).group(0)
-    assert "--comparison results/demo/seeds/comparison.tsv" in summary and "results/demo/select/eq9.20k.json" in summary
+    assert "--comparison results/demo/published/comparison.tsv" in summary and "results/demo/select/eq9.20k.json" in summary
 
 
 def test_the_demo_config_passes_the_checks() -> None:
@@ -102,45 +102,46 @@ def test_the_demo_config_passes_the_checks() -> None:
 
 
 @pytest.mark.parametrize("change,message", [
-    (lambda c: c["seeds"].update(baselines=["cosine", "distance"]),
-     "seeds.baselines ['distance']: not selection.methods (ratio, cosine, random)"),
-    (lambda c: c["seeds"]["scorers"].update(cosine={"kind": "cosine"}),
-     "seeds.scorers.cosine: also a name in scorers:"),
-    (lambda c: c["seeds"].update(encoders=["dan-hn", "no-such-model"]),
-     "seeds.encoders: 'no-such-model' is not a key of encoder.models"),
-    (lambda c: c["seeds"]["scorers"].update(x={"kind": "ratio", "encoder": "laser"}),
-     "seeds.scorers.x.encoder: 'laser' is not an encoder"),
-    (lambda c: c["seeds"]["scorers"].update(x={"kind": "eq11"}), "seeds.scorers.x: score kind 'eq11' is not registered"),
-    (lambda c: c["seeds"].update(methods=["eq9", "ratoi"]), "seeds.methods ['ratoi']: not seeds.scorers"),
-    (lambda c: c.pop("heads"), "seeds.scorers.hn-cal: kind calibrated is fitted on held-out pairs; give them as "
+    (lambda c: c["published"].update(baselines=["cosine", "distance"]),
+     "published.baselines ['distance']: not selection.methods (ratio, cosine, random)"),
+    (lambda c: c["published"]["scorers"].update(cosine={"kind": "cosine"}),
+     "published.scorers.cosine: also a name in scorers:"),
+    (lambda c: c["published"].update(encoders=["dan-hn", "no-such-model"]),
+     "published.encoders: 'no-such-model' is not a key of encoder.models"),
+    (lambda c: c["published"]["scorers"].update(x={"kind": "ratio", "encoder": "laser"}),
+     "published.scorers.x.encoder: 'laser' is not an encoder"),
+    (lambda c: c["published"]["scorers"].update(x={"kind": "eq11"}),
+     "published.scorers.x: score kind 'eq11' is not registered"),
+    (lambda c: c["published"].update(methods=["eq9", "ratoi"]), "published.methods ['ratoi']: not published.scorers"),
+    (lambda c: c.pop("heads"), "published.scorers.hn-cal: kind calibrated is fitted on held-out pairs; give them as "
                                "heads.held_out"),
-    (lambda c: c["seeds"]["scorers"].update(x={"kind": "calibrated", "params": {"dropout": 1.5}}),
-     "seeds.scorers.x: dropout must be in [0, 1)"),
+    (lambda c: c["published"]["scorers"].update(x={"kind": "calibrated", "params": {"dropout": 1.5}}),
+     "published.scorers.x: dropout must be in [0, 1)"),
 ])
-def test_seeds_config_errors_name_the_key(change, message: str) -> None:
+def test_published_config_errors_name_the_key(change, message: str) -> None:
     with pytest.raises(MarginmineError) as err:
         check_demo(change)
     assert message in str(err.value)
 
 
 @pytest.mark.parametrize("change,message", [
-    (lambda c: c["seeds"].pop("baselines"), "'baselines' is a required property"),
-    (lambda c: c["seeds"].update(baselines=[]), "[] should be non-empty"),
+    (lambda c: c["published"].pop("baselines"), "'baselines' is a required property"),
+    (lambda c: c["published"].update(baselines=[]), "[] should be non-empty"),
 ])
 def test_the_schema_requires_the_suites_baselines(change, message: str) -> None:
     with pytest.raises(jsonschema.ValidationError) as err:
         check_demo(change)
     assert err.value.message == message
     # the package refuses it too, for a caller that does not validate against the schema
-    with pytest.raises(MarginmineError, match="seeds.baselines: name at least one of selection.methods"):
+    with pytest.raises(MarginmineError, match="published.baselines: name at least one of selection.methods"):
         check_scorer_config({"ratio": {"kind": "ratio", "encoder": "dan"}}, ["ratio"], ["dan"],
                             suite={"methods": []}, suite_scorers={})
 
 
 def test_the_workflow_refuses_a_bad_suite_at_plan_time(tmp_path: Path) -> None:
     """The checks above run when the workflow plans (one case: they are the package's)."""
-    r = plan(tmp_path, "config/demo.yaml", lambda c: c["seeds"].update(methods=["eq9", "ratoi"]), "seeds")
-    assert r.returncode != 0 and "seeds.methods ['ratoi']: not seeds.scorers" in r.stdout + r.stderr, \
+    r = plan(tmp_path, "config/demo.yaml", lambda c: c["published"].update(methods=["eq9", "ratoi"]), "published")
+    assert r.returncode != 0 and "published.methods ['ratoi']: not published.scorers" in r.stdout + r.stderr, \
         (r.stdout + r.stderr)[-2000:]
 
 

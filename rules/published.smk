@@ -1,0 +1,206 @@
+# The published scorers' suite (config `published:`, target `published`; papers in ../shared/seeds/):
+# its encoders, scorers and NMT systems go through the experiment's own rules (train_encoder,
+# eval_encoder, embed_shard, score_shard into work/<exp>/score/published/<encoder>/, select_top,
+# train_nmt, evaluate_nmt); the rules below are the experiment's table rules with the suite's
+# inputs (params not named here are the original rule's), writing results/<exp>/published/ - never a
+# file of the experiment's, so after `published` the experiment's target has nothing to do. Input
+# functions live in score_common.smk (SUITES["published"]).
+
+PUBLISHED_DIR = f"{RESULTS}/published"
+
+
+use rule eval_encoder as published_eval_encoder with:
+    output:
+        f"{PUBLISHED_DIR}/eval/{{name}}.json",
+    log:
+        f"{LOGS}/published/eval_encoder/{{name}}.log",
+    benchmark:
+        f"{BENCH}/published/eval_encoder/{{name}}.tsv"
+    params:
+        margins=published_margin_args(),
+
+
+rule published_eval_similarity:
+    """Intrinsic retrieval with a learned similarity (a suite method whose kind scores every pair,
+    e.g. the MLP) over all n x n pairs of the language pair's intrinsic sets, beside the margins."""
+    input:
+        encoder=lambda w: encoder_json(PAPER_SCORERS[w.name]["encoder"]),
+        heads=lambda w: head_inputs([w.name]),
+        sets=intrinsic_files,
+    output:
+        f"{PUBLISHED_DIR}/eval-similarity/{{name}}.json",
+    log:
+        f"{LOGS}/published/eval_similarity/{{name}}.log",
+    benchmark:
+        f"{BENCH}/published/eval_similarity/{{name}}.tsv"
+    params:
+        scorers=lambda w: scorers_json([w.name]),
+        encoders=lambda w: f"{PAPER_SCORERS[w.name]['encoder']}={ENCODER_DIRS[PAPER_SCORERS[w.name]['encoder']]}",
+        plugins=plugin_args,
+        sets=pair_intrinsic_set_args,
+        src=SRC,
+        seed=config["seed"],
+        device=ENC["device"],
+    wildcard_constraints:
+        name="|".join(map(re.escape, similarity_scorers())) or "(?!)",
+    threads: job_threads(2)
+    resources:
+        mem_mb=4000,
+        runtime=60,
+    conda:
+        "../envs/score.yaml"
+    shell:
+        "marginmine eval-similarity --encoder {params.encoders:q} --scorers {params.scorers:q} {params.plugins} "
+        "--name {wildcards.name:q} {params.sets} --src-lang {params.src:q} --label similarity --seed {params.seed:q} "
+        "--device {params.device:q} --threads {threads} --output {output:q} > {log:q} 2>&1"
+
+
+use rule encoder_report as published_encoder_report with:
+    input:
+        evals=[*expand(rules.published_eval_encoder.output, name=SUITES["published"]["encoders"]),
+               *expand(rules.published_eval_similarity.output, name=similarity_scorers())],
+        votes=lambda w: ([rules.published_vote_report.output.tsv]
+                         if suite_votes("published") and vote_intrinsic_sets() else []),
+    output:
+        tsv=f"{PUBLISHED_DIR}/intrinsic.tsv",
+        md=f"{PUBLISHED_DIR}/intrinsic.md",
+    log:
+        f"{LOGS}/published/intrinsic.log",
+    benchmark:
+        f"{BENCH}/published/intrinsic.tsv"
+
+
+use rule eval_mining as published_eval_mining with:
+    input:
+        encoders=[encoder_json(e) for e in suite_encoders("published")],
+        data=rules.mining_benchmark_data.output.summary,
+        heads=head_inputs(SUITES["published"]["scorers"]),
+        translated=lambda w: pool_translations("published"),
+    output:
+        tsv=f"{PUBLISHED_DIR}/bucc.tsv",
+        md=f"{PUBLISHED_DIR}/bucc.md",
+    log:
+        f"{LOGS}/published/bucc.log",
+    benchmark:
+        f"{BENCH}/published/bucc.tsv"
+    params:
+        encoders=scored_encoder_args("published"),
+        scorers=scorers_json(SUITES["published"]["scorers"]),
+
+
+use rule eval_filter as published_eval_filter with:
+    input:
+        unpack(filter_eval_inputs("published")),
+    output:
+        tsv=f"{PUBLISHED_DIR}/quality.tsv",
+        md=f"{PUBLISHED_DIR}/quality.md",
+    log:
+        f"{LOGS}/published/quality.log",
+    benchmark:
+        f"{BENCH}/published/quality.tsv"
+    params:
+        args=filter_eval_args("published"),
+        encoders=scored_encoder_args("published"),
+        scorers=scorers_json(SUITES["published"]["scorers"]),
+
+
+use rule selection_composition as published_composition with:
+    input:
+        unpack(composition_inputs("published")),
+    output:
+        tsv=f"{PUBLISHED_DIR}/composition.tsv",
+        md=f"{PUBLISHED_DIR}/composition.md",
+        density=f"{PUBLISHED_DIR}/density.tsv",
+    log:
+        f"{LOGS}/published/composition.log",
+    benchmark:
+        f"{BENCH}/published/composition.tsv"
+    params:
+        title=f"{EXP}: published scorers",
+
+
+use rule compare_methods as published_compare with:
+    input:
+        runs=[rules.evaluate_nmt.output.json.format(method=m, N=n, seed=s)
+              for m, n, s in nmt_systems(SUITES["published"]["methods"])],
+        labels=list(subset_labels().values()),
+    output:
+        tsv=f"{PUBLISHED_DIR}/comparison.tsv",
+        md=f"{PUBLISHED_DIR}/comparison.md",
+        runs=f"{PUBLISHED_DIR}/comparison_runs.tsv",
+        png=f"{PUBLISHED_DIR}/comparison.png",
+    log:
+        f"{LOGS}/published/comparison.log",
+    benchmark:
+        f"{BENCH}/published/comparison.tsv"
+    params:
+        title=f"{EXP}: published scorers, {SRC}-{TGT}",
+        headline=(PAPER_BASELINES or [DEFAULT_METHOD])[0],
+
+
+rule published_summary:
+    """One row per system of the suite (its scorers and the experiment's baselines): ParaCrawl and
+    demo-corpus AUC, BUCC F1, its encoder's intrinsic errors, pairs selected, test BLEU with sd and
+    p-value, joined from the suite's tables (no number computed here)."""
+    input:
+        intrinsic=rules.published_encoder_report.output.tsv,
+        bucc=rules.published_eval_mining.output.tsv if MINING_EVAL else [],
+        quality=rules.published_eval_filter.output.tsv if FILTER_EVAL or LABELLED_CORPUS else [],
+        comparison=rules.published_compare.output.tsv,
+        runs=rules.published_compare.output.runs,
+        select=expand(rules.select_top.output.report, method=SUITES["published"]["selected"], N=SIZES),
+    output:
+        tsv=f"{PUBLISHED_DIR}/summary.tsv",
+        md=f"{PUBLISHED_DIR}/summary.md",
+    log:
+        f"{LOGS}/published/summary.log",
+    benchmark:
+        f"{BENCH}/published/summary.tsv"
+    params:
+        scorers=scorers_json(SUITES["published"]["scorers"]),
+        methods=SUITES["published"]["methods"],
+        sizes=SIZES,
+        tables=lambda w, input: " ".join(f"--{k} {shlex.quote(input[k])}" for k in ("bucc", "quality") if input[k]),
+        title=f"{EXP}: published scorers, one row per system",
+    threads: 1
+    resources:
+        mem_mb=500,
+        runtime=5,
+    conda:
+        "../envs/score.yaml"
+    shell:
+        "marginmine summary --scorers {params.scorers:q} --methods {params.methods:q} --sizes {params.sizes:q} "
+        "--intrinsic {input.intrinsic:q} {params.tables} --comparison {input.comparison:q} --runs {input.runs:q} "
+        "--select {input.select:q} "
+        "--title {params.title:q} --tsv {output.tsv:q} --md {output.md:q} > {log:q} 2>&1"
+
+
+rule published_vote_report:
+    """Translate-then-vote: the translators' BLEU and decoding speed, the five candidate sets' P/R/F1
+    on the intrinsic sets of the language pair, the natural voted-set sizes on the corpus."""
+    input:
+        unpack(vote_report_inputs),
+    output:
+        tsv=f"{PUBLISHED_DIR}/votes.tsv",
+        md=f"{PUBLISHED_DIR}/votes.md",
+    log:
+        f"{LOGS}/published/votes.log",
+    benchmark:
+        f"{BENCH}/published/votes.tsv"
+    params:
+        args=vote_report_args,
+        encdir=lambda w, input: os.path.dirname(input.encoder),
+        k=SCORING["k"],
+        langs=f"--src-lang {SRC} --tgt-lang {TGT}",
+        title=f"{EXP}: translate-then-vote, {SRC}-{TGT}",
+        device=ENC["device"],
+    threads: job_threads(2)
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    conda:
+        "../envs/score.yaml"
+    shell:
+        "marginmine vote-report --encoder {params.encdir:q} {params.args} -k {params.k:q} {params.langs} "
+        "--title {params.title:q} --device {params.device:q} --threads {threads} --tsv {output.tsv:q} "
+        "--md {output.md:q} > {log:q} 2>&1"
