@@ -89,6 +89,15 @@ lint: $(STAMP)
 	$(SNAKEMAKE) --lint
 	$(SNAKEMAKE) --lint --configfile config/demo.yaml
 
+# the generated reference pages: docs/configuration.md from config/schema.yaml and docs/cli.md from
+# the argument parser (src/marginmine/cli/docs.py); docs-check writes nothing and fails naming a stale page
+.PHONY: docs docs-check
+docs: $(STAMP)
+	$(BIN)/python -m marginmine.cli.docs
+
+docs-check: $(STAMP)
+	$(BIN)/python -m marginmine.cli.docs --check
+
 # A real single-node SLURM (root, Debian 12, apt; installs slurm-wlm munge slurmdbd mariadb-server):
 # the preprocess slice of config/test.yaml through --profile profiles/slurm, proven with sacct.
 slurm-test: $(STAMP)
