@@ -89,6 +89,16 @@ lint: $(STAMP)
 	$(SNAKEMAKE) --lint
 	$(SNAKEMAKE) --lint --configfile config/demo.yaml
 
+# docs/results.md rendered from the tables `make demo` (and `make published`) wrote, each stamped
+# with its file, date, machine and the commit; the README's key-result block (and the marked blocks
+# of DOCS_RESULTS_PAGES) filled, nothing outside the markers changed. A missing demo table: one line.
+DOCS_RESULTS ?= results/demo
+DOCS_RESULTS_PAGES ?=
+.PHONY: docs-results
+docs-results: $(STAMP)
+	$(BIN)/marginmine docs-results --results $(DOCS_RESULTS) --output docs/results.md --readme README.md \
+	  $(foreach p,$(DOCS_RESULTS_PAGES),--page $(p))
+
 # the generated reference pages: docs/configuration.md from config/schema.yaml and docs/cli.md from
 # the argument parser (src/marginmine/cli/docs.py); docs-check writes nothing and fails naming a stale page
 .PHONY: docs docs-check

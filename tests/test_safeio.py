@@ -86,6 +86,7 @@ CLASHES: dict[str, list[str]] = {
     "headline": ["--inputs", "in.json", "--output", "in.json"],
     "summary": ["--scorers", "{}", "--sizes", "1k", "--comparison", "in.tsv", "--tsv", "o.tsv", "--md", "in.tsv"],
     "wall-times": ["in.tsv", "--md", "in.tsv"],
+    "docs-results": ["--results", "data", "--output", "data/in.tsv"],
     "report-figures": ["--work", "w", "--outdir", ".", "--ledger", "tables.html"],
     "export-encoder": ["--encoder", "data", "--output", "data"],
     "export-filtered": ["--selection", "in.tsv", "--tsv", "o.tsv", "--src", "in.tsv", "--tgt", "o.de"],

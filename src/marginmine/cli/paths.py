@@ -132,6 +132,9 @@ PATHS: dict[str, tuple[tuple[tuple[str, str], ...], tuple[Derived, ...]]] = {
                  ("select", "in"),
                  ("tsv", "out"), ("md", "out")), ()),
     "wall-times": ((("tsv", "in"), ("md", "out")), ()),
+    # --readme and --page are rewritten in place: outputs (their text outside the blocks is kept)
+    "docs-results": ((("results", "indir"), ("published", "indir"), ("output", "out"), ("readme", "out"),
+                      ("page", "out")), ()),
     # --work, --results, --benchmarks are where it looks for files, not inputs as a whole
     "report-figures": ((("ledger", "in"), ("select", "in"), ("tables", "in")), (_report_files,)),
 }

@@ -1,6 +1,7 @@
 """Subcommands ``compare`` (the BLEU table and plot of the selection methods), ``headline``,
 ``summary`` (one row per system of a suite), ``wall-times`` (each part's time from
-scripts/wall_time.sh's rows) and ``report-figures``: the figures and tables of the Snakemake
+scripts/wall_time.sh's rows), ``docs-results`` (docs/results.md and the README's key result from
+the tables the pipeline wrote) and ``report-figures``: the figures and tables of the Snakemake
 report (ledger, score histograms, result tables, wall time and throughput per rule). Registered by :mod:`marginmine.cli.main`."""
 
 from __future__ import annotations
@@ -107,6 +108,17 @@ def cmd_wall_times(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_docs_results(args: argparse.Namespace) -> int:
+    from marginmine.report.docsresults import write_docs
+
+    changed = write_docs(args.results, args.output, args.published, args.readme, args.page, args.repo)
+    for path in changed:
+        log.info("docs-results: wrote %s", path)
+    if not changed:
+        log.info("docs-results: every page was up to date")
+    return 0
+
+
 def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> None:
     p = sub.add_parser("compare", help="BLEU of every selection method, N and training seed: mean, sd and a "
                                        "seed-and-sentence bootstrap against the headline method (TSV, Markdown, plot)")
@@ -149,6 +161,22 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> N
     p.add_argument("tsv", help="the rows (part, started, ended, seconds, exit, machine)")
     p.add_argument("--md", required=True)
     handlers["wall-times"] = cmd_wall_times
+
+    p = sub.add_parser("docs-results",
+                       help="docs/results.md from the tables the pipeline wrote (each stamped with its file, date, "
+                            "machine and the commit), and the rendered blocks of the README and other pages")
+    p.add_argument("--results", required=True, help="the experiment's results directory (results/demo)")
+    p.add_argument("--published", default=None,
+                   help="the published scorers' suite's tables (default: RESULTS/published; absent: a one-line note)")
+    p.add_argument("--output", required=True, help="the page to write (docs/results.md)")
+    p.add_argument("--readme", default=None,
+                   help="fill its block <!-- rendered: key-result begin --> ... <!-- rendered: key-result end --> "
+                        "with the key result (required there); nothing outside the markers changes")
+    p.add_argument("--page", action="append", default=[], metavar="MD",
+                   help="a page whose marked blocks (<!-- rendered: NAME begin/end -->, NAME: key-result, "
+                        "demo-<table>, published-<table>) are filled; repeatable")
+    p.add_argument("--repo", default=".", help="the git repository whose commit stamps the tables (default: .)")
+    handlers["docs-results"] = cmd_docs_results
 
     p = sub.add_parser("report-figures",
                        help="figures and tables for the Snakemake report (ledger, score histograms, benchmarks)")
