@@ -32,7 +32,7 @@ def local_file(kind: str, key: str, value: Any) -> Path:
         raise EncoderError(f"{kind} params.{key}: give the local path of the file (got {value!r})")
     p = Path(value).expanduser()
     if not p.is_file():
-        raise EncoderError(f"{kind} params.{key}: {p} not found (download it first; the README lists the "
+        raise EncoderError(f"{kind} params.{key}: {p} not found (download it first; docs/encoders.md lists the "
                            "public URLs and their SHA-256)")
     return p
 

@@ -22,9 +22,9 @@ methods (paired: both are scored on the same resampled test set, so sentence dif
 in sacreBLEU's paired bootstrap), and (2) for each method independently its seeds with replacement
 (as many as it has; different methods' seeds are independent training runs, not pairs). A method's
 score is the mean corpus BLEU of its drawn seeds on the drawn sentences; the round's statistic is
-A minus B. Why: the issue measured up to two BLEU between seeds of one system, as large as the gaps
-between methods, and a sentence-only bootstrap (what the README used) treats one training run as
-the method and cannot see that; resampling seeds alone would ignore that the test set is a sample.
+A minus B. Why: at CPU scale two training seeds of one system differ by up to two BLEU, as much as
+the gaps between methods, and a sentence-only bootstrap treats one training run as the method and
+cannot see that; resampling seeds alone would ignore that the test set is a sample.
 Two levels see both; pairing on sentences keeps the test as sharp as the data allow.
 The interval is the percentile interval of the rounds' differences; the two-sided p-value is the
 shifted-null bootstrap one (Efron & Tibshirani 1993, 16.4; sacreBLEU's paired bootstrap does the

@@ -53,7 +53,7 @@ class LangIdFilter:
 
     Not "top-1 must match": fastText is unsure on short web strings (product names, menus), so
     top-1 matching removed 172 of the 1,048 valid ParaCrawl v3 en-de pairs; P(expected) >= 0.1
-    removes 93 valid pairs and 41 of the 45 wrong-language ones (see the README).
+    removes 93 valid pairs and 41 of the 45 wrong-language ones (docs/preprocessing.md).
     """
 
     min_prob: float
