@@ -2,7 +2,7 @@
 sets) on the same trained demo system, each measured end to end in the same run: fairseq-generate,
 and CTranslate2 including the checkpoint's conversion (the system is copied to a temporary
 directory, so nothing is converted in advance). The decision this measured: CTranslate2 became the
-default decoder (3.0x on AMD EPYC, 2 threads).
+default decoder (the measured speed-up: bench/RESULTS.md).
 
     .venv/bin/python bench/bench_decoding.py [--system work/demo/nmt/ratio.20k/seed1]
 The length limit is fairseq's ``1.5 * source pieces + 10`` per sentence in both. Writes
@@ -58,6 +58,7 @@ def main() -> int:
         print(f"bench_decoding: missing {missing} (run `make demo` first)", file=sys.stderr)
         return 2
     n = sum(len(read_lines(s)) for _, s, _ in sets)
+    out.mkdir(parents=True, exist_ok=True)  # bench/out/ is git-ignored: absent from a fresh clone
     tmp = Path(tempfile.mkdtemp(prefix="bench_decoding.", dir=out))
     plain = []  # both paths read the same plain-text sources
     for name, src, ref in sets:

@@ -12,8 +12,8 @@ then hands the directory to the loader registered for ``kind``. Files that need 
 training wrote; anything else - a foreign checkpoint, a directory without a manifest, a modified
 file - is refused with a clear message.
 
-New encoder kinds (hard-negative dual encoders, a LASER/LaBSE model on disk, ...) register a
-loader with :func:`register` and need no change downstream.
+A new encoder kind is one module listed in ``KINDS`` (``encoders/__init__.py``, imported only when
+used) with its ``train`` and ``load``; nothing downstream changes.
 """
 
 from __future__ import annotations
