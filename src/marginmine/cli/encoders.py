@@ -117,7 +117,8 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> N
     p = sub.add_parser("encoder-data", help="clean encoder training data and remove dev/test leakage")
     p.add_argument("--sources", required=True,
                    help="JSON list (or .json file) of {name, src_lang, tgt_lang, files, columns, detokenize}")
-    p.add_argument("--outdir", required=True)
+    p.add_argument("--outdir", required=True,
+                   help="where <name>.<lang> text files, manifest.json and report.json go")
     p.add_argument("--protect", nargs="*", default=[], help="dev/test files whose sentences must not be trained on")
     p.add_argument("--exclude-corpus", nargs="*", default=[], help="corpus TSVs the encoder will score")
     handlers["encoder-data"] = cmd_encoder_data
@@ -130,7 +131,8 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> N
     p.add_argument("--workdir", default=None,
                    help="where training runs and checkpoints live (resumable); default: --output")
     p.add_argument("--params", default=None, help="JSON dict of hyper-parameters")
-    p.add_argument("--seed", type=int, default=SEED)
+    p.add_argument("--seed", type=int, default=SEED,
+                   help="training seed: initialisation and batch order (default %(default)s)")
     p.add_argument("--max-minutes", type=float, default=None, help="wall-clock budget")
     p.add_argument("--threads", type=int, default=None, help="CPU threads for training")
     p.add_argument("--untrained", action="store_true",
@@ -146,11 +148,13 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> N
 
     p = sub.add_parser("embed", help="embed a text file (or TSV column) into a memory-mapped .npy")
     p.add_argument("--encoder", required=True, help="encoder directory (with encoder.json)")
-    p.add_argument("--lang", required=True)
-    p.add_argument("--input", required=True)
+    p.add_argument("--lang", required=True, help="language code of the input's sentences, e.g. en")
+    p.add_argument("--input", required=True,
+                   help="one sentence per line, or a TSV with --column (.gz allowed)")
     p.add_argument("--output", required=True, help=".npy file")
     p.add_argument("--column", type=int, default=None, help="0-based TSV column (default: whole line)")
-    p.add_argument("--dtype", default="float16", choices=["float16", "float32"])
+    p.add_argument("--dtype", default="float16", choices=["float16", "float32"],
+                   help="float type of the stored vectors")
     p.add_argument("--chunk-size", type=int, default=50_000, help="sentences per written chunk")
     p.add_argument("--device", default="cpu", help="cpu or cuda[:N] (fails if no GPU is visible)")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
@@ -158,13 +162,14 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> N
     handlers["embed"] = cmd_embed
 
     p = sub.add_parser("eval-encoder", help="Tatoeba retrieval / newstest alignment error rates")
-    p.add_argument("--encoder", required=True)
-    p.add_argument("--name", required=True)
+    p.add_argument("--encoder", required=True, help="encoder directory (with encoder.json)")
+    p.add_argument("--name", required=True, help="the encoder's name in the JSON (its row in encoder-report)")
     p.add_argument("--set", action="append", required=True, metavar="NAME,KIND,SRC_LANG,TGT_LANG,SRC,TGT",
                    help="a gold set; KIND is tatoeba or alignment; repeatable")
     p.add_argument("-k", type=int, default=K, help="neighbours per sentence of the margins (default %(default)s)")
-    p.add_argument("--seed", type=int, default=SEED)
-    p.add_argument("--device", default="cpu")
+    p.add_argument("--seed", type=int, default=SEED,
+                   help="seed of the shuffle of an alignment set's candidates (default %(default)s)")
+    p.add_argument("--device", default="cpu", help="cpu or cuda[:N] (fails if no GPU is visible)")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     p.add_argument("--output", required=True, help="JSON")
     p.add_argument("--margins", default="absolute,ratio",
@@ -172,8 +177,10 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> N
     handlers["eval-encoder"] = cmd_eval_encoder
 
     p = sub.add_parser("encoder-report", help="one TSV + Markdown table of encoder evaluations")
-    p.add_argument("--inputs", nargs="+", required=True)
-    p.add_argument("--tsv", required=True)
-    p.add_argument("--md", required=True)
+    p.add_argument("--inputs", nargs="+", required=True,
+                   help="JSON files written by eval-encoder (or eval-similarity)")
+    p.add_argument("--tsv", required=True,
+                   help="output: one row per encoder, set and margin: error rates (%%) and training minutes")
+    p.add_argument("--md", required=True, help="output: Markdown table, one row per encoder")
     p.add_argument("--votes", default=None, help="vote-report TSV: the votes' F1 on the same sets, below the table")
     handlers["encoder-report"] = cmd_encoder_report

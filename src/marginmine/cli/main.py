@@ -201,14 +201,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("split", help="read + global exact dedup, then deal pairs to N shard files")
     _add_input(p)
-    p.add_argument("--shards", type=int, required=True)
+    p.add_argument("--shards", type=int, required=True, help="number of shard files")
     p.add_argument("--block", type=int, default=10_000, help="consecutive pairs per shard turn")
-    p.add_argument("--outdir", required=True)
+    p.add_argument("--outdir", required=True, help="directory of the shard files")
     p.add_argument("--prefix", default="shard", help="shard file names: PREFIX0000.tsv.gz ...")
-    p.add_argument("--rejects", required=True)
-    p.add_argument("--ledger", required=True)
-    p.add_argument("--dedup-mem-mb", type=int, default=1024)
-    p.add_argument("--tmpdir", default=None)
+    p.add_argument("--rejects", required=True,
+                   help="removed pairs (unreadable, duplicate): line, step, reason, source, target, ...")
+    p.add_argument("--ledger", required=True,
+                   help="ledger JSON of the read and dedup steps (a .tsv is written beside it)")
+    p.add_argument("--dedup-mem-mb", type=int, default=1024,
+                   help="RAM for dedup keys before spilling to disk")
+    p.add_argument("--tmpdir", default=None, help="where dedup spills (default: system temp)")
     _HANDLERS["split"] = cmd_split
 
     p = sub.add_parser("ledger", help="chain the split ledger with the sum of per-shard ledgers")
@@ -218,31 +221,35 @@ def build_parser() -> argparse.ArgumentParser:
     _HANDLERS["ledger"] = cmd_ledger
 
     p = sub.add_parser("download", help="HTTP(S) download with retries, resume and SHA-256 check")
-    p.add_argument("--url", required=True)
-    p.add_argument("--output", required=True)
-    p.add_argument("--sha256", default=None)
-    p.add_argument("--retries", type=int, default=5)
-    p.add_argument("--timeout", type=float, default=60.0)
+    p.add_argument("--url", required=True, help="http(s):// or file:// URL, or a local path")
+    p.add_argument("--output", required=True,
+                   help="destination file (data goes to OUTPUT.part, renamed once complete and verified)")
+    p.add_argument("--sha256", default=None,
+                   help="expected SHA-256 (64 hex digits): checked after the download; an OUTPUT that "
+                        "matches is kept without fetching")
+    p.add_argument("--retries", type=int, default=5, help="attempts after the first, with growing waits")
+    p.add_argument("--timeout", type=float, default=60.0, help="seconds each connect and read may take")
     _HANDLERS["download"] = cmd_download
 
     p = sub.add_parser("extract", help="copy one member of a .tgz/.tar archive to a file")
-    p.add_argument("--archive", required=True)
+    p.add_argument("--archive", required=True, help="tar archive (.tgz, .tar.gz, .tar; any compression)")
     p.add_argument("--member", required=True, help="member path or file name")
-    p.add_argument("--output", required=True)
+    p.add_argument("--output", required=True, help="file the member is copied to")
     _HANDLERS["extract"] = cmd_extract
 
     p = sub.add_parser("fetch-testset", help="write a sacreBLEU test set's source and reference")
     p.add_argument("--test-set", required=True, help="e.g. wmt13, wmt14/full")
     p.add_argument("--langpair", required=True, help="e.g. en-de")
-    p.add_argument("--src", required=True)
-    p.add_argument("--ref", required=True)
+    p.add_argument("--src", required=True, help="output: the source side, one sentence per line")
+    p.add_argument("--ref", required=True, help="output: the (first) reference, one sentence per line")
     _HANDLERS["fetch-testset"] = cmd_fetch_testset
 
     p = sub.add_parser("demo-corpus", help="build the demo noisy en-de corpus from the shared real data")
-    p.add_argument("--data-dir", required=True)
+    p.add_argument("--data-dir", required=True, help="the shared data folder the real sources are read from")
     p.add_argument("--output", required=True, help="corpus TSV: en, de, id")
     p.add_argument("--labels", required=True, help="sidecar TSV: id, origin, kind, clean")
-    p.add_argument("--seed", type=int, default=SEED)
+    p.add_argument("--seed", type=int, default=SEED,
+                   help="seed of every component's sample and of the corpus order (default %(default)s)")
     p.add_argument("--scale", type=float, default=1.0, help="multiply every component's size")
     p.add_argument("--heldout", type=_split_sizes, default=None, metavar="SPLIT=PAIRS,...",
                    help="clean-mix held-out sets, e.g. dev=1000,test=2000: pairs of every clean origin in the "
@@ -254,24 +261,26 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("check-overlap", help="fail if a corpus shares sentences with dev/test sets")
     p.add_argument("--corpus", nargs="+", required=True,
                    help="TSV files (.gz allowed) with source and target in the first two columns")
-    p.add_argument("--protect", nargs="+", required=True)
+    p.add_argument("--protect", nargs="+", required=True,
+                   help="dev/test files, one sentence per line: no pair may have a side found in them")
     p.add_argument("--output", required=True, help="report JSON")
     _HANDLERS["check-overlap"] = cmd_check_overlap
 
     p = sub.add_parser("tatoeba-share", help="the Tatoeba de-en pairs reserved for encoder training (demo)")
-    p.add_argument("--data-dir", required=True)
-    p.add_argument("--en", required=True)
-    p.add_argument("--de", required=True)
+    p.add_argument("--data-dir", required=True, help="the shared data folder (with the Tatoeba de-en pairs)")
+    p.add_argument("--en", required=True, help="output: the share's English sentences, one per line")
+    p.add_argument("--de", required=True, help="output: their German translations, line-aligned with --en")
     _HANDLERS["tatoeba-share"] = cmd_tatoeba_share
 
     p = sub.add_parser("heldout", help="a dev or test set as a seeded slice of a larger parallel test set")
-    p.add_argument("--src", required=True)
-    p.add_argument("--tgt", required=True)
+    p.add_argument("--src", required=True, help="the larger test set's source side, one sentence per line")
+    p.add_argument("--tgt", required=True, help="its target side, line-aligned with --src")
     p.add_argument("--start", type=int, default=0, help="first position in the shuffle")
     p.add_argument("--size", type=int, required=True, help="pairs to take")
     p.add_argument("--seed", type=int, default=1, help="the shuffle; slices of one seed never overlap")
-    p.add_argument("--out-src", required=True)
-    p.add_argument("--out-tgt", required=True)
+    p.add_argument("--out-src", required=True, help="output: the slice's source sentences")
+    p.add_argument("--out-tgt", required=True,
+                   help="output: the slice's target sentences, line-aligned with --out-src")
     _HANDLERS["heldout"] = cmd_heldout
 
     from marginmine.cli.encoders import register as register_encoders

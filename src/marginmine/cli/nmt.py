@@ -139,11 +139,11 @@ def cmd_translator_data(args: argparse.Namespace) -> int:
 
 
 def _decoding_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--beam", type=int, default=5)
+    p.add_argument("--beam", type=int, default=5, help="beam size")
     p.add_argument("--batch-size", type=int, default=64, help="sentences per decoding batch")
-    p.add_argument("--lenpen", type=float, default=1.0)
+    p.add_argument("--lenpen", type=float, default=1.0, help="length penalty of the beam search")
     p.add_argument("--max-len-a", type=float, default=1.5, help="hypothesis <= a * source pieces + b")
-    p.add_argument("--max-len-b", type=int, default=10)
+    p.add_argument("--max-len-b", type=int, default=10, help="the b of --max-len-a's bound")
     p.add_argument("--threads", type=int, default=None, help="CPU threads of the decoder")
     p.add_argument("--device", default="auto", help="auto, cpu or cuda (fails if no GPU is visible)")
     p.add_argument("--decoder", default=_default_decoder(), choices=("ctranslate2", "fairseq"),
@@ -154,23 +154,23 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> N
     p = sub.add_parser("train-nmt", help="BPE + fairseq transformer on selected pairs, last checkpoints averaged")
     p.add_argument("--train", required=True, help="TSV (.gz allowed): source and target in the first two columns")
     p.add_argument("--dev-src", required=True, help="dev source (validation loss, early stopping)")
-    p.add_argument("--dev-ref", required=True)
+    p.add_argument("--dev-ref", required=True, help="dev reference, line-aligned with --dev-src")
     p.add_argument("--workdir", required=True, help="model directory (resumable; evaluate needs only it)")
-    p.add_argument("--src-lang", required=True)
-    p.add_argument("--tgt-lang", required=True)
+    p.add_argument("--src-lang", required=True, help="source language code (first column of --train)")
+    p.add_argument("--tgt-lang", required=True, help="target language code (second column of --train)")
     p.add_argument("--params", default=None, help="JSON object (inline or a .json file) of NMT params")
     p.add_argument("--arch", default=None, help="fairseq arch (overrides params' arch; default transformer)")
     p.add_argument("--threads", type=int, default=None, help="CPU threads (OMP/MKL, sentencepiece)")
     p.add_argument("--max-minutes", type=float, default=None, help="wall-clock budget; rerunning continues")
-    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--seed", type=int, default=1, help="fairseq's training seed (default %(default)s)")
     handlers["train-nmt"] = cmd_train_nmt
 
     p = sub.add_parser("evaluate", help="beam-search test (and dev, extra) sets; sacreBLEU + tokenised BLEU")
     p.add_argument("--workdir", required=True, help="directory written by train-nmt")
-    p.add_argument("--test-src", required=True)
-    p.add_argument("--test-ref", required=True)
-    p.add_argument("--dev-src", default=None)
-    p.add_argument("--dev-ref", default=None)
+    p.add_argument("--test-src", required=True, help="test source, one sentence per line")
+    p.add_argument("--test-ref", required=True, help="test reference, line-aligned with --test-src")
+    p.add_argument("--dev-src", default=None, help="dev source (with --dev-ref; optional)")
+    p.add_argument("--dev-ref", default=None, help="dev reference, line-aligned with --dev-src")
     p.add_argument("--extra", type=_extra, nargs="*", default=[], metavar="NAME,SRC,REF",
                    help="further test sets, e.g. newstest2014,nt14.en,nt14.de")
     p.add_argument("--output", required=True, help="report: first line the test sacreBLEU (a .json beside it)")
@@ -194,8 +194,9 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> N
 
     p = sub.add_parser("translator-data", help="a translator's training TSV: the encoder data's pairs of one language pair")
     p.add_argument("--encoder-data", required=True, help="manifest.json of marginmine encoder-data")
-    p.add_argument("--src-lang", required=True)
-    p.add_argument("--tgt-lang", required=True)
+    p.add_argument("--src-lang", required=True,
+                   help="language code of the first column written (either column order in the data)")
+    p.add_argument("--tgt-lang", required=True, help="language code of the second column written")
     p.add_argument("--output", required=True, help="TSV (.gz allowed): source, target")
     p.add_argument("--report", default=None, help="JSON: pairs per data set")
     p.add_argument("--max-pairs", type=int, default=0, help="a uniform sample of this many pairs (0 = all)")

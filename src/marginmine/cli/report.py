@@ -128,17 +128,24 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> N
     p.add_argument("--subsets", nargs="*", type=_subset, default=None, metavar="TEST_SET=LABELS_TSV",
                    help="score a test set also per origin (the held-out set's labels: id, origin, kind, clean)")
     p.add_argument("--resamples", type=int, default=1000, help="bootstrap rounds")
-    p.add_argument("--bootstrap-seed", type=int, default=12345)
-    p.add_argument("--tsv", required=True)
-    p.add_argument("--md", required=True)
+    p.add_argument("--bootstrap-seed", type=int, default=12345, help="seed of the bootstrap's resampling")
+    p.add_argument("--tsv", required=True,
+                   help="output: per test set, method and N: BLEU mean and sd over seeds, the difference to "
+                        "--headline with its confidence interval and p-value")
+    p.add_argument("--md", required=True, help="output: the comparison as Markdown")
     p.add_argument("--runs", default=None, help="one row per trained system (TSV)")
-    p.add_argument("--png", default=None)
-    p.add_argument("--title", default="")
+    p.add_argument("--png", default=None,
+                   help="plot: mean dev BLEU (test where no dev) against N, one line per method, "
+                        "sd as error bars")
+    p.add_argument("--title", default="",
+                   help="appended to the Markdown heading; the plot's title "
+                        "(default: BLEU by selection method)")
     handlers["compare"] = cmd_compare
 
     p = sub.add_parser("headline", help="bleu_<N>.txt: the headline method's mean test BLEU over its seeds")
     p.add_argument("--inputs", nargs="+", required=True, help="the headline method's bleu.json files, one per seed")
-    p.add_argument("--output", required=True)
+    p.add_argument("--output", required=True,
+                   help="text file: the mean test sacreBLEU on the first line, then each seed's")
     handlers["headline"] = cmd_headline
 
     p = sub.add_parser("summary", help="one row per system of a suite: AUC, BUCC F1, intrinsic error, pairs, "
@@ -152,14 +159,17 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> N
     p.add_argument("--comparison", required=True, help="compare TSV")
     p.add_argument("--runs", default=None, help="compare's runs TSV (--runs): the machines each system ran on")
     p.add_argument("--select", nargs="*", default=[], help="select reports <method>.<N>.json")
-    p.add_argument("--title", default="Summary")
-    p.add_argument("--tsv", required=True)
-    p.add_argument("--md", required=True)
+    p.add_argument("--title", default="Summary", help="the Markdown page's heading")
+    p.add_argument("--tsv", required=True, help="output: one row per system and N")
+    p.add_argument("--md", required=True,
+                   help="output: the same as a Markdown table, naming the files joined")
     handlers["summary"] = cmd_summary
 
     p = sub.add_parser("wall-times", help="a part's wall time: the sum of scripts/wall_time.sh's rows per part (Markdown)")
     p.add_argument("tsv", help="the rows (part, started, ended, seconds, exit, machine)")
-    p.add_argument("--md", required=True)
+    p.add_argument("--md", required=True,
+                   help="output: Markdown table, one row per part (invocations, seconds, machines), "
+                        "and the total")
     handlers["wall-times"] = cmd_wall_times
 
     p = sub.add_parser("docs-results",

@@ -25,8 +25,8 @@ def add_filter_settings(p: argparse.ArgumentParser, protect: bool = True) -> Non
 
     d = {f: PreprocessSettings.__dataclass_fields__[f].default
          for f in ("min_tokens", "max_tokens", "max_overlap", "max_ratio", "langid_min_prob")}
-    p.add_argument("--src-lang", required=True)
-    p.add_argument("--tgt-lang", required=True)
+    p.add_argument("--src-lang", required=True, help="the source side's language code, e.g. en")
+    p.add_argument("--tgt-lang", required=True, help="the target side's language code, e.g. de")
     p.add_argument("--min-tokens", type=int, default=d["min_tokens"], help="default %(default)s")
     p.add_argument("--max-tokens", type=int, default=d["max_tokens"], help="default %(default)s")
     p.add_argument("--max-overlap", type=float, default=d["max_overlap"],
@@ -254,8 +254,12 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler], colu
                    help=".npy: the source side translated into the target language, embedded (vote kinds)")
     p.add_argument("--tgt-translated", default=None,
                    help=".npy: the target side translated into the source language, embedded (vote kinds)")
-    p.add_argument("--src-lang", default="en")
-    p.add_argument("--tgt-lang", default="de")
+    p.add_argument("--src-lang", default="en",
+                   help="the source side's language code, given to --encoder "
+                        "(unused with precomputed embeddings)")
+    p.add_argument("--tgt-lang", default="de",
+                   help="the target side's language code, given to --encoder "
+                        "(unused with precomputed embeddings)")
     add_scorers(p)
     p.add_argument("--batch-size", type=int, default=BATCH_SIZE,
                    help="pairs per kNN batch (paper 5M, the default); scores depend on it, nothing else")
@@ -264,12 +268,15 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler], colu
     handlers["score"] = cmd_score
 
     p = sub.add_parser("mine", help="mine parallel sentences from two monolingual files")
-    p.add_argument("--src", required=True)
-    p.add_argument("--tgt", required=True)
+    p.add_argument("--src", required=True, help="source-language text, one sentence per line (.gz allowed)")
+    p.add_argument("--tgt", required=True, help="target-language text, one sentence per line (.gz allowed)")
     add_filter_settings(p, protect=False)
-    p.add_argument("--encoder", required=True)
-    p.add_argument("--margin", default="ratio", choices=["absolute", "distance", "ratio", "eq9", "eq10"])
-    p.add_argument("--retrieval", default="max", choices=["fwd", "bwd", "intersect", "max"])
+    p.add_argument("--encoder", required=True, help="encoder directory (with encoder.json)")
+    p.add_argument("--margin", default="ratio", choices=["absolute", "distance", "ratio", "eq9", "eq10"],
+                   help="margin function of the score: absolute (the cosine), distance, ratio, eq9 or eq10")
+    p.add_argument("--retrieval", default="max", choices=["fwd", "bwd", "intersect", "max"],
+                   help="candidates: each source's best (fwd), each target's best (bwd), the pairs both "
+                        "agree on (intersect), or both, one pair per sentence by descending score (max)")
     p.add_argument("--threshold", type=float, default=None, help="keep pairs scoring at least this")
     p.add_argument("--output", required=True, help="TSV sorted by score: src, tgt, score, src_line, tgt_line")
     p.add_argument("--ledger", default=None, help="JSON ledger of removed candidates (a .tsv beside it)")
@@ -307,9 +314,11 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler], colu
     p.add_argument("--margin-column", default="ratio", help="score-file column of a margin scorer")
     p.add_argument("--cosine-column", default="cosine", help="score-file column of a cosine scorer (same encoder)")
     p.add_argument("--density-tsv", default=None, help="per group: pairs, share, mean cosine, mean kNN similarity")
-    p.add_argument("--tsv", required=True)
-    p.add_argument("--md", required=True)
-    p.add_argument("--title", default="")
+    p.add_argument("--tsv", required=True, help="output: one row per selection and group: method, N, group, "
+                                                 "pairs, share")
+    p.add_argument("--md", required=True,
+                   help="output: Markdown table of each group's share (%%) per selection")
+    p.add_argument("--title", default="", help="appended to the Markdown heading")
     handlers["composition"] = cmd_composition
 
     from marginmine.cli.score_eval import register as register_evaluations

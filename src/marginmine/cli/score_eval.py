@@ -287,16 +287,24 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> N
     from marginmine.scoring.heads import CorpusShard, HeldOut
 
     p = sub.add_parser("bucc-data", help="build the BUCC-style mining benchmark from real text")
-    p.add_argument("--gold-train", nargs="+", required=True, metavar="SRC,TGT")
-    p.add_argument("--gold-test", nargs="+", required=True, metavar="SRC,TGT")
-    p.add_argument("--mono-src", nargs="+", required=True)
-    p.add_argument("--mono-tgt", nargs="+", required=True)
+    p.add_argument("--gold-train", nargs="+", required=True, metavar="SRC,TGT",
+                   help="line-aligned source,target files: the train split's gold pairs and distractors")
+    p.add_argument("--gold-test", nargs="+", required=True, metavar="SRC,TGT",
+                   help="line-aligned source,target files: the test split's gold pairs and distractors")
+    p.add_argument("--mono-src", nargs="+", required=True,
+                   help="source-language text files: the unpaired lines of the source pools")
+    p.add_argument("--mono-tgt", nargs="+", required=True,
+                   help="target-language text files: the unpaired lines of the target pools")
     p.add_argument("--share", type=float, default=BUCC_SHARE, help="gold share of each pool (BUCC: 2-3%%)")
     p.add_argument("--distractors", type=int, default=BUCC_DISTRACTORS, help="unpaired gold-domain lines per side")
     p.add_argument("--mono-max", type=int, default=BUCC_MONO_MAX,
                    help="the first this many distinct monolingual lines per side (0 = all; half per split)")
-    p.add_argument("--seed", type=int, default=SEED)
-    p.add_argument("--output-dir", required=True)
+    p.add_argument("--seed", type=int, default=SEED,
+                   help="which gold pairs and distractors are drawn, and the pools' order "
+                        "(default %(default)s)")
+    p.add_argument("--output-dir", required=True,
+                   help="where train/test .src, .tgt, .gold (1-based line pairs) and summary.json "
+                        "are written")
     handlers["bucc-data"] = cmd_bucc_data
 
     p = sub.add_parser("eval-mining", help="P/R/F1 of every scorer x retrieval on the BUCC-style benchmark")
@@ -307,10 +315,12 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> N
     p.add_argument("--translated", nargs="*", default=[], metavar="SPLIT.SIDE=FILE",
                    help="the pools translated into the other language, line for line (vote scorers): "
                         "train.src=F train.tgt=F test.src=F test.tgt=F")
-    p.add_argument("--src-lang", required=True)
-    p.add_argument("--tgt-lang", required=True)
-    p.add_argument("--tsv", required=True)
-    p.add_argument("--md", required=True)
+    p.add_argument("--src-lang", required=True, help="language code of the benchmark's source pools")
+    p.add_argument("--tgt-lang", required=True, help="language code of the benchmark's target pools")
+    p.add_argument("--tsv", required=True,
+                   help="output: one row per scorer and retrieval: P, R, F1 on test at the threshold "
+                        "from train")
+    p.add_argument("--md", required=True, help="output: the same as a Markdown table")
     add_knn(p, k=False)
     handlers["eval-mining"] = cmd_eval_mining
 
@@ -325,18 +335,22 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> N
     p.add_argument("--paracrawl-translated", nargs=2, default=None, metavar=("SRC_TRANSLATED", "TGT_TRANSLATED"),
                    help="its sources translated into the target language and its targets into the source "
                         "language, one line per pair (for vote scorers)")
-    p.add_argument("--src-lang", default="en")
-    p.add_argument("--tgt-lang", default="de")
+    p.add_argument("--src-lang", default="en", help="language code of --paracrawl's source side")
+    p.add_argument("--tgt-lang", default="de", help="language code of --paracrawl's target side")
     p.add_argument("--demo-labels", default=None, help="demo corpus sidecar labels TSV")
     p.add_argument("--pairs", nargs="*", default=[], help="preprocessed shards (with the id column)")
     p.add_argument("--scores", nargs="+", action="append", default=None, metavar="FILE",
                    help="score files, one per shard in shard order; repeat the flag per encoder's group. Every "
                         "named column becomes a row")
-    p.add_argument("--id-column", type=int, default=2)
-    p.add_argument("--top-n", type=int, nargs="+", default=[500, 1000])
-    p.add_argument("--tsv", required=True)
-    p.add_argument("--md", required=True)
-    p.add_argument("--json", default=None)
+    p.add_argument("--id-column", type=int, default=2,
+                   help="0-based column of --pairs holding the pair id (looked up in --demo-labels)")
+    p.add_argument("--top-n", type=int, nargs="+", default=[500, 1000],
+                   help="precision is reported for the N best-scored pairs, for each N")
+    p.add_argument("--tsv", required=True,
+                   help="output: one row per data set and scorer: pairs, positives, ROC-AUC, "
+                        "precision at each N")
+    p.add_argument("--md", required=True, help="output: the same as a Markdown table")
+    p.add_argument("--json", default=None, help="output: the same rows as JSON")
     add_knn(p, k=False)
     handlers["eval-filter"] = cmd_eval_filter
 
@@ -347,7 +361,7 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> N
     p.add_argument("--held-out", nargs="+", required=True, type=HeldOut.parse, metavar="SL,TL,SRC,TGT",
                    help="held-out clean pairs: languages and two aligned files; repeatable")
     p.add_argument("--src-lang", required=True, help="the corpus' source language (pairs are oriented to it)")
-    p.add_argument("--tgt-lang", required=True)
+    p.add_argument("--tgt-lang", required=True, help="the corpus' target language")
     p.add_argument("--protect", nargs="*", default=[], help="sets no held-out pair may share a side with")
     p.add_argument("--encoder-data", default=None, help="the encoder's training-data manifest.json (its pairs "
                                                          "are not held out)")
@@ -355,9 +369,10 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> N
                    help="the corpus' shards and their embeddings (kinds whose negatives come from the corpus)")
     p.add_argument("--exclude-pairs", default=None, help="a human-labelled evaluation TSV (ParaCrawl format): "
                                                           "its pairs are never negatives")
-    p.add_argument("--seed", type=int, default=SEED)
-    p.add_argument("--device", default="cpu")
-    p.add_argument("--threads", type=int, default=None)
+    p.add_argument("--seed", type=int, default=SEED,
+                   help="seed of the fit and of the choice of corpus negatives (default %(default)s)")
+    p.add_argument("--device", default="cpu", help="cpu or cuda[:N] (fails if no GPU is visible)")
+    p.add_argument("--threads", type=int, default=None, help="CPU threads for the encoder and FAISS")
     p.add_argument("--output", required=True, help="the head's directory")
     handlers["fit-scorer"] = cmd_fit_scorer
 
@@ -366,31 +381,38 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> N
     p.add_argument("--encoder", required=True, help="the vote scorers' encoder directory")
     p.add_argument("--set", action="append", default=[], metavar="NAME,SRC,TGT,SRC_TRANSLATED,TGT_TRANSLATED",
                    help="an intrinsic set oriented src->tgt and both sides' translations; repeatable")
-    p.add_argument("--translator", nargs="*", default=[], metavar="DIRECTION=BLEU_JSON")
+    p.add_argument("--translator", nargs="*", default=[], metavar="DIRECTION=BLEU_JSON",
+                   help="a translator's evaluate JSON (dev and test BLEU) by direction, e.g. en-de=FILE")
     p.add_argument("--stats", nargs="*", default=[], metavar="DIRECTION=STATS_JSON[,...]",
                    help="translate --stats files of the corpus shards")
     p.add_argument("--scores", nargs="*", default=[], metavar="SCORER=FILE[,...]",
                    help="a vote scorer's shard score files")
-    p.add_argument("-k", type=int, default=K)
-    p.add_argument("--src-lang", required=True)
-    p.add_argument("--tgt-lang", required=True)
-    p.add_argument("--title", default="Translate-then-vote")
-    p.add_argument("--tsv", required=True)
-    p.add_argument("--md", required=True)
-    p.add_argument("--device", default="cpu")
-    p.add_argument("--threads", type=int, default=None)
+    p.add_argument("-k", type=int, default=K,
+                   help="neighbours per sentence of the intrinsic sets' ratio margin (default %(default)s)")
+    p.add_argument("--src-lang", required=True, help="language code of the sets' source side")
+    p.add_argument("--tgt-lang", required=True, help="language code of the sets' target side")
+    p.add_argument("--title", default="Translate-then-vote", help="the Markdown report's heading")
+    p.add_argument("--tsv", required=True,
+                   help="output: one line per row: its section (translators, intrinsic, corpus), a tab, "
+                        "the row as JSON")
+    p.add_argument("--md", required=True, help="output: the three sections as Markdown tables")
+    p.add_argument("--device", default="cpu", help="cpu or cuda[:N] (fails if no GPU is visible)")
+    p.add_argument("--threads", type=int, default=None, help="CPU threads for the encoder and FAISS")
     handlers["vote-report"] = cmd_vote_report
 
     p = sub.add_parser("eval-similarity", help="intrinsic retrieval error with a learned similarity (e.g. mlp) "
                                               "over all n x n pairs")
-    p.add_argument("--encoder", nargs="+", action="extend", required=True, metavar="NAME=DIR")
+    p.add_argument("--encoder", nargs="+", action="extend", required=True, metavar="NAME=DIR",
+                   help="an encoder the scorers name; repeatable")
     add_scorers(p)
     p.add_argument("--name", required=True, help="the scorer whose similarity retrieves")
-    p.add_argument("--set", action="append", required=True, metavar="NAME,KIND,SRC_LANG,TGT_LANG,SRC,TGT")
+    p.add_argument("--set", action="append", required=True, metavar="NAME,KIND,SRC_LANG,TGT_LANG,SRC,TGT",
+                   help="a gold set; KIND is tatoeba or alignment; repeatable")
     p.add_argument("--src-lang", required=True, help="the language of the similarity's first input")
     p.add_argument("--label", default="similarity", help="the margin column's name in the report")
-    p.add_argument("--seed", type=int, default=SEED)
-    p.add_argument("--device", default="cpu")
-    p.add_argument("--threads", type=int, default=None)
+    p.add_argument("--seed", type=int, default=SEED,
+                   help="seed of the shuffle of an alignment set's candidates (default %(default)s)")
+    p.add_argument("--device", default="cpu", help="cpu or cuda[:N] (fails if no GPU is visible)")
+    p.add_argument("--threads", type=int, default=None, help="CPU threads for the encoder")
     p.add_argument("--output", required=True, help="JSON (eval-encoder's format)")
     handlers["eval-similarity"] = cmd_eval_similarity
