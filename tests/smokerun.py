@@ -16,7 +16,7 @@ from pathlib import Path
 import yaml
 
 from marginmine.defaults import K as DEFAULT_K
-from test_workflow import CORES, REPO, SNAKEMAKE, copy_workflow, snakemake
+from test_workflow import ALL_CORES, CORES, REPO, SNAKEMAKE, copy_workflow, snakemake
 
 TARGETS = ("all", "preprocess", "encoders", "scoring", "report_figures", "results/test/comparison.tsv")
 SHARDS = ("0000", "0001")
@@ -25,16 +25,17 @@ K = SCORING.get("k", DEFAULT_K)  # config/test.yaml keeps the schema's default
 
 
 def smoke_command(real_data: Path, *config: str, overlay: str | None = None,
-                  targets: tuple[str, ...] = TARGETS) -> list[str]:
+                  targets: tuple[str, ...] = TARGETS, cores: str = CORES) -> list[str]:
     """The smoke experiment's snakemake arguments; ``config`` adds ``key=value`` overrides, ``overlay``
     a second config file merged over config/test.yaml (nested values keep their YAML types there;
-    ``--config nmt={seeds: [1]}`` would give the string '1')."""
+    ``--config nmt={seeds: [1]}`` would give the string '1'); ``cores`` the worker's share unless
+    given (the smoke run and the suite get every core: test_workflow.ALL_CORES)."""
     files = ["config/test.yaml", *([overlay] if overlay else [])]
-    return [*targets, "--configfile", *files, "--cores", CORES, "--config", f"data_dir={real_data}", *config]
+    return [*targets, "--configfile", *files, "--cores", cores, "--config", f"data_dir={real_data}", *config]
 
 
 def run_smoke(d: Path, real_data: Path, timeout: float = 1500) -> subprocess.CompletedProcess[str]:
-    return snakemake(*smoke_command(real_data), cwd=d, timeout=timeout)
+    return snakemake(*smoke_command(real_data, cores=ALL_CORES), cwd=d, timeout=timeout)
 
 
 def smoke_run(d: Path, real_data: Path) -> Path:

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from smokerun import smoke_command
-from test_workflow import snakemake
+from test_workflow import ALL_CORES, snakemake
 
 
 def _table(path: Path) -> list[dict[str, str]]:
@@ -42,7 +42,7 @@ def suite(smoke: Path, real_data: Path, tmp_path_factory: pytest.TempPathFactory
     d = tmp_path_factory.mktemp("suite")
     shutil.copytree(smoke, d, symlinks=True, dirs_exist_ok=True)
     before = (d / "work/test/score/dan/shard0000.scores.tsv.gz").read_bytes()
-    r = snakemake(*smoke_command(real_data, targets=("published",)), cwd=d, timeout=1500)
+    r = snakemake(*smoke_command(real_data, targets=("published",), cores=ALL_CORES), cwd=d, timeout=1500)
     assert r.returncode == 0, (r.stdout + r.stderr)[-4000:]
     assert (d / "work/test/score/dan/shard0000.scores.tsv.gz").read_bytes() == before
     return d

@@ -26,6 +26,11 @@ SNAKEMAKE = str(Path(sys.executable).parent / "snakemake")
 #: threads wait for each other: the smoke suite's hard-negative DAN took 44 s alone and 143 s
 #: beside the other worker
 CORES = str(max(1, len(os.sched_getaffinity(0)) // int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))))
+#: every core of the process: for the smoke run and the published scorers' suite, the longest chain
+#: of make test (the suite waits for the smoke run). Their config (config/test.yaml, job_threads: 1)
+#: keeps every job single-threaded, so two jobs run side by side where the other worker leaves a
+#: core idle (the SLURM test mostly waits) and the bytes are those of a 1-core run
+ALL_CORES = str(len(os.sched_getaffinity(0)))
 
 
 def snakemake(*args: str, cwd: Path = REPO, timeout: float = 600) -> subprocess.CompletedProcess[str]:
