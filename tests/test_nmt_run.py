@@ -325,3 +325,23 @@ def test_ctranslate2_and_fairseq_decode_the_same_model_alike(trained, corpus, tm
     assert again.read_bytes() == ct2.read_bytes()
     with pytest.raises(NmtError, match="unknown decoder 'marian'"):
         translate(trained, corpus / "test.en", again, decoder="marian")
+
+
+@pytest.mark.slow
+def test_jobs_decoding_one_model_side_by_side_convert_it_once(trained, tmp_path):
+    """Two jobs that decode with one model at the same time (a translator's shards, two cores) find
+    no ct2/ and both need it: the first converts under the lock, the second waits and uses it.
+    Without the lock both wrote the same temporary directory and one failed (the smoke suite's
+    translate_text on two cores: "CTranslate2 could not convert ...")."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from marginmine.nmt.ctdecode import converted_model
+
+    work = tmp_path / "model"
+    shutil.copytree(trained, work, ignore=shutil.ignore_patterns("ct2", ".ct2*"))
+    manifest = load_manifest(work)
+    with ThreadPoolExecutor(max_workers=2) as pool:  # each call opens the lock file itself: a flock apart
+        done = list(pool.map(lambda _: converted_model(work, manifest), range(2)))
+    assert done == [work / "ct2"] * 2 and (work / "ct2" / "model.bin").is_file()
+    assert (work / "ct2" / "model_sha256.txt").read_text().strip() == manifest["sha256"][manifest["files"]["model"]]
+    assert not (work / ".ct2.part").exists()

@@ -8,7 +8,9 @@ and CTranslate2 70.9 s including the checkpoint conversion (2.67x), BLEU within 
 
 * The fairseq checkpoint is converted once per model into ``<workdir>/ct2/`` (written under a
   temporary name, renamed when complete; ``model_sha256.txt`` ties it to the checkpoint, so a
-  retrained model is converted again). The checkpoint is unpickled only after
+  retrained model is converted again). Jobs that decode with one model side by side (a
+  translator's shards) convert it once: the first holds ``<workdir>/.ct2.lock`` while it converts,
+  the others wait and then use its ``ct2/``. The checkpoint is unpickled only after
   :func:`marginmine.nmt.train.load_manifest` checked its SHA-256 (our own file).
 * The same settings as fairseq-generate: beam, length penalty, the source cut to the model's
   positions, and the hypothesis length limit ``max_len_a * source_tokens + max_len_b`` per
@@ -19,6 +21,7 @@ and CTranslate2 70.9 s including the checkpoint conversion (2.67x), BLEU within 
 
 from __future__ import annotations
 
+import fcntl
 import importlib.util
 import json
 import logging
@@ -53,13 +56,28 @@ def converted_model(work: Path, manifest: dict[str, Any]) -> Path:
     target = work / "ct2"
     stamp = target / "model_sha256.txt"
     want = model_sha256(manifest)
-    if stamp.is_file() and stamp.read_text().strip() == want and (target / "model.bin").is_file():
+
+    def current() -> bool:
+        return stamp.is_file() and stamp.read_text().strip() == want and (target / "model.bin").is_file()
+
+    if current():
         return target
     if importlib.util.find_spec("ctranslate2") is None:
         raise NmtError("the ctranslate2 decoder needs the ctranslate2 package (pinned in requirements.txt; "
                        "`make setup`), or choose --decoder fairseq")
+    with open(work / ".ct2.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, also when the process dies
+        if current():  # converted by a job that held the lock before us
+            return target
+        _convert(work, manifest, target, want)
+    return target
+
+
+def _convert(work: Path, manifest: dict[str, Any], target: Path, want: str) -> None:
+    from marginmine.nmt.params import NmtError
+
     src, tgt = manifest["src_lang"], manifest["tgt_lang"]
-    tmp = work / ".ct2.part"
+    tmp = work / ".ct2.part"  # only the lock holder writes it: a killed conversion's leftover goes
     shutil.rmtree(tmp, ignore_errors=True)
     with tempfile.TemporaryDirectory(prefix=".ct2-dicts.", dir=work) as dicts:
         for key, lang in (("src_dict", src), ("tgt_dict", tgt)):
@@ -76,7 +94,6 @@ def converted_model(work: Path, manifest: dict[str, Any]) -> Path:
     shutil.rmtree(target, ignore_errors=True)
     os.replace(tmp, target)
     log.info("converted %s for CTranslate2 -> %s", manifest["files"]["model"], target)
-    return target
 
 
 def length_batches(pieces: list[list[str]], batch_size: int) -> list[list[int]]:
