@@ -195,6 +195,9 @@ an old table
 
 ## Quick start
 text after, kept
+<!-- rendered: demo-time begin -->
+<!-- rendered: demo-time end -->
+the end, kept
 """
 
 
@@ -205,7 +208,9 @@ def test_readme_key_result_block_is_replaced_and_nothing_else(demo: Path, capsys
     head, rest = text.split(marker("key-result") + "\n", 1)
     block, tail = rest.split(marker("key-result", "end") + "\n", 1)
     assert head == README.split(marker("key-result"))[0]
-    assert tail == README.split(marker("key-result", "end") + "\n")[1]
+    after = README.split(marker("key-result", "end") + "\n")[1]
+    assert tail.split(marker("demo-time"))[0] == after.split(marker("demo-time"))[0]
+    assert tail.split(marker("demo-time", "end"))[1] == after.split(marker("demo-time", "end"))[1]
     assert "an old table" not in block
     rows = [line for line in block.splitlines() if line.startswith("| ")]
     assert rows[0] == "| method | N | training seeds | test BLEU | vs ratio | p |"
@@ -215,6 +220,9 @@ def test_readme_key_result_block_is_replaced_and_nothing_else(demo: Path, capsys
                      r"\| \d\.\d{4}( \(\d\))? \|$", rows[2], re.M), rows[2]
     stamp = STAMP.search(block)
     assert stamp and stamp["path"] == "results/demo/comparison.tsv" and stamp["machine"].startswith(f"machine: {EPYC}")
+    time = text.split(marker("demo-time") + "\n", 1)[1].split(marker("demo-time", "end"))[0]
+    assert "**60.0 minutes** of wall time on Intel Xeon, 4 cores, avx512f, finished, 1 invocation summed" in time, time
+    assert STAMP.search(time)["path"] == "results/demo/wall_times.tsv"
     # a second render changes nothing (the same bytes, the file not rewritten)
     before = Path("README.md").stat().st_mtime_ns
     assert run("--results", "results/demo", "--output", "docs/results.md", "--readme", "README.md") == 0

@@ -278,6 +278,26 @@ def key_result(results: Path, commit: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def demo_time(results: Path, commit: str) -> str:
+    """One line for a README: the demo's wall time (the sum of its ``make demo`` invocations, as
+    ``marginmine wall-times`` sums them), the machine and whether it finished, under its stamp."""
+    from marginmine.report.wall_times import part_totals, read_rows
+
+    tsv = results / "wall_times.tsv"
+    parts = part_totals(read_rows(tsv))
+    if not parts:
+        return (f"Wall time not recorded: `{display(tsv)}` has no rows "
+                "(scripts/wall_time.sh writes one per `make demo`).\n")
+    seconds = sum(p.seconds for p in parts)
+    machines = list(dict.fromkeys(m for p in parts for m in p.machines))
+    runs = sum(len(p.exits) for p in parts)
+    done = "finished" if all(p.done for p in parts) else "**not finished** (its last invocation failed)"
+    where = machines[0] if len(machines) == 1 else "**mixed machines:** " + "; ".join(machines)
+    line = (f"**{seconds / 60:.1f} minutes** of wall time on {where}, {done}, "
+            f"{runs} invocation{'s' if runs != 1 else ''} summed (`{display(results / 'wall_times.md')}`).")
+    return line + "\n\n" + stamp(tsv, f"machine{'s' if len(machines) != 1 else ''}: {'; '.join(machines)}", commit) + "\n"
+
+
 # --- the page ---------------------------------------------------------------------------------------
 
 INTRO = """\
@@ -321,7 +341,7 @@ def render(results: str | Path, published: str | Path | None = None, commit: str
         more = f" (nor {', '.join(display(m) for m in missing[1:])})" if len(missing) > 1 else ""
         raise InputError(display(missing[0]), f"not found{more}", hint=DEMO_HINT)
     demo = [section(t, results, results, results / "wall_times.tsv", commit) for t in DEMO]
-    blocks = {"key-result": key_result(results, commit)}
+    blocks = {"key-result": key_result(results, commit), "demo-time": demo_time(results, commit)}
     blocks.update({f"demo-{s.key}": "\n".join(s.body) + "\n" for s in demo})
     parts = [INTRO, f"## The demo (`{display(results)}`)\n",
              "The demo experiment (config/demo.yaml), as `make demo` wrote it.\n", *(s.text() for s in demo),
