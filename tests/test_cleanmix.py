@@ -43,7 +43,7 @@ def test_quotas_apportion_by_largest_remainder() -> None:
 
 def test_hold_out_keeps_the_proportions_and_never_repeats_a_sentence() -> None:
     p = pool({"caption": 600, "tatoeba": 300, "news": 100})
-    # pairs sharing a side with another pair: a held-out one must take its twins out of the rest
+    # pairs sharing a side with another pair: a held-out one must take the pairs sharing its side out of the rest
     p += [P("caption sentence 1", f"eine andere Übersetzung {i}", "caption") for i in range(3)]
     splits, rest, dropped, keys = hold_out(p, {"dev": 50, "test": 100}, random.Random(1))
     for split, size in (("dev", 50), ("test", 100)):
@@ -55,8 +55,8 @@ def test_hold_out_keeps_the_proportions_and_never_repeats_a_sentence() -> None:
     assert len(sides) == len(set(sides)) == len(keys)  # no sentence twice, in or across splits
     assert not any(sentence_key(x.en) in keys or sentence_key(x.de) in keys for x in rest)
     assert len(rest) + len(held) + dropped == len(p)
-    twins_out = any(x.en == "caption sentence 1" for x in held)
-    assert dropped == (3 if twins_out else 0)  # the other three pairs with that English side
+    shared_out = any(x.en == "caption sentence 1" for x in held)
+    assert dropped == (3 if shared_out else 0)  # the other three pairs with that English side
     again = hold_out(p, {"dev": 50, "test": 100}, random.Random(1))
     assert again[0] == splits and again[1] == rest  # deterministic
 

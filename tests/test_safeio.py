@@ -35,7 +35,7 @@ def run_cli(*argv: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 
 def test_the_reported_data_loss_is_refused(paracrawl_tsv: Path, tmp_path: Path) -> None:
-    """The issue's command: the ledger's TSV twin (corpus.tsv) was the user's corpus."""
+    """The issue's command: the .tsv written beside the ledger (corpus.tsv) was the user's corpus."""
     corpus = tmp_path / "corpus.tsv"
     corpus.write_bytes(b"".join(paracrawl_tsv.read_bytes().splitlines(keepends=True)[:500]))
     before = sha256(corpus)
@@ -44,6 +44,7 @@ def test_the_reported_data_loss_is_refused(paracrawl_tsv: Path, tmp_path: Path) 
     assert r.returncode == 2, r.stderr
     line = r.stderr.strip().splitlines()[-1]
     assert "corpus.json" in line and "corpus.tsv" in line and "never writes over" in line, line
+    assert "(the .tsv written beside --ledger corpus.json)" in line, line
     assert sha256(corpus) == before
     assert not (tmp_path / "kept.tsv").exists() and not (tmp_path / "corpus.json").exists()
 
@@ -69,7 +70,7 @@ CLASHES: dict[str, list[str]] = {
     "encoder-report": ["--inputs", "in.json", "--tsv", "in.json", "--md", "o.md"],
     "score": ["--input", "in.tsv", "--output", "in.tsv", "--src-embeddings", "a.npy", "--tgt-embeddings", "b.npy"],
     "mine": ["--src", "in.txt", "--tgt", "in2.txt", "--src-lang", "en", "--tgt-lang", "de", "--encoder", "data",
-             "--output", "in2.tsv", "--ledger", "in2.json"],  # the ledger's .tsv twin is the output
+             "--output", "in2.tsv", "--ledger", "in2.json"],  # the .tsv written beside the ledger is the output
     "select": ["--pairs", "in.tsv", "--method", "random", "-n", "1", "--output", "o.tsv", "--report", "o.tsv"],
     "composition": ["--labels", "l.tsv", "--selections", "in.tsv", "--tsv", "l.tsv", "--md", "o.md"],
     "bucc-data": ["--gold-train", "train.src,in2.txt", "--gold-test", "a,b", "--mono-src", "m", "--mono-tgt",
@@ -123,7 +124,7 @@ def test_command_refuses_to_write_over_an_input(command: str, tmp_path: Path) ->
     assert after == before, "a refused command changed files"
 
 
-def test_links_and_derived_twins_are_resolved(tmp_path: Path) -> None:
+def test_links_and_derived_files_are_resolved(tmp_path: Path) -> None:
     real = tmp_path / "corpus.tsv"
     real.write_text("x\n")
     (tmp_path / "link.tsv").symlink_to(real)
@@ -136,7 +137,7 @@ def test_links_and_derived_twins_are_resolved(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="inside the output directory"):
         check_paths([Role("--input", real)], [Role("--outdir", tmp_path, True)])
     check_paths([Role("--input", real)], [Role("--output", tmp_path / "other.tsv")])  # no clash: no error
-    with pytest.raises(InputError, match="same file"):  # a ledger named .tsv would be its own twin
+    with pytest.raises(InputError, match="same file"):  # a ledger named .tsv would be its own TSV
         Ledger().write(tmp_path / "l.tsv")
 
 

@@ -5,7 +5,7 @@ output) before the command does any work.
 Every subcommand has an entry (a test checks it). Roles: ``in`` / ``indir`` are read, ``out`` /
 ``outdir`` are written; ``outdir`` means the command fills the directory, so no input may lie in it
 (``train-nmt --workdir`` resumes from its own directory and is therefore ``out`` with its derived
-files, not ``outdir``). Files a command derives from an output (a ledger's ``.tsv`` twin, the BLEU
+files, not ``outdir``). Files a command derives from an output (the ``.tsv`` written beside a ledger, the BLEU
 report's ``.json`` sidecar, an embedding's ``.npy.json`` record, the shard files of ``split``) are outputs too.
 """
 
@@ -20,13 +20,13 @@ from marginmine.io.safe import Role
 Derived = Callable[[argparse.Namespace], Iterator[Role]]
 
 
-def _ledger_twin(dest: str) -> Derived:
+def _ledger_tsv(dest: str) -> Derived:
     def derive(args: argparse.Namespace) -> Iterator[Role]:
         from marginmine.preprocess.ledger import Ledger
 
         value = getattr(args, dest)
         if value:
-            yield Role(f"(the .tsv twin of --{dest} {value})", Ledger.tsv_path(value))
+            yield Role(f"(the .tsv written beside --{dest} {value})", Ledger.tsv_path(value))
     return derive
 
 
@@ -89,9 +89,9 @@ def _export_files(args: argparse.Namespace) -> Iterator[Role]:
 #: command -> ((dest, role), ...), derived outputs
 PATHS: dict[str, tuple[tuple[tuple[str, str], ...], tuple[Derived, ...]]] = {
     "preprocess": ((("input", "in"), ("protect", "in"), ("langid_model", "in"), ("output", "out"),
-                    ("rejects", "out"), ("ledger", "out")), (_ledger_twin("ledger"),)),
-    "split": ((("input", "in"), ("rejects", "out"), ("ledger", "out")), (_ledger_twin("ledger"), _split_shards)),
-    "ledger": ((("first", "in"), ("shards", "in"), ("output", "out")), (_ledger_twin("output"),)),
+                    ("rejects", "out"), ("ledger", "out")), (_ledger_tsv("ledger"),)),
+    "split": ((("input", "in"), ("rejects", "out"), ("ledger", "out")), (_ledger_tsv("ledger"), _split_shards)),
+    "ledger": ((("first", "in"), ("shards", "in"), ("output", "out")), (_ledger_tsv("output"),)),
     "download": ((("output", "out"),), ()),
     "extract": ((("archive", "in"), ("output", "out")), ()),
     "fetch-testset": ((("src", "out"), ("ref", "out")), ()),
@@ -108,7 +108,7 @@ PATHS: dict[str, tuple[tuple[tuple[str, str], ...], tuple[Derived, ...]]] = {
     "score": ((("input", "in"), ("encoder", "indir"), ("src_embeddings", "in"), ("tgt_embeddings", "in"),
                ("src_translated", "in"), ("tgt_translated", "in"), ("output", "out")), ()),
     "mine": ((("src", "in"), ("tgt", "in"), ("encoder", "indir"), ("output", "out"), ("ledger", "out")),
-             (_ledger_twin("ledger"),)),
+             (_ledger_tsv("ledger"),)),
     "select": ((("pairs", "in"), ("scores", "in"), ("output", "out"), ("report", "out")), ()),
     "export-filtered": ((("selection", "in"), ("tsv", "out"), ("src", "out"), ("tgt", "out")), ()),
     "composition": ((("labels", "in"), ("selections", "in"), ("pairs", "in"), ("scores", "in"), ("tsv", "out"),

@@ -4,7 +4,7 @@ The contract every command keeps (the CLI checks it before any work starts):
 
 * **No output over an input.** :func:`check_paths` resolves links (``realpath``; hard links by
   inode) and refuses, naming both paths, when an output is an input, when two outputs are the same
-  file (counting files a command derives from its outputs, like a ledger's ``.tsv`` twin), when an
+  file (counting files a command derives from its outputs, like the ``.tsv`` written beside a ledger), when an
   output is an existing file inside an input directory, or when an input lies inside an output
   directory the command fills.
 * **Complete or absent.** :class:`AtomicWriter` and :func:`write_text` write to a hidden temporary

@@ -153,18 +153,18 @@ class Ledger:
 
     @staticmethod
     def tsv_path(json_path: str | Path) -> Path:
-        """The TSV twin written beside a ledger JSON (same stem, ``.tsv``)."""
+        """The TSV written beside a ledger JSON (same stem, ``.tsv``)."""
         return Path(json_path).with_suffix(".tsv")
 
     def write(self, json_path: str | Path, tsv_path: str | Path | None = None) -> None:
-        """Write the ledger as JSON and its TSV twin (:meth:`tsv_path` by default), each atomically.
+        """Write the ledger as JSON and the TSV beside it (:meth:`tsv_path` by default), each atomically.
 
-        Refuses a JSON path whose twin is the JSON itself (a ``.tsv`` name), before writing anything."""
+        Refuses a JSON path whose TSV is the JSON itself (a ``.tsv`` name), before writing anything."""
         from marginmine.io.safe import Role, check_paths, write_text
 
         jp = Path(json_path)
         tp = Path(tsv_path) if tsv_path else self.tsv_path(jp)
-        check_paths([], [Role("ledger", jp), Role("ledger TSV twin", tp)])
+        check_paths([], [Role("ledger", jp), Role("ledger TSV", tp)])
         rows = "".join("\t".join(map(str, row)) + "\n" for row in self.tsv_rows())
         write_text(tp, "step\treason\tbucket\tcount\n" + rows)
         write_text(jp, json.dumps(self.to_dict(), indent=1) + "\n")
