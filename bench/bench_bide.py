@@ -1,4 +1,4 @@
-"""Dual-encoder training speed: the BiDE+AM paper's transformer at config.yaml's size beside the
+"""Dual-encoder training speed: Yang et al.'s (2019) BiDE+AM transformer at config.yaml's size beside the
 demo DAN (config/demo.yaml), the same real pairs, the same machine, one run.
 
 Each network trains ``--warmup`` steps (sentencepiece, first allocations), then resumes from that
@@ -80,7 +80,8 @@ def main() -> int:
         (work / f"pairs.{lang}").write_text("\n".join(read_lines(src / f"train.nooverlap.{lang}")[: args.pairs]) + "\n")
     data = [ParallelData("en", "de", work / "pairs.en", work / "pairs.de")]
     systems = {
-        "BiDE+AM transformer, paper size (config.yaml bide-am-first)": model_params(REPO / "config.yaml", "bide-am-first"),
+        "BiDE+AM transformer, Yang et al.'s size (config.yaml bide-am-first)":
+            model_params(REPO / "config.yaml", "bide-am-first"),
         "DAN, demo size (config/demo.yaml dan)": model_params(REPO / "config" / "demo.yaml", "dan"),
     }
     rows = {}
@@ -99,7 +100,7 @@ def main() -> int:
     for name, r in rows.items():
         md.append(f"| {name} | {r['parameters']:,} | {r['batch_size']} | {r['pairs_per_s']:,.1f} | "
                   f"{1000 * r['seconds'] / r['steps'] / 60:,.1f} min |")
-    md += ["", f"The DAN trains {result['dan_over_bide']:,.1f}x as many pairs per second as the paper's transformer."]
+    md += ["", f"The DAN trains {result['dan_over_bide']:,.1f}x as many pairs per second as Yang et al.'s transformer."]
     (out / "bide_training.md").write_text("\n".join(md) + "\n")
     print("\n".join(md))
     return 0
