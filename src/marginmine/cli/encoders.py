@@ -132,7 +132,7 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> N
                    help="where training runs and checkpoints live (resumable); default: --output")
     p.add_argument("--params", default=None, help="JSON dict of hyper-parameters")
     p.add_argument("--seed", type=int, default=SEED,
-                   help="training seed: initialisation and batch order (default %(default)s)")
+                   help="the encoder's seed: initialisation and batch order (default %(default)s)")
     p.add_argument("--max-minutes", type=float, default=None, help="wall-clock budget")
     p.add_argument("--threads", type=int, default=None, help="CPU threads for training")
     p.add_argument("--untrained", action="store_true",

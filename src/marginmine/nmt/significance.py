@@ -27,9 +27,10 @@ the gaps between methods, and a sentence-only bootstrap treats one training run 
 cannot see that; resampling seeds alone would ignore that the test set is a sample.
 Two levels see both; pairing on sentences keeps the test as sharp as the data allow.
 The interval is the percentile interval of the rounds' differences; the two-sided p-value is the
-shifted-null bootstrap one (Efron & Tibshirani 1993, 16.4; sacreBLEU's paired bootstrap rests on
-the same idea, counting strictly larger centred differences): ``(1 + #{|d_r - mean(d)| >= |d_obs|}) / (resamples + 1)``, so it is never 0 and it is 1 for
-identical systems.
+shifted-null bootstrap one (Efron & Tibshirani 1993, 16.4):
+``(1 + #{|d_r - mean(d)| >= |d_obs|}) / (resamples + 1)``, so it is never 0 and it is 1 for identical
+systems. (sacreBLEU's paired bootstrap centres the absolute differences instead and counts those
+strictly larger than the observed absolute difference; docs/evaluation.md gives both formulas.)
 
 Limits. Resampling S seeds with replacement gives the seed mean a variance of (S - 1)/S * s^2/S
 (the plug-in variance): half the usual s^2/S for S = 2. With ``seed_correction`` (default) each
