@@ -192,3 +192,10 @@ def test_placeholders_and_globs_match_files_and_typos_do_not() -> None:
     assert path_exists("requirements*.txt") and path_exists("src/marginmine/cli/...")
     assert not path_exists("rule/*.smk") and not path_exists("config/demo.yml")
     assert slug("`scoring.k` and (more)") == "scoringk-and-more" and slug("Top-level keys") == "top-level-keys"
+
+
+def test_the_readme_stays_short() -> None:
+    """The README is the newcomer's page: at most 200 lines with its rendered blocks filled (the
+    reference lives in docs/)."""
+    lines = (REPO / "README.md").read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= 200, f"README.md has {len(lines)} lines: move detail to a docs/ page"

@@ -208,11 +208,10 @@ def comparison_md(rows: Sequence[SeedTableRow], runs: Sequence[Run], headline: s
             mean = f"**{mean}**"
         vs = "" if t is None else f"{t.diff:+.2f} [{t.low:+.2f}, {t.high:+.2f}]"
         p = "" if t is None else f"{t.p_value:.3f}"
-        if t is not None and t.note:
-            note = t.note.replace("method A", r.method).replace("method B", headline)
-            if note not in notes:
-                notes.append(note)
-            p += f" ({notes.index(note) + 1})"
+        if r.note:
+            if r.note not in notes:
+                notes.append(r.note)
+            p += f" ({notes.index(r.note) + 1})"
         out.append(f"| {r.method} | {r.n} | {s.n_seeds} | {mean} | {seeds.strip(', ')} | {vs} | {p} |")
     flush()
     return "\n".join(out) + "\n"

@@ -294,6 +294,13 @@ class SeedTableRow:
     versus: str | None = None  # the headline method this row is tested against (None: it is the headline)
     test: SignificanceResult | None = None
 
+    @property
+    def note(self) -> str:
+        """The test's note with its methods named (A is this row's method, B the headline)."""
+        if self.test is None or not self.test.note:
+            return ""
+        return self.test.note.replace("method A", self.method).replace("method B", self.versus or "")
+
 
 def seed_comparison(runs: Iterable[SeedRun], headline: str,
                     settings: SignificanceSettings = SignificanceSettings(),
@@ -379,6 +386,6 @@ def seed_table_tsv(rows: Sequence[SeedTableRow]) -> str:
         cells = [r.test_set, r.method, r.n, str(s.n_seeds), ",".join(map(str, s.seeds)), f(s.mean), f(s.sd),
                  r.versus or "", f(t.diff if t else None), f(t.low if t else None), f(t.high if t else None),
                  f(t.p_value if t else None, 4),
-                 t.note if t else ""]
+                 r.note]
         lines.append("\t".join(cells))
     return "\n".join(lines) + "\n"
