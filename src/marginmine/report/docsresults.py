@@ -295,7 +295,7 @@ def demo_time(results: Path, commit: str) -> str:
     where = machines[0] if len(machines) == 1 else "**mixed machines:** " + "; ".join(machines)
     line = (f"**{seconds / 60:.1f} minutes** of wall time on {where}, {done}, "
             f"{runs} invocation{'s' if runs != 1 else ''} summed (`{display(results / 'wall_times.md')}`).")
-    return line + "\n\n" + stamp(tsv, f"machine{'s' if len(machines) != 1 else ''}: {'; '.join(machines)}", commit) + "\n"
+    return line + "\n\n" + stamp(tsv, _joined(machines), commit) + "\n"
 
 
 # --- the page ---------------------------------------------------------------------------------------
