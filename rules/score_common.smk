@@ -128,7 +128,7 @@ SUITES = {
 def published_margin_args():
     """--margins of the suite's intrinsic evaluation: cosine, ratio, and each margin function a suite
     scorer's kind mines with (Eq. 9 / 10), as the kinds declare (`mines`)."""
-    from marginmine.scoring.margin import MARGINS
+    from marginmine.search.margin import MARGINS
 
     margins = ["absolute", "ratio"]
     for name in SUITES["published"]["scorers"]:

@@ -16,7 +16,7 @@ from doubles import TrigramEncoder
 from marginmine.cli.main import main
 from marginmine.encoders.embed import embed_file
 from marginmine.errors import InputError, MarginmineError
-from marginmine.scoring.knn import first_nonfinite_row, knn
+from marginmine.search.knn import first_nonfinite_row, knn
 from marginmine.scoring import make_kind
 from marginmine.scoring.files import EncoderEmbeddings, ScoreSettings, read_scores, score_file
 

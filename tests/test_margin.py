@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from marginmine.encoders.base import l2_normalize
-from marginmine.scoring.knn import knn
-from marginmine.scoring.margin import apply_margin, best_candidates, candidate_scores, knn_mean
+from marginmine.search.knn import knn
+from marginmine.search.margin import apply_margin, best_candidates, candidate_scores, knn_mean
 
 
 def test_margin_functions_hand_computed() -> None:
@@ -65,8 +65,8 @@ def test_knn_blocks_and_small_database() -> None:
 
 # --- retrieval modes, filtering mode, unique groups ----------------------------------------
 
-from marginmine.scoring.knn import IndexSpec, check_device, recall_at_k  # noqa: E402
-from marginmine.scoring.margin import (  # noqa: E402
+from marginmine.search.knn import IndexSpec, check_device, recall_at_k  # noqa: E402
+from marginmine.search.margin import (  # noqa: E402
     RETRIEVALS, filter_scores, neighbourhoods, retrieve, unique_groups,
 )
 

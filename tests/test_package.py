@@ -66,3 +66,36 @@ def test_no_import_cycle_and_no_module_over_420_lines() -> None:
     long = {str(f.relative_to(SRC)): n for f in (SRC / "marginmine").rglob("*.py")
             if (n := len(f.read_text().splitlines())) > 420}
     assert not long, long
+
+
+#: which stage packages a package may import at module level (imports inside functions included:
+#: a late import is still a dependency of the design)
+ALLOWED = {
+    "search": {"defaults", "errors", "io", "search"},
+    "encoders": {"defaults", "errors", "io", "search", "encoders", "fairseq_process", "preprocess"},
+}
+
+
+def _all_imports(package: str) -> dict[str, set[str]]:
+    """Module of ``package`` -> the marginmine top-level packages it imports anywhere in it."""
+    import ast
+
+    out: dict[str, set[str]] = {}
+    for f in (SRC / "marginmine" / package).rglob("*.py"):
+        deps = set()
+        for node in ast.walk(ast.parse(f.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("marginmine."):
+                deps.add(node.module.split(".")[1])
+            elif isinstance(node, ast.Import):
+                deps |= {a.name.split(".")[1] for a in node.names if a.name.startswith("marginmine.")}
+        out[str(f.relative_to(SRC))] = deps
+    return out
+
+
+def test_the_search_floor_is_imported_one_way() -> None:
+    """kNN search and the margin maths sit below both stages: search imports no stage, encoders
+    never import scoring (the scorers may import the encoders' interface)."""
+    bad = {f"{mod}: {sorted(deps - ALLOWED[pkg])}" for pkg in ALLOWED
+           for mod, deps in _all_imports(pkg).items() if deps - ALLOWED[pkg]}
+    assert not bad, sorted(bad)
+    assert "search" in set().union(*_all_imports("scoring").values())

@@ -19,11 +19,11 @@ import numpy as np
 import pytest
 import yaml
 
-from marginmine.scoring import knn as knn_mod
+from marginmine.search import knn as knn_mod
 from marginmine.errors import MarginmineError
-from marginmine.scoring.knn import (FLAT_UP_TO, IVF_PQ_FROM, IndexSpec, build_index, choose_index, default_nlist, knn,
+from marginmine.search.knn import (FLAT_UP_TO, IVF_PQ_FROM, IndexSpec, build_index, choose_index, default_nlist, knn,
                             recall_at_k, search)
-from marginmine.scoring.margin import filter_scores
+from marginmine.search.margin import filter_scores
 
 from doubles import TrigramEncoder
 

@@ -20,7 +20,7 @@ from test_workflow import REPO, copy_workflow, job_counts, snakemake
 
 from marginmine.errors import InputError, MarginmineError
 from marginmine.scoring.filtereval import read_paracrawl_eval
-from marginmine.scoring.margin import filter_scores
+from marginmine.search.margin import filter_scores
 from marginmine.scoring import KINDS, Batch, kind_params, load_plugins, make_kind, parse_scorers, register
 from marginmine.scoring.files import EncoderEmbeddings, ScoreSettings, score_batch
 from marginmine.scoring.plan import check_scorer_config, check_suite_encoders
@@ -68,7 +68,7 @@ def test_registry_refuses_unknown_kinds_params_and_names() -> None:
 def test_a_plugin_kind_scores_beside_the_built_in_ones(paracrawl_tsv: Path) -> None:
     """A new kind is one registered class (tests/toy_scores.py, a user's plugin module): it gets its
     column from the same batch machinery; the built-in kinds give exactly the margins of
-    marginmine.scoring.margin on the real ParaCrawl pairs. (That the ratio scorer separates
+    marginmine.search.margin on the real ParaCrawl pairs. (That the ratio scorer separates
     human-labelled good pairs from bad is tested on the trained smoke DAN: test_smoke.py.)"""
 
     data = read_paracrawl_eval(paracrawl_tsv)
@@ -209,9 +209,9 @@ def test_eq9_and_eq10_rescoring_from_the_definitions(monkeypatch: pytest.MonkeyP
     """Yang et al. (2019) Sec. 6.1: s = phi / margin + phi; Eq. 9's margin averages the k-NN
     similarities of x (among the batch's targets) and of y (among its sources), Eq. 10's is x's
     alone - and Eq. 10 searches once."""
-    import marginmine.scoring.knn as knn_module
+    import marginmine.search.knn as knn_module
     from marginmine.scoring import Batch
-    from marginmine.scoring.margin import unique_groups
+    from marginmine.search.margin import unique_groups
 
     rng = np.random.default_rng(3)
     x = rng.normal(size=(40, 16))

@@ -89,7 +89,7 @@ def cmd_eval_encoder(args: argparse.Namespace) -> int:
     _torch_threads(args.threads)
     sets = [GoldSet(name, sl, tl, Path(a), Path(b), kind)
             for name, kind, sl, tl, a, b in (item.split(",") for item in args.set)]
-    from marginmine.scoring.margin import MARGINS
+    from marginmine.search.margin import MARGINS
 
     margins = [m for m in args.margins.split(",") if m]
     unknown = [m for m in margins if m not in MARGINS]

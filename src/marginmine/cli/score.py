@@ -53,7 +53,7 @@ def torch_threads(n: int | None) -> None:
 
 
 def index_spec(args: argparse.Namespace):
-    from marginmine.scoring.knn import IndexSpec, check_device
+    from marginmine.search.knn import IndexSpec, check_device
 
     check_device(args.device)
     return IndexSpec(kind=args.index, nprobe=args.nprobe, device=args.device)

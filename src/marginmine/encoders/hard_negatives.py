@@ -123,7 +123,7 @@ def mine(emb: np.ndarray, texts: Sequence[str], langs: Sequence[str], left: np.n
     import logging
     import time
 
-    from marginmine.scoring.knn import IndexSpec, build_index, search
+    from marginmine.search.knn import IndexSpec, build_index, search
 
     log = logging.getLogger(__name__)
     check_settings(count, 1.0)

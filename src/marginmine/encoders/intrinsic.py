@@ -21,7 +21,7 @@ import numpy as np
 from marginmine.defaults import K, SEED
 from marginmine.encoders.base import SentenceEncoder
 from marginmine.errors import InputError
-from marginmine.scoring.margin import best_candidates
+from marginmine.search.margin import best_candidates
 from marginmine.io.text import open_text_out, read_lines
 from marginmine.io.safe import write_text
 
@@ -52,7 +52,7 @@ class GoldSet:
 def evaluate(encoder: SentenceEncoder, sets: Sequence[GoldSet], k: int = K, seed: int = SEED,
              margins: Sequence[str] = ("absolute", "ratio")) -> list[dict[str, object]]:
     """One row per (set, margin): error rates x->y, y->x and their average (in %). ``margins``:
-    any of :data:`marginmine.scoring.margin.MARGINS` (the paper's table: cosine and ratio)."""
+    any of :data:`marginmine.search.margin.MARGINS` (the paper's table: cosine and ratio)."""
     rows: list[dict[str, object]] = []
     for g in sets:
         x, y = _embedded(encoder, g)

@@ -22,7 +22,7 @@ import numpy as np
 from marginmine.defaults import BUCC_DISTRACTORS, BUCC_MONO_MAX, BUCC_SHARE, SEED
 from marginmine.encoders.base import SentenceEncoder
 from marginmine.errors import InputError, MarginmineError
-from marginmine.scoring.margin import RETRIEVALS, neighbourhoods, retrieve
+from marginmine.search.margin import RETRIEVALS, neighbourhoods, retrieve
 from marginmine.scoring.mining import embed_unique
 from marginmine.preprocess.normalize import sentence_key
 from marginmine.scoring.selection import optimal_threshold, prf_at
@@ -208,7 +208,7 @@ def best_of_neighbours(x: np.ndarray, y: np.ndarray, k: int,
                        score: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """For each row of ``x``: the row of ``y`` among its ``k`` nearest by cosine that ``score(x rows,
     y rows)`` rates highest (first on ties), and that score."""
-    from marginmine.scoring.knn import knn
+    from marginmine.search.knn import knn
 
     _, ids = knn(np.asarray(x), np.asarray(y), min(k, len(y)))
     rep = np.repeat(np.arange(len(x)), ids.shape[1])

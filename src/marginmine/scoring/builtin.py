@@ -2,7 +2,7 @@
 over the k-NN neighbourhoods of a batch and the plain cosine (the paper's ``absolute``), and the
 rescoring of Yang et al. (2019, BiDE+AM, Sec. 6.1): ``eq9`` = cos / margin + cos with the same
 two-sided margin, ``eq10`` with the source's neighbourhood alone (one kNN search per batch).
-Output is float32, computed exactly as the margins of :mod:`marginmine.scoring.margin`."""
+Output is float32, computed exactly as the margins of :mod:`marginmine.search.margin`."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import ClassVar
 import numpy as np
 
 from marginmine.defaults import K
-from marginmine.scoring.margin import apply_margin
+from marginmine.search.margin import apply_margin
 from marginmine.scoring.kinds import Batch, register
 
 

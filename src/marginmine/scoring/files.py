@@ -30,8 +30,8 @@ import numpy as np
 from marginmine.defaults import BATCH_SIZE
 from marginmine.encoders.base import SentenceEncoder
 from marginmine.errors import InputError
-from marginmine.scoring.knn import IndexSpec, first_nonfinite_row
-from marginmine.scoring.margin import unique_groups
+from marginmine.search.knn import IndexSpec, first_nonfinite_row
+from marginmine.search.margin import unique_groups
 from marginmine.scoring import NAME, Batch, ScoreKind, describe
 from marginmine.io.safe import write_text
 from marginmine.io.text import MAX_LINE_BYTES, count_lines, iter_raw_lines, iter_sentences, open_binary

@@ -13,7 +13,7 @@ scores a :class:`Batch`:
             ...one float per pair...
 
 Kinds that are a margin function of the kNN neighbourhoods set ``mines`` to that function's name
-(:mod:`marginmine.scoring.margin`), which lets the BUCC-style mining benchmark retrieve with them. A
+(:mod:`marginmine.search.margin`), which lets the BUCC-style mining benchmark retrieve with them. A
 user's own kinds live in any importable module named in the config's ``plugins:`` list (the CLI
 imports it before looking kinds up); nothing in the workflow changes.
 
@@ -43,7 +43,7 @@ from typing import Any, Callable, ClassVar, Mapping, Protocol, Sequence
 import numpy as np
 
 from marginmine.errors import MarginmineError
-from marginmine.scoring.knn import IndexSpec
+from marginmine.search.knn import IndexSpec
 
 #: scorer names: also file-name parts (``<name>.<N>.tsv.gz``) and score-file column names
 NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
@@ -76,7 +76,7 @@ class Batch:
     def cosine(self) -> np.ndarray:
         """float32 cosine of every pair (unit rows, accumulated in float64)."""
         if self._cos is None:
-            from marginmine.scoring.margin import gathered_cosines
+            from marginmine.search.margin import gathered_cosines
 
             self._cos = gathered_cosines(self.xu, self.yu, self.gx, self.gy)
         return self._cos
@@ -86,8 +86,8 @@ class Batch:
         targets; ``tgt``: among the distinct sources): the mean similarity. One kNN search per side
         and k, shared by every scorer."""
         if (side, k) not in self._means:
-            from marginmine.scoring.knn import knn
-            from marginmine.scoring.margin import knn_mean
+            from marginmine.search.knn import knn
+            from marginmine.search.margin import knn_mean
 
             query, base = (self.xu, self.yu) if side == "src" else (self.yu, self.xu)
             self._means[(side, k)] = knn_mean(knn(query, base, k, spec=self.spec)[0])

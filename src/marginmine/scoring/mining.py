@@ -2,7 +2,7 @@
 
 Both files are reduced to their distinct non-empty sentences, embedded, searched against each
 other in both directions (k nearest neighbours), and the candidates are chosen by the retrieval
-mode and margin (see :mod:`marginmine.scoring.margin`). Mined pairs then pass the preprocessing's checks
+mode and margin (see :mod:`marginmine.search.margin`). Mined pairs then pass the preprocessing's checks
 (language id, length, copies/token overlap, length ratio) and an optional score threshold, with
 every removal counted in a ledger. The output is a TSV sorted by descending score:
 ``src, tgt, score, src_line, tgt_line`` (1-based line of each sentence's first occurrence).
@@ -21,9 +21,9 @@ from marginmine.io.text import iter_sentences
 from marginmine.encoders.base import SentenceEncoder
 from marginmine.errors import InputError
 from marginmine.preprocess.filters import Candidate, apply_filters
-from marginmine.scoring.knn import IndexSpec
+from marginmine.search.knn import IndexSpec
 from marginmine.preprocess.ledger import Ledger, length_bucket
-from marginmine.scoring.margin import EXACT, Mined, neighbourhoods, retrieve, unique_groups
+from marginmine.search.margin import EXACT, Mined, neighbourhoods, retrieve, unique_groups
 from marginmine.preprocess.pipeline import PreprocessSettings
 from marginmine.io.text import format_tsv_line, open_text_out
 

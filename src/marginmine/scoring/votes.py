@@ -27,8 +27,8 @@ import numpy as np
 
 from marginmine.defaults import K
 from marginmine.scoring.kinds import Batch, register
-from marginmine.scoring.knn import IndexSpec
-from marginmine.scoring.margin import apply_margin, neighbourhoods, retrieve
+from marginmine.search.knn import IndexSpec
+from marginmine.search.margin import apply_margin, neighbourhoods, retrieve
 
 #: the three candidate sets, in the order of :func:`found_sets`' columns
 SETS = ("orig", "forward", "backward")

@@ -28,7 +28,7 @@ from typing import Hashable, Literal, Sequence
 
 import numpy as np
 
-from marginmine.scoring.knn import IndexSpec, knn
+from marginmine.search.knn import IndexSpec, knn
 
 Margin = Literal["absolute", "distance", "ratio"]
 MARGINS: tuple[str, ...] = ("absolute", "distance", "ratio", "eq9", "eq10")
