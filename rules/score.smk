@@ -7,7 +7,7 @@
 SCORE_SHELL = (
     "marginmine score --input {input.shard:q} --src-embeddings {input.src:q} --tgt-embeddings "
     "{input.tgt:q} --scorers {params.scorers:q} {params.plugins} -k {params.k:q} --batch-size "
-    "{params.batch_size:q} --index {params.index:q} --nprobe {params.nprobe:q} --device {params.device:q} "
+    "{params.batch_size:q} --index {params.index:q} --nlist {params.nlist:q} --nprobe {params.nprobe:q} --refine {params.refine:q} --device {params.device:q} "
     "--threads {threads} --allow-empty --output {output:q} > {log:q} 2>&1"
 )
 
@@ -33,6 +33,8 @@ rule score_shard:
         batch_size=SCORING["batch_size"],
         index=SCORING["index"],
         nprobe=SCORING["nprobe"],
+        nlist=SCORING["nlist"],
+        refine=SCORING["refine"],
         device=SCORING["device"],
     wildcard_constraints:
         group="|".join(map(re.escape, [g for g in ALL_GROUPS if g not in TRANSLATED_GROUPS])) or "(?!)",

@@ -209,6 +209,8 @@ rule score_translated:
         batch_size=SCORING["batch_size"],
         index=SCORING["index"],
         nprobe=SCORING["nprobe"],
+        nlist=SCORING["nlist"],
+        refine=SCORING["refine"],
         device=SCORING["device"],
         translated=translation_args,
     wildcard_constraints:

@@ -56,16 +56,22 @@ def index_spec(args: argparse.Namespace):
     from marginmine.search.knn import IndexSpec, check_device
 
     check_device(args.device)
-    return IndexSpec(kind=args.index, nprobe=args.nprobe, device=args.device)
+    return IndexSpec(kind=args.index, nlist=args.nlist, nprobe=args.nprobe, refine=args.refine, device=args.device)
 
 
 def add_knn(p: argparse.ArgumentParser, k: bool = True) -> None:
     if k:
         p.add_argument("-k", "--neighbourhood", dest="k", type=int, default=K,
                        help=f"neighbours per sentence (default {K})")
-    p.add_argument("--index", default="flat", choices=["auto", "flat", "ivf", "ivfpq"],
-                   help="FAISS index: exact flat (default), IVF, IVF-PQ, or auto by size")
-    p.add_argument("--nprobe", type=int, default=16, help="IVF cells visited per query")
+    from marginmine.search.knn import INDEX_KINDS
+
+    p.add_argument("--index", default="flat", choices=list(INDEX_KINDS),
+                   help="FAISS index: exact flat (default), IVF-Flat, IVF with float16 or 8-bit vectors, IVF-PQ, "
+                        "or auto by the database's size (docs/scale.md)")
+    p.add_argument("--nlist", type=int, default=0, help="IVF cells (default 0: about 4 sqrt(database size))")
+    p.add_argument("--nprobe", type=int, default=0, help="IVF cells visited per query (default 0: auto's setting)")
+    p.add_argument("--refine", type=int, default=0,
+                   help="search refine x k candidates and re-rank them with exact similarities (0: off)")
     p.add_argument("--device", default="cpu", help="cpu or cuda[:N] (fails if no GPU is visible)")
     p.add_argument("--threads", type=int, default=None, help="CPU threads for the encoder and FAISS")
 

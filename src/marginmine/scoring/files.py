@@ -10,7 +10,9 @@ then one line per input line, same order. Readers find a column by name
 Batches depend only on their own lines, so a file scored in one job and the same file cut into
 batch-sized pieces scored as separate jobs give byte-identical lines after the header (tested).
 Long runs log pairs/s, write each finished batch (a gzip member of its own for ``.gz``) and resume
-after a kill from the last complete batch.
+after a kill from the last complete batch; within a batch, each kNN search keeps its finished query
+blocks in ``OUTPUT.knn/`` (removed when the file is done), so a kill inside a 5M-pair batch loses
+at most the block being searched.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import gzip
 import json
 import logging
 import os
+import shutil
 import time
 from itertools import zip_longest
 from dataclasses import asdict, dataclass
@@ -203,8 +206,9 @@ class ArrayEmbeddings:
 
 
 def score_batch(src: Sequence[str], tgt: Sequence[str], start: int, emb: Embeddings,
-                settings: ScoreSettings) -> dict[str, np.ndarray]:
-    """Every scorer's scores of one batch of pairs (lines ``start ..`` of the input)."""
+                settings: ScoreSettings, scratch: Path | None = None) -> dict[str, np.ndarray]:
+    """Every scorer's scores of one batch of pairs (lines ``start ..`` of the input); ``scratch``:
+    where its kNN searches keep their finished blocks (:class:`marginmine.search.blocks.BlockStore`)."""
     fx, gx = unique_groups(src)
     fy, gy = unique_groups(tgt)
     xu = emb.unique_rows(start, src, fx, "src")
@@ -213,7 +217,7 @@ def score_batch(src: Sequence[str], tgt: Sequence[str], start: int, emb: Embeddi
         return emb.translated_rows(start, src if side == "src" else tgt, fx if side == "src" else fy, side)  # type: ignore[attr-defined]
 
     has_translations = getattr(emb, "translated", None) is not None
-    batch = Batch(src, tgt, xu, yu, gx, gy, settings.index, translated if has_translations else None)
+    batch = Batch(src, tgt, xu, yu, gx, gy, settings.index, translated if has_translations else None, scratch)
     out = {}
     for name, kind in settings.scorers:
         values = np.asarray(kind.score(batch))
@@ -273,6 +277,7 @@ def score_file(inputs: Sequence[str], output: str | Path, emb: Embeddings, setti
     fp = {"inputs": [[str(p), os.stat(p).st_size, os.stat(p).st_mtime_ns] for p in inputs],
           "columns": list(columns), "settings": settings.describe(), **(fingerprint or {})}
     fp = json.loads(json.dumps(fp))
+    knn_dir = out.with_name(out.name + ".knn")  # the kNN searches' finished blocks (resume within a batch)
     state = json.loads(state_path.read_text()) if state_path.exists() and part.exists() else {}
     if state and state.get("fingerprint") != fp:
         log.warning("%s: inputs or settings changed since the interrupted run: scoring from the start", out)
@@ -290,6 +295,9 @@ def score_file(inputs: Sequence[str], output: str | Path, emb: Embeddings, setti
         head = header_line(settings.names)
         part.write_bytes(gzip.compress(head, compresslevel=3, mtime=0) if out.suffix == ".gz" else head)
         done_lines, done_bytes = 0, part.stat().st_size
+        shutil.rmtree(knn_dir, ignore_errors=True)
+        # the state from the start: a job killed inside its first batch keeps that batch's kNN blocks
+        write_text(state_path, json.dumps({"fingerprint": fp, "lines": 0, "bytes": done_bytes}) + "\n")
     gz = out.suffix == ".gz"
     t0 = time.monotonic()
     line = 0
@@ -298,7 +306,7 @@ def score_file(inputs: Sequence[str], output: str | Path, emb: Embeddings, setti
             start, line = line, line + len(src)
             if line <= done_lines:
                 continue
-            scores = score_batch(src, tgt, start, emb, settings)
+            scores = score_batch(src, tgt, start, emb, settings, knn_dir / f"batch{start:012d}")
             _check_finite_scores(scores, start, str(inputs[0]))
             data = format_scores(scores, settings.names)
             fh.write(gzip.compress(data, compresslevel=3, mtime=0) if gz else data)
@@ -306,6 +314,7 @@ def score_file(inputs: Sequence[str], output: str | Path, emb: Embeddings, setti
             os.fsync(fh.fileno())
             done_bytes = fh.tell()
             write_text(state_path, json.dumps({"fingerprint": fp, "lines": line, "bytes": done_bytes}) + "\n")
+            shutil.rmtree(knn_dir / f"batch{start:012d}", ignore_errors=True)
             dt = time.monotonic() - t0
             log.info("%s: %d pairs scored (batch of %d), %.0f pairs/s", out.name, line, len(src),
                      (line - done_lines) / max(dt, 1e-9))
@@ -316,6 +325,7 @@ def score_file(inputs: Sequence[str], output: str | Path, emb: Embeddings, setti
         raise InputError(", ".join(map(str, inputs)), "is shorter than when scoring started", hint="rerun")
     os.replace(part, out)
     state_path.unlink(missing_ok=True)
+    shutil.rmtree(knn_dir, ignore_errors=True)
     return line
 
 

@@ -38,6 +38,7 @@ import dataclasses
 import importlib
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, ClassVar, Mapping, Protocol, Sequence
 
 import numpy as np
@@ -66,6 +67,8 @@ class Batch:
     #: ``translated("src")``: the embeddings of the distinct sources' translations into the target
     #: language, row for row with ``xu`` (``"tgt"``: the targets' into the source language, as ``yu``)
     translated: Callable[[str], np.ndarray] | None = None
+    #: a directory where each kNN search keeps its finished query blocks (a killed job resumes)
+    scratch: Path | None = None
     _cos: np.ndarray | None = field(default=None, repr=False)
     _means: dict[tuple[str, int], np.ndarray] = field(default_factory=dict, repr=False)
     _votes: dict[int, np.ndarray] = field(default_factory=dict, repr=False)
@@ -90,7 +93,9 @@ class Batch:
             from marginmine.search.margin import knn_mean
 
             query, base = (self.xu, self.yu) if side == "src" else (self.yu, self.xu)
-            self._means[(side, k)] = knn_mean(knn(query, base, k, spec=self.spec)[0])
+            scratch = self.scratch / f"{side}-k{k}" if self.scratch is not None else None
+            sims = knn(query, base, k, spec=self.spec, scratch=scratch, what=f"kNN {side} (k={k})")[0]
+            self._means[(side, k)] = knn_mean(sims)
         return self._means[(side, k)]
 
     def neighbourhood_mean(self, k: int) -> np.ndarray:

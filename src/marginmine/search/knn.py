@@ -2,13 +2,21 @@
 
 Exact search is FAISS ``IndexFlatIP`` with queries in blocks, so scratch memory stays at
 ``block x len(database)`` floats; the database may be a memory-mapped ``.npy`` (float16 rows are
-converted to float32 one slice at a time). Approximate search (IVF, IVF-PQ) trades recall for
-speed on large databases; :func:`choose_index` picks one from the database size, as stopes does,
-and the benchmark measures the recall it gives against exact search.
+converted to float32 one slice at a time). Approximate search trades exactness for speed on large
+databases (the kinds below); :func:`choose_index` picks one from the database size, with the
+thresholds measured by ``bench/bench_index.py`` (judged by the selection the margin scores make,
+docs/scale.md), and ``refine`` re-ranks a longer candidate list with exact similarities.
 
-Results are deterministic: the same inputs and thread count give bit-identical similarities and
-indices (FAISS breaks ties by the lower database index; IVF training is seeded). A GPU index is
-only used when asked for, and asking for one without a visible GPU fails at once.
+Index kinds: ``flat`` (exact), ``ivf`` (IVF-Flat: float32 vectors in ``nlist`` cells, ``nprobe``
+visited per query), ``ivf-fp16`` (the same with float16 vectors: half the memory, and no loss for
+embeddings stored as float16), ``ivf-sq8`` (8-bit scalar quantisation: a quarter of the memory),
+``ivfpq`` (product quantisation: billions of vectors), ``auto`` (by size).
+
+Results are deterministic: the same inputs give bit-identical similarities and indices (FAISS
+breaks ties by the lower database index; IVF training is seeded). A long search keeps every
+finished block of queries in a :class:`marginmine.search.blocks.BlockStore`, with the trained
+index, so a killed job resumes where it stopped and ends with the same bytes. A GPU index is only
+used when asked for, and asking for one without a visible GPU fails at once.
 """
 
 from __future__ import annotations
@@ -16,47 +24,66 @@ from __future__ import annotations
 import logging
 import math
 from dataclasses import dataclass
-from typing import Any, Literal
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from marginmine.defaults import SEED
 from marginmine.errors import MarginmineError
+from marginmine.io.progress import Progress
 
 log = logging.getLogger(__name__)
 
-IndexKind = Literal["auto", "flat", "ivf", "ivfpq"]
-INDEX_KINDS: tuple[str, ...] = ("auto", "flat", "ivf", "ivfpq")
-# below this many database vectors exact search is fast enough (one GEMM per query block);
-# above IVF_PQ_FROM the float32 vectors of an IVF-Flat index stop fitting comfortably in memory
-FLAT_UP_TO = 2_000_000
+INDEX_KINDS: tuple[str, ...] = ("auto", "flat", "ivf", "ivf-fp16", "ivf-sq8", "ivfpq")
+#: ``auto``: exact search up to this many database vectors (inclusive) ...
+FLAT_UP_TO = 200_000
+#: ... IVF with float16 vectors below this many, IVF-PQ from here on (compressed codes keep
+#: billions of vectors in memory)
 IVF_PQ_FROM = 50_000_000
+#: ``auto``'s IVF cells visited per query and candidates re-ranked per neighbour (measured:
+#: docs/scale.md, bench/bench_index.py)
+AUTO_NPROBE = 16
+AUTO_REFINE = 0
 
 
 @dataclass(frozen=True)
 class IndexSpec:
-    """How to index a database: ``kind`` plus IVF/PQ settings (``nlist=0`` means from the size)."""
+    """How to index a database: ``kind`` plus IVF/PQ settings (``nlist=0`` means from the size;
+    ``nprobe=0``: the kind's default; ``refine=r > 1``: search ``r*k`` candidates and re-rank them
+    with exact similarities from the database rows)."""
 
     kind: str = "auto"
     nlist: int = 0
-    nprobe: int = 16
+    nprobe: int = 0
     pq_m: int = 0  # PQ sub-quantizers; 0: dim / 8 (8 dimensions per 1-byte code)
+    refine: int = 0
     train_size: int = 262_144
     seed: int = SEED
     device: str = "cpu"
 
+    def resolved(self, n: int) -> "IndexSpec":
+        """This spec for a database of ``n`` vectors: ``auto`` replaced by its choice, and the
+        defaults of nlist, nprobe and refine filled in."""
+        kind = choose_index(n, self.kind)
+        if kind == "flat":
+            return IndexSpec("flat", 0, 0, 0, 0, self.train_size, self.seed, self.device)
+        auto = self.kind == "auto"
+        return IndexSpec(kind, self.nlist or default_nlist(n), self.nprobe or AUTO_NPROBE,
+                         self.pq_m, self.refine or (AUTO_REFINE if auto else 0), self.train_size,
+                         self.seed, self.device)
+
 
 def choose_index(n: int, kind: str = "auto") -> str:
     """The index kind for a database of ``n`` vectors: exact up to ``FLAT_UP_TO`` (inclusive),
-    IVF-Flat below ``IVF_PQ_FROM``, IVF-PQ from there on (compressed codes keep billions of vectors
-    in memory)."""
+    IVF with float16 vectors below ``IVF_PQ_FROM``, IVF-PQ from there on."""
     if kind not in INDEX_KINDS:
         raise MarginmineError(f"unknown index kind {kind!r} (choose from {', '.join(INDEX_KINDS)})")
     if kind != "auto":
         return kind
     if n <= FLAT_UP_TO:
         return "flat"
-    return "ivf" if n < IVF_PQ_FROM else "ivfpq"
+    return "ivf-fp16" if n < IVF_PQ_FROM else "ivfpq"
 
 
 def default_nlist(n: int) -> int:
@@ -111,37 +138,66 @@ def _finite_float32(rows: np.ndarray, what: str, offset: int) -> np.ndarray:
     return out
 
 
-def build_index(database: np.ndarray, spec: IndexSpec = IndexSpec()) -> Any:
-    """A FAISS inner-product index holding ``database`` (added in slices of 1M rows)."""
+def _empty_index(kind: str, dim: int, spec: IndexSpec) -> Any:
+    import faiss
+
+    if kind == "flat":
+        return faiss.IndexFlatIP(dim)
+    quantizer = faiss.IndexFlatIP(dim)
+    if kind == "ivf":
+        index = faiss.IndexIVFFlat(quantizer, dim, spec.nlist, faiss.METRIC_INNER_PRODUCT)
+    elif kind in ("ivf-fp16", "ivf-sq8"):
+        qtype = faiss.ScalarQuantizer.QT_fp16 if kind == "ivf-fp16" else faiss.ScalarQuantizer.QT_8bit
+        # float16 codes of the vectors themselves (not of their residuals): float16-stored
+        # embeddings are then held exactly
+        index = faiss.IndexIVFScalarQuantizer(quantizer, dim, spec.nlist, qtype, faiss.METRIC_INNER_PRODUCT,
+                                              kind == "ivf-sq8")
+    else:
+        pq_m = spec.pq_m or max(1, dim // 8)
+        if dim % pq_m:
+            raise MarginmineError(f"IVF-PQ: dimension {dim} is not divisible by pq_m={pq_m}")
+        index = faiss.IndexIVFPQ(quantizer, dim, spec.nlist, pq_m, 8, faiss.METRIC_INNER_PRODUCT)
+        # polysemous training only reorders the codes for Hamming pre-filtering, which we never
+        # enable (polysemous_ht = 0): same neighbours and similarities, ~10x less training time
+        index.do_polysemous_training = False
+    return index
+
+
+def _train(index: Any, database: np.ndarray, spec: IndexSpec) -> None:
+    n = len(database)
+    rng = np.random.default_rng(spec.seed)
+    sample = np.sort(rng.choice(n, size=min(n, max(spec.train_size, 39 * spec.nlist)), replace=False))
+    index.cp.seed = spec.seed
+    log.info("training %s index: %d cells on %d of %d vectors", spec.kind, spec.nlist, len(sample), n)
+    train = _float32(database[sample])
+    bad = first_nonfinite_row(train)
+    if bad is not None:
+        raise _nonfinite("database", int(sample[bad]))
+    index.train(train)
+
+
+def build_index(database: np.ndarray, spec: IndexSpec = IndexSpec(), trained: Path | None = None) -> Any:
+    """A FAISS inner-product index holding ``database`` (added in slices of 1M rows). With
+    ``trained`` (a file path), an approximate index's training is read from there if present and
+    written there otherwise (a resumed search skips it)."""
     import faiss
 
     check_device(spec.device)
     n, dim = database.shape
-    kind = choose_index(n, spec.kind)
-    if kind == "flat":
+    spec = spec.resolved(n)
+    if spec.kind == "flat":
         index = faiss.IndexFlatIP(dim)
+    elif trained is not None and Path(trained).exists():
+        index = faiss.read_index(str(trained))
+        log.info("read the trained %s index from %s", spec.kind, trained)
     else:
-        nlist = spec.nlist or default_nlist(n)
-        quantizer = faiss.IndexFlatIP(dim)
-        if kind == "ivf":
-            index = faiss.IndexIVFFlat(quantizer, dim, nlist, faiss.METRIC_INNER_PRODUCT)
-        else:
-            pq_m = spec.pq_m or max(1, dim // 8)
-            if dim % pq_m:
-                raise MarginmineError(f"IVF-PQ: dimension {dim} is not divisible by pq_m={pq_m}")
-            index = faiss.IndexIVFPQ(quantizer, dim, nlist, pq_m, 8, faiss.METRIC_INNER_PRODUCT)
-            # polysemous training only reorders the codes for Hamming pre-filtering, which we never
-            # enable (polysemous_ht = 0): same neighbours and similarities, ~10x less training time
-            index.do_polysemous_training = False
-        rng = np.random.default_rng(spec.seed)
-        sample = np.sort(rng.choice(n, size=min(n, max(spec.train_size, 39 * nlist)), replace=False))
-        index.cp.seed = spec.seed
-        log.info("training %s index: %d cells on %d of %d vectors", kind, nlist, len(sample), n)
-        train = _float32(database[sample])
-        bad = first_nonfinite_row(train)
-        if bad is not None:
-            raise _nonfinite("database", int(sample[bad]))
-        index.train(train)
+        index = _empty_index(spec.kind, dim, spec)
+        _train(index, database, spec)
+        if trained is not None:
+            tmp = Path(f"{trained}.tmp")
+            faiss.write_index(index, str(tmp))
+            tmp.replace(trained)
+    if spec.kind != "flat":
         index.nprobe = spec.nprobe
     if spec.device.startswith("cuda"):
         res = faiss.StandardGpuResources()
@@ -151,27 +207,70 @@ def build_index(database: np.ndarray, spec: IndexSpec = IndexSpec()) -> Any:
     return index
 
 
-def search(index: Any, queries: np.ndarray, k: int, block: int = 8192) -> tuple[np.ndarray, np.ndarray]:
-    """``(similarities, indices)`` of the ``k`` best database rows per query, best first."""
+def rerank(queries: np.ndarray, database: np.ndarray, ids: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The ``k`` best of each query's candidate ``ids`` by exact similarity with the database rows
+    (float32 products of float32 rows; ties to the lower index; ``-1`` ids, none found, last)."""
+    safe = np.where(ids < 0, 0, ids)
+    rows = _float32(database[safe.ravel()]).reshape(*ids.shape, -1)
+    sims = np.einsum("qd,qcd->qc", queries, rows)
+    sims[ids < 0] = -np.inf
+    order = np.lexsort((ids, -sims.astype(np.float64)), axis=1)[:, :k]
+    return np.take_along_axis(sims, order, 1).astype(np.float32), np.take_along_axis(ids, order, 1)
+
+
+def search(index: Any, queries: np.ndarray, k: int, block: int = 8192, *, database: np.ndarray | None = None,
+           refine: int = 0, store: Any = None, what: str = "kNN") -> tuple[np.ndarray, np.ndarray]:
+    """``(similarities, indices)`` of the ``k`` best database rows per query, best first.
+
+    ``refine = r > 1`` (needs ``database``): ``r*k`` candidates from the index, re-ranked exactly.
+    ``store`` (a :class:`~marginmine.search.blocks.BlockStore`): finished blocks are read from it
+    and new ones written to it, so an interrupted search resumes."""
     k = min(k, index.ntotal)
     n = len(queries)
     sims = np.empty((n, k), dtype=np.float32)
     ids = np.empty((n, k), dtype=np.int64)
     if k == 0 or n == 0:
         return sims, ids
+    wide = min(refine * k, index.ntotal) if refine > 1 else k
+    progress = Progress(what, total=n, unit="queries", every=30.0) if n > 4 * block else None
     for start in range(0, n, block):
-        s, i = index.search(_finite_float32(queries[start:start + block], "query", start), k)
+        done = store.get(start) if store is not None else None
+        if done is None:
+            q = _finite_float32(queries[start:start + block], "query", start)
+            s, i = index.search(q, wide)
+            if wide > k:
+                s, i = rerank(q, database, i, k)
+            if store is not None:
+                store.put(start, s, i)
+        else:
+            s, i = done
         sims[start:start + block], ids[start:start + block] = s, i
+        if progress is not None:
+            progress.tick(len(s))
+    if progress is not None:
+        progress.done()
     return sims, ids
 
 
 def knn(queries: np.ndarray, database: np.ndarray, k: int, block: int = 8192,
-        spec: IndexSpec = IndexSpec(kind="flat")) -> tuple[np.ndarray, np.ndarray]:
+        spec: IndexSpec = IndexSpec(kind="flat"), scratch: Path | None = None,
+        what: str = "kNN") -> tuple[np.ndarray, np.ndarray]:
     """``(similarities, indices)``, both ``(len(queries), k')`` with ``k' = min(k, len(database))``,
-    best first. Exact by default."""
+    best first. Exact by default. ``scratch``: a directory that keeps the trained index and the
+    finished query blocks, so a killed search resumes (its files are checked against this search)."""
     if len(database) == 0:
         return np.zeros((len(queries), 0), np.float32), np.zeros((len(queries), 0), np.int64)
-    return search(build_index(database, spec), queries, k, block)
+    resolved = spec.resolved(len(database))
+    store = None
+    if scratch is not None:
+        from marginmine.search.blocks import BlockStore
+
+        store = BlockStore.open(scratch, queries, database, k, block, resolved)
+        if store.complete():
+            log.info("%s: every block of %d queries read from %s", what, len(queries), scratch)
+            return store.gather()
+    index = build_index(database, resolved, store.trained_path if store is not None else None)
+    return search(index, queries, k, block, database=database, refine=resolved.refine, store=store, what=what)
 
 
 def recall_at_k(exact_ids: np.ndarray, approx_ids: np.ndarray) -> float:

@@ -1,0 +1,145 @@
+"""The search floor (src/marginmine/search/): the approximate index kinds, exact re-ranking, and the
+block store that lets a killed kNN search resume with the same bytes - on real sentence embeddings
+(the demo's trained DAN is not needed: a fixed random projection of real sentences' character
+n-gram counts gives real, clustered geometry)."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from marginmine.errors import MarginmineError
+from marginmine.search import knn as knn_mod
+from marginmine.search.blocks import BlockStore
+from marginmine.search.knn import IndexSpec, build_index, choose_index, knn, recall_at_k, rerank, search
+
+DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
+
+
+def _embed(lines: list[str], dim: int = 64, seed: int = 7) -> np.ndarray:
+    """Unit rows from hashed character trigrams through a fixed random projection."""
+    rng = np.random.default_rng(seed)
+    proj = rng.standard_normal((4096, dim)).astype(np.float32)
+    out = np.zeros((len(lines), dim), np.float32)
+    for i, text in enumerate(lines):
+        t = f"  {text.lower()}  "
+        ids = [int.from_bytes(hashlib.blake2b(t[j:j + 3].encode(), digest_size=4).digest(), "little") % 4096
+               for j in range(len(t) - 2)]
+        out[i] = proj[ids].sum(0)
+    out /= np.linalg.norm(out, axis=1, keepdims=True)
+    return out
+
+
+@pytest.fixture(scope="module")
+def real() -> tuple[np.ndarray, np.ndarray]:
+    root = DATA / "tatoeba-manythings-deu-eng-2018"
+    en = (root / "train.nooverlap.en").read_text(encoding="utf-8").splitlines()[:12000]
+    de = (root / "train.nooverlap.de").read_text(encoding="utf-8").splitlines()[:12000]
+    return _embed(en), _embed(de)
+
+
+def _same_similarities(a: np.ndarray, b: np.ndarray) -> float:
+    """Share of neighbour ranks whose similarity agrees (ties make the neighbours' ids ambiguous:
+    Tatoeba repeats sentences)."""
+    return float(np.mean(np.abs(a - b) <= 1e-5))
+
+
+def test_every_index_kind_finds_most_exact_neighbours_and_refine_makes_them_exact(real) -> None:
+    x, y = real
+    q = x[:2000]
+    exact_s, _ = knn(q, y, 4)
+    found = {}
+    for kind in ("ivf", "ivf-fp16", "ivf-sq8", "ivfpq"):
+        for refine in (0, 8):  # nprobe = nlist: every cell is visited, only the vectors' coding loses
+            s, _ = knn(q, y, 4, spec=IndexSpec(kind=kind, nlist=64, nprobe=64, refine=refine))
+            found[kind, refine] = _same_similarities(s, exact_s)
+    assert min(found["ivf", 0], found["ivf", 8], found["ivf-fp16", 8], found["ivf-sq8", 8]) >= 0.999, found
+    assert found["ivf-sq8", 0] < 0.9 and found["ivfpq", 0] < 0.5, found  # coded similarities are not exact
+    assert found["ivfpq", 8] > found["ivfpq", 0] + 0.2, found  # ... and re-ranking finds many more
+    # float16 vectors hold float16-stored embeddings exactly: all cells visited = exact search
+    x16, y16 = x.astype(np.float16), y.astype(np.float16)
+    e16 = knn(x16[:2000], y16, 4)
+    f16 = knn(x16[:2000], y16, 4, spec=IndexSpec(kind="ivf-fp16", nlist=64, nprobe=64))
+    assert _same_similarities(e16[0], f16[0]) == 1.0
+    # fewer cells visited: fewer true neighbours found
+    s, _ = knn(q, y, 4, spec=IndexSpec(kind="ivf", nlist=64, nprobe=2))
+    assert _same_similarities(s, exact_s) < found["ivf", 0]
+
+
+def test_rerank_orders_by_exact_similarity_and_breaks_ties_by_the_lower_index() -> None:
+    db = np.array([[1, 0], [0, 1], [1, 0], [0.6, 0.8]], np.float32)
+    q = np.array([[1, 0]], np.float32)
+    s, i = rerank(q, db, np.array([[3, 2, 1, 0, -1]]), 3)
+    assert i.tolist() == [[0, 2, 3]] and np.allclose(s, [[1, 1, 0.6]])
+
+
+def test_auto_is_exact_up_to_its_threshold_and_float16_ivf_beyond(real, monkeypatch) -> None:
+    import faiss
+
+    x, y = real
+    assert choose_index(0) == choose_index(knn_mod.FLAT_UP_TO) == "flat"
+    assert choose_index(knn_mod.FLAT_UP_TO + 1) == choose_index(knn_mod.IVF_PQ_FROM - 1) == "ivf-fp16"
+    assert choose_index(knn_mod.IVF_PQ_FROM) == "ivfpq"
+    assert choose_index(10 * knn_mod.IVF_PQ_FROM, "flat") == "flat"  # an explicit kind is kept
+    with pytest.raises(MarginmineError, match="unknown index kind"):
+        choose_index(10, "hnsw")
+    assert type(build_index(y, IndexSpec(kind="auto"))) is faiss.IndexFlatIP
+    monkeypatch.setattr(knn_mod, "FLAT_UP_TO", 1000)
+    spec = IndexSpec(kind="auto").resolved(len(y))
+    assert (spec.kind, spec.nprobe, spec.nlist) == ("ivf-fp16", knn_mod.AUTO_NPROBE, knn_mod.default_nlist(len(y)))
+    assert type(build_index(y, IndexSpec(kind="auto"))) is faiss.IndexIVFScalarQuantizer
+
+
+@pytest.mark.parametrize("kind", ["flat", "ivf-fp16"])
+def test_a_search_killed_after_some_blocks_resumes_from_its_store_with_the_same_bytes(real, tmp_path, monkeypatch,
+                                                                                     kind) -> None:
+    x, y = real
+    spec = IndexSpec(kind=kind, nlist=64, nprobe=8)
+    whole = knn(x, y, 4, block=1000, spec=spec)
+    calls = {"n": 0}
+    real_put = BlockStore.put
+
+    def dying_put(self, start, sims, ids):
+        if calls["n"] == 5:
+            raise KeyboardInterrupt("killed")  # as SIGKILL: nothing after the 5th block is written
+        calls["n"] += 1
+        real_put(self, start, sims, ids)
+
+    monkeypatch.setattr(BlockStore, "put", dying_put)
+    with pytest.raises(KeyboardInterrupt):
+        knn(x, y, 4, block=1000, spec=spec, scratch=tmp_path / "s")
+    assert len(list((tmp_path / "s").glob("q*.npz"))) == 5
+    assert (tmp_path / "s" / "index.trained").exists() == (kind != "flat")
+    monkeypatch.setattr(BlockStore, "put", real_put)
+
+    searched = []
+    real_search = search
+
+    def counting_search(index, queries, k, block=8192, **kw):
+        orig = index.search
+        index.search = lambda q, kk: (searched.append(len(q)), orig(q, kk))[1]
+        return real_search(index, queries, k, block, **kw)
+
+    monkeypatch.setattr(knn_mod, "search", counting_search)
+    resumed = knn(x, y, 4, block=1000, spec=spec, scratch=tmp_path / "s")
+    assert sum(searched) == len(x) - 5000  # the five finished blocks were read, not searched again
+    assert resumed[0].tobytes() == whole[0].tobytes() and resumed[1].tobytes() == whole[1].tobytes()
+    # complete: read back without building an index at all
+    monkeypatch.setattr(knn_mod, "build_index", lambda *a, **k: pytest.fail("index built for a complete store"))
+    again = knn(x, y, 4, block=1000, spec=spec, scratch=tmp_path / "s")
+    assert again[1].tobytes() == whole[1].tobytes()
+
+
+def test_a_store_of_another_search_is_emptied_not_read(real, tmp_path) -> None:
+    x, y = real
+    knn(x[:3000], y, 4, block=1000, scratch=tmp_path / "s")
+    assert len(list((tmp_path / "s").glob("q*.npz"))) == 3
+    other = x[:3000].copy()
+    other[1500] = y[0]  # another query set of the same shape: its digest differs
+    s, i = knn(other, y, 4, block=1000, scratch=tmp_path / "s")
+    assert np.isclose(s[1500, 0], 1.0, atol=1e-5) and np.array_equal(i, knn(other, y, 4, block=1000)[1])
+    s2, i2 = knn(x[:3000], y, 4, block=1000, spec=IndexSpec(kind="flat"), scratch=tmp_path / "s")
+    assert np.array_equal(i2, knn(x[:3000], y, 4, block=1000)[1])
