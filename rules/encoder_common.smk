@@ -89,6 +89,8 @@ def encoder_params(encdir):
             params[item["key"]] = download_path(source)
             params.setdefault("sha256", {})[item["key"]] = item["sha256"]
             deps.append(download_path(source))
+    if model["kind"] == "trained" and params.get("path"):  # reused from another experiment: its manifest
+        deps.append(f"{params['path']}/encoder.json")
     return params, deps
 
 

@@ -323,3 +323,36 @@ def test_forward_only_training_keeps_the_sides(tiny_data, tmp_path: Path) -> Non
     assert (one / "model.pt").read_bytes() != (two / "model.pt").read_bytes()
     with pytest.raises(EncoderError, match="directions must be 1"):
         dual.train(tiny_data, tmp_path / "three", {**TINY, "directions": 3}, seed=7)
+
+
+def test_a_trained_encoder_is_reused_by_the_trained_kind_and_embeds_identically(tiny_encoder, tmp_path) -> None:
+    """``kind: trained`` (encoders/trained.py) places another experiment's finished encoder: the
+    copy loads with the original kind, has its identity, and embeds byte for byte as it does; a
+    modified file, another identity pin, a twin request and a missing path are refused."""
+    import shutil
+
+    from marginmine.encoders import kind_module
+    from marginmine.encoders.base import encoder_identity
+
+    trained = kind_module("trained")
+    sents = ["Der Hund schläft.", "Wir gehen morgen ins Kino.", "Das ist nicht wahr."]
+    out = trained.train([], tmp_path / "copy", {"path": str(tiny_encoder),
+                                                "identity": encoder_identity(tiny_encoder)})
+    assert encoder_identity(out) == encoder_identity(tiny_encoder)
+    a = load_encoder(tiny_encoder).encode(sents, "de")
+    b = load_encoder(out).encode(sents, "de")
+    assert a.tobytes() == b.tobytes()
+    with pytest.raises(EncoderError, match="differs from params.identity"):
+        trained.train([], tmp_path / "c2", {"path": str(tiny_encoder), "identity": "0" * 64})
+    with pytest.raises(EncoderError, match="no random-init twin"):
+        trained.train([], tmp_path / "c3", {"path": str(tiny_encoder)}, untrained=True)
+    with pytest.raises(EncoderError, match="not found"):
+        trained.train([], tmp_path / "c4", {"path": str(tmp_path / "nowhere")})
+    with pytest.raises(EncoderError, match="unknown key"):
+        trained.train([], tmp_path / "c5", {"path": str(tiny_encoder), "pth": "x"})
+    bad = tmp_path / "bad"
+    shutil.copytree(tiny_encoder, bad)
+    victim = next(p for p in bad.iterdir() if p.is_file() and p.name != "encoder.json")
+    victim.write_bytes(victim.read_bytes() + b"x")
+    with pytest.raises(EncoderError, match="SHA-256 differs"):
+        trained.train([], tmp_path / "c6", {"path": str(bad)})

@@ -11,6 +11,8 @@ The kinds, listed here and imported only when used (they need torch):
   (imported, not trained): :mod:`marginmine.encoders.laser_pretrained`
 * ``sentence-transformers`` - a local sentence-transformers model directory (LaBSE, MiniLM, ...):
   :mod:`marginmine.encoders.sbert`
+* ``trained`` - an encoder another experiment trained (e.g. the demo's DAN), verified and reused:
+  :mod:`marginmine.encoders.trained`
 
 A trainer is ``train(data, out_dir, params, *, seed, max_minutes) -> Path`` and leaves a
 directory that :func:`marginmine.encoders.base.load_encoder` loads.
@@ -24,7 +26,7 @@ from types import ModuleType
 #: encoder kind -> the module holding its ``train`` and ``load`` (a new kind: one module, one line)
 KINDS = {"dual": "marginmine.encoders.dual", "laser": "marginmine.encoders.laser",
          "laser-pretrained": "marginmine.encoders.laser_pretrained",
-         "sentence-transformers": "marginmine.encoders.sbert"}
+         "sentence-transformers": "marginmine.encoders.sbert", "trained": "marginmine.encoders.trained"}
 
 
 def kind_module(kind: str, where: str = "encoder") -> ModuleType:
