@@ -87,14 +87,18 @@ class Batch:
     def side_mean(self, side: str, k: int) -> np.ndarray:
         """float32 per distinct sentence of ``side`` (``src``: its k-NN among the batch's distinct
         targets; ``tgt``: among the distinct sources): the mean similarity. One kNN search per side
-        and k, shared by every scorer."""
+        and k, shared by every scorer; an approximate index always considers the sentence's own
+        partners in the batch (:func:`marginmine.search.margin.partners`)."""
         if (side, k) not in self._means:
             from marginmine.search.knn import knn
-            from marginmine.search.margin import knn_mean
+            from marginmine.search.margin import knn_mean, partners
 
             query, base = (self.xu, self.yu) if side == "src" else (self.yu, self.xu)
+            gq, go = (self.gx, self.gy) if side == "src" else (self.gy, self.gx)
             scratch = self.scratch / f"{side}-k{k}" if self.scratch is not None else None
-            sims = knn(query, base, k, spec=self.spec, scratch=scratch, what=f"kNN {side} (k={k})")[0]
+            approximate = self.spec.resolved(len(base)).kind != "flat"
+            sims = knn(query, base, k, spec=self.spec, scratch=scratch, what=f"kNN {side} (k={k})",
+                       candidates=partners(gq, go, len(query)) if approximate else None)[0]
             self._means[(side, k)] = knn_mean(sims)
         return self._means[(side, k)]
 

@@ -2,8 +2,8 @@
 
 A :class:`BlockStore` is a directory holding
 
-* ``search.json``: what the search is (query and database shapes, a digest of both,
-  ``k``, the block size, the resolved index settings and the FAISS version); a directory holding
+* ``search.json``: what the search is (query and database shapes, a digest of both and of the
+  always-considered candidates, ``k``, the block size, the resolved index settings and the FAISS version); a directory holding
   another search's files is emptied before use, never read;
 * ``index.trained``: the trained (still empty) approximate index, so a resumed search skips the
   training (adding the vectors again is deterministic);
@@ -47,7 +47,7 @@ class BlockStore:
 
     @classmethod
     def open(cls, directory: str | Path, queries: np.ndarray, database: np.ndarray, k: int, block: int,
-             spec: Any) -> "BlockStore":
+             spec: Any, candidates: np.ndarray | None = None) -> "BlockStore":
         """The store of this search in ``directory``: its files kept if they belong to this very
         search, else removed."""
         import faiss
@@ -56,6 +56,7 @@ class BlockStore:
         described = {"queries": [len(queries), int(queries.shape[1]) if queries.ndim == 2 else 0],
                      "database": [len(database), int(database.shape[1])], "k": int(k), "block": int(block),
                      "queries_digest": _digest(queries), "database_digest": _digest(database),
+                     "candidates_digest": None if candidates is None else _digest(candidates),
                      "index": asdict(spec), "faiss": faiss.__version__}
         described = json.loads(json.dumps(described))
         meta = d / "search.json"

@@ -218,13 +218,24 @@ def rerank(queries: np.ndarray, database: np.ndarray, ids: np.ndarray, k: int) -
     return np.take_along_axis(sims, order, 1).astype(np.float32), np.take_along_axis(ids, order, 1)
 
 
+def _unique_rows(ids: np.ndarray) -> np.ndarray:
+    """Each row's ids with repeats replaced by -1 (a row holds a database row at most once)."""
+    srt = np.sort(ids, axis=1)
+    srt[:, 1:][srt[:, 1:] == srt[:, :-1]] = -1
+    return srt
+
+
 def search(index: Any, queries: np.ndarray, k: int, block: int = 8192, *, database: np.ndarray | None = None,
-           refine: int = 0, store: Any = None, what: str = "kNN") -> tuple[np.ndarray, np.ndarray]:
+           refine: int = 0, candidates: np.ndarray | None = None, store: Any = None,
+           what: str = "kNN") -> tuple[np.ndarray, np.ndarray]:
     """``(similarities, indices)`` of the ``k`` best database rows per query, best first.
 
     ``refine = r > 1`` (needs ``database``): ``r*k`` candidates from the index, re-ranked exactly.
-    ``store`` (a :class:`~marginmine.search.blocks.BlockStore`): finished blocks are read from it
-    and new ones written to it, so an interrupted search resumes."""
+    ``candidates`` (needs ``database``): per query, database rows (``-1``: none) that are always
+    considered beside the index's, all re-ranked exactly - e.g. the partners of a sentence in the
+    pairs being filtered, which an approximate index may miss although they are often among its
+    nearest neighbours. ``store`` (a :class:`~marginmine.search.blocks.BlockStore`): finished
+    blocks are read from it and new ones written to it, so an interrupted search resumes."""
     k = min(k, index.ntotal)
     n = len(queries)
     sims = np.empty((n, k), dtype=np.float32)
@@ -238,7 +249,9 @@ def search(index: Any, queries: np.ndarray, k: int, block: int = 8192, *, databa
         if done is None:
             q = _finite_float32(queries[start:start + block], "query", start)
             s, i = index.search(q, wide)
-            if wide > k:
+            if candidates is not None:
+                i = _unique_rows(np.concatenate([i, candidates[start:start + block]], axis=1))
+            if wide > k or candidates is not None:
                 s, i = rerank(q, database, i, k)
             if store is not None:
                 store.put(start, s, i)
@@ -253,24 +266,29 @@ def search(index: Any, queries: np.ndarray, k: int, block: int = 8192, *, databa
 
 
 def knn(queries: np.ndarray, database: np.ndarray, k: int, block: int = 8192,
-        spec: IndexSpec = IndexSpec(kind="flat"), scratch: Path | None = None,
-        what: str = "kNN") -> tuple[np.ndarray, np.ndarray]:
+        spec: IndexSpec = IndexSpec(kind="flat"), scratch: Path | None = None, what: str = "kNN",
+        candidates: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """``(similarities, indices)``, both ``(len(queries), k')`` with ``k' = min(k, len(database))``,
     best first. Exact by default. ``scratch``: a directory that keeps the trained index and the
-    finished query blocks, so a killed search resumes (its files are checked against this search)."""
+    finished query blocks, so a killed search resumes (its files are checked against this search).
+    ``candidates``: rows always considered by an approximate index (:func:`search`); exact search
+    ignores them (it finds them anyway)."""
     if len(database) == 0:
         return np.zeros((len(queries), 0), np.float32), np.zeros((len(queries), 0), np.int64)
     resolved = spec.resolved(len(database))
+    if resolved.kind == "flat":
+        candidates = None
     store = None
     if scratch is not None:
         from marginmine.search.blocks import BlockStore
 
-        store = BlockStore.open(scratch, queries, database, k, block, resolved)
+        store = BlockStore.open(scratch, queries, database, k, block, resolved, candidates)
         if store.complete():
             log.info("%s: every block of %d queries read from %s", what, len(queries), scratch)
             return store.gather()
     index = build_index(database, resolved, store.trained_path if store is not None else None)
-    return search(index, queries, k, block, database=database, refine=resolved.refine, store=store, what=what)
+    return search(index, queries, k, block, database=database, refine=resolved.refine, candidates=candidates,
+                  store=store, what=what)
 
 
 def recall_at_k(exact_ids: np.ndarray, approx_ids: np.ndarray) -> float:

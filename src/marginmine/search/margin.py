@@ -182,6 +182,28 @@ def unique_groups(items: Sequence[Hashable]) -> tuple[np.ndarray, np.ndarray]:
     return first, group
 
 
+#: partners per distinct sentence that an approximate filtering search always considers
+PARTNERS_CAP = 8
+
+
+def partners(g_query: np.ndarray, g_other: np.ndarray, n_query: int, cap: int = PARTNERS_CAP) -> np.ndarray:
+    """``(n_query, p)`` int64: for each distinct sentence of one side, the distinct sentences of the
+    other side it is paired with in the batch (its first ``cap`` partners in line order, ``-1``
+    padded). A filtering search passes them as candidates to an approximate index, which may miss
+    them although a pair's own partner is often among its sentence's nearest neighbours."""
+    g_query = np.asarray(g_query, np.int64)
+    order = np.argsort(g_query, kind="stable")
+    q = g_query[order]
+    first = np.searchsorted(q, q, side="left")
+    rank = np.arange(len(q)) - first
+    width = int(min(cap, rank.max() + 1)) if len(q) else 1
+    out = np.full((n_query, width), -1, np.int64)
+    keep = rank < width
+    pairs = np.stack([q[keep], rank[keep], np.asarray(g_other, np.int64)[order][keep]])
+    out[pairs[0], pairs[1]] = pairs[2]
+    return out
+
+
 def gathered_cosines(xu: np.ndarray, yu: np.ndarray, gx: np.ndarray, gy: np.ndarray,
                      chunk: int = 65_536) -> np.ndarray:
     """``cos(xu[gx[i]], yu[gy[i]])`` for every i (unit rows), accumulated in float64, in chunks so
