@@ -102,6 +102,7 @@ def test_template_plans_pretrained_files_given_by_url(tmp_path, real_data):
     digest = "ab" * 32
     overlay["encoder"] = {"models": {"laser2": {"params": {
         "model": {"url": "file:///models/laser2.pt", "sha256": digest}}}}}
+    overlay["selection"] = {"sizes": ["1k"]}
     (d / "mine.yaml").write_text(yaml.safe_dump(overlay), encoding="utf-8")
     r = snakemake("-n", "-p", "filtered", "nmt", "--configfile", "config/own-corpus.yaml", "mine.yaml", cwd=d)
     assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
@@ -115,3 +116,33 @@ def test_template_plans_pretrained_files_given_by_url(tmp_path, real_data):
     (d / "mine.yaml").write_text(yaml.safe_dump(overlay), encoding="utf-8")
     r = snakemake("-n", "filtered", "--configfile", "config/own-corpus.yaml", "mine.yaml", cwd=d)
     assert r.returncode != 0 and "encoder.models.laser2.params.model: a url needs its sha256" in r.stdout + r.stderr
+
+
+def test_template_plans_a_5M_corpus_with_its_scoring_estimate_and_refuses_what_cannot_be_meant(tmp_path, real_data):
+    """Issue 32: the template, with only the corpus changed, plans a 5M-pair corpus on a CPU with an
+    approximate index and prints each scoring job's estimate; it refuses N >= expected_pairs and an
+    exact 5M batch (above scoring.max_cpu_hours), each naming its key, unless the config raises the
+    limit."""
+    d, _, overlay = user_setup(tmp_path, real_data)
+    overlay["corpus"]["expected_pairs"] = 5_000_000
+
+    def plan(**extra):
+        (d / "mine.yaml").write_text(yaml.safe_dump({**overlay, **extra}), encoding="utf-8")
+        return snakemake("-n", "filtered", "--configfile", "config/own-corpus.yaml", "mine.yaml", cwd=d)
+
+    r = plan()
+    assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
+    est = re.search(r"scoring estimate, encoder laser2 \(dimension not stated: 1024 assumed\): 1 job\(s\), each 1 "
+                    r"batch\(es\) of <= 5,000,000 pairs, index ivf-fp16, nlist (\d+), nprobe (\d+), dim 1024: about "
+                    r"([\d.e+]+) CPU-hours per batch", r.stderr)
+    assert est, r.stderr[-2000:]
+    assert 0.1 < float(est.group(3)) < 24  # hours on a CPU, not days
+    r = plan(selection={"sizes": ["5M"]})
+    out = r.stdout + r.stderr
+    assert r.returncode != 0 and "selection.sizes: 5M (5,000,000 pairs) is not below corpus.expected_pairs" in out
+    r = plan(scoring={"index": "flat"})
+    out = r.stdout + r.stderr
+    assert r.returncode != 0 and "scoring.index: flat (exact) with scoring.batch_size 5,000,000" in out
+    assert "above scoring.max_cpu_hours (24)" in out
+    r = plan(scoring={"index": "flat", "max_cpu_hours": 1000})
+    assert r.returncode == 0 and "index exact, dim 1024" in r.stderr

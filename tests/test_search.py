@@ -169,3 +169,30 @@ def test_partners_given_as_candidates_are_always_considered_and_bring_ivf_closer
     assert p.tolist() == [[5, 7], [6, -1], [8, -1], [-1, -1]]
     # exact search ignores them (it finds them anyway): the demo's scores stay byte-identical
     assert knn(x, y, 4, candidates=partners(gx, gy, n))[1].tobytes() == exact_i.tobytes()
+
+
+def test_the_cost_estimate_grows_as_the_search_does_and_the_plan_refuses_what_cannot_be_meant(tmp_path) -> None:
+    from marginmine.scoring.plan import check_scale, planned_dim
+    from marginmine.search.cost import batch_cpu_seconds, job_estimate
+
+    exact = [batch_cpu_seconds(n, 320, IndexSpec(kind="flat")) for n in (10**5, 10**6)]
+    assert exact[1] / exact[0] == pytest.approx(100)  # quadratic
+    ivf = [batch_cpu_seconds(n, 320, IndexSpec(kind="ivf-fp16")) for n in (10**6, 4 * 10**6)]
+    assert 4 < ivf[1] / ivf[0] < 12  # about n^1.5 with nlist ~ sqrt(n)
+    assert batch_cpu_seconds(10**6, 1024, IndexSpec(kind="flat")) == pytest.approx(3.2 * exact[1])
+    est = job_estimate(12_000_000, 5_000_000, 320, IndexSpec(kind="auto"))
+    assert est.batches == 3 and "3 batch(es) of <= 5,000,000 pairs, index ivf-fp16" in est.describe()
+    # dimensions: stated, read from a reused encoder's manifest, else assumed (and said so)
+    assert planned_dim({"kind": "dual", "params": {"dim": 320}}) == (320, True)
+    (tmp_path / "encoder.json").write_text('{"dim": 512}')
+    assert planned_dim({"kind": "trained", "params": {"path": str(tmp_path)}}) == (512, True)
+    assert planned_dim({"kind": "laser-pretrained", "params": {}}) == (1024, False)
+    plan = dict(expected_pairs=5_000_000, shard_size=5_000_000, batch_size=5_000_000, dims={"dan": (320, True)},
+                device="cpu", max_cpu_hours=24)
+    lines = check_scale(sizes=["1M"], spec=IndexSpec(kind="auto"), **plan)
+    assert len(lines) == 1 and lines[0].startswith("scoring estimate, encoder dan: 1 job(s)")
+    with pytest.raises(MarginmineError, match=r"selection.sizes: 5M \(5,000,000 pairs\) is not below corpus.expected_pairs"):
+        check_scale(sizes=["1M", "5M"], spec=IndexSpec(kind="auto"), **plan)
+    with pytest.raises(MarginmineError, match=r"scoring.index: flat \(exact\).*above scoring.max_cpu_hours \(24\)"):
+        check_scale(sizes=["1M"], spec=IndexSpec(kind="flat"), **plan)
+    assert check_scale(sizes=["1M"], spec=IndexSpec(kind="flat"), **{**plan, "device": "cuda"})  # a GPU: not refused

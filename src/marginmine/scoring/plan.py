@@ -74,3 +74,61 @@ def check_suite_encoders(suite_encoders: Sequence[str], models: Mapping[str, Any
         if name not in models:
             raise MarginmineError(f"published.encoders: {name!r} is not a key of encoder.models "
                                   f"({', '.join(models)})")
+
+
+#: the dimension a plan assumes for an encoder that states none (LASER's; an upper bound of the kinds we ship)
+ASSUMED_DIM = 1024
+
+
+def planned_dim(model: Mapping[str, Any]) -> tuple[int, bool]:
+    """``(dimension, stated)`` of an ``encoder.models`` entry: ``params.dim``, a reused encoder's
+    manifest, else :data:`ASSUMED_DIM` (``stated`` False)."""
+    import json
+    from pathlib import Path
+
+    params = model.get("params") or {}
+    if isinstance(params.get("dim"), int):
+        return params["dim"], True
+    if model.get("kind") == "trained" and params.get("path"):
+        manifest = Path(str(params["path"])) / "encoder.json"
+        if manifest.is_file():
+            return int(json.loads(manifest.read_text(encoding="utf-8"))["dim"]), True
+    return ASSUMED_DIM, False
+
+
+def check_scale(*, expected_pairs: int, sizes: Sequence[str], shard_size: int, batch_size: int, spec: Any,
+                dims: Mapping[str, tuple[int, bool]], device: str, max_cpu_hours: float, k: int = 4) -> list[str]:
+    """Plan-time refusals of a run that cannot be meant, naming the config keys, and the scoring
+    estimate of each scored encoder (lines to print; :mod:`marginmine.search.cost`):
+
+    * ``selection.sizes`` N >= ``corpus.expected_pairs``: the selection would keep every pair;
+    * a scoring batch estimated above ``scoring.max_cpu_hours`` CPU-hours on a CPU (an exact 5M-pair
+      batch is about 120 with a 320-dimensional encoder): approximate search (``scoring.index:
+      auto``), smaller batches, or a higher limit if that run is wanted.
+    """
+    from marginmine.scoring.selection import parse_count
+    from marginmine.search.cost import job_estimate
+
+    for size in sizes:
+        n = parse_count(str(size))
+        if n >= expected_pairs:
+            raise MarginmineError(f"selection.sizes: {size} ({n:,} pairs) is not below corpus.expected_pairs "
+                                  f"({expected_pairs:,}): the selection would keep every pair; choose N below "
+                                  "the corpus' size (or correct corpus.expected_pairs)")
+    shard_pairs = min(shard_size, expected_pairs)
+    shards = -(-expected_pairs // shard_size)
+    lines = []
+    for encoder, (dim, stated) in dims.items():
+        est = job_estimate(shard_pairs, batch_size, dim, spec, k)
+        assumed = "" if stated else f" (dimension not stated: {dim} assumed)"
+        where = "on a CPU" if device == "cpu" else f"on a CPU (this run asks for {device}: a GPU takes far less)"
+        lines.append(f"scoring estimate, encoder {encoder}{assumed}: {shards} job(s), each {est.describe()} {where}")
+        if device == "cpu" and est.cpu_hours_per_batch > max_cpu_hours:
+            s = spec.resolved(min(batch_size, shard_pairs))
+            raise MarginmineError(
+                f"scoring.index: {spec.kind} ({'exact' if s.kind == 'flat' else s.kind}) with scoring.batch_size "
+                f"{batch_size:,} (preprocess.shard_size {shard_size:,}, corpus.expected_pairs {expected_pairs:,}), "
+                f"encoder {encoder} ({dim} dimensions): about {est.cpu_hours_per_batch:,.0f} CPU-hours per batch, "
+                f"above scoring.max_cpu_hours ({max_cpu_hours:g}); use scoring.index: auto (approximate search, "
+                "docs/scale.md) or a smaller scoring.batch_size, or raise scoring.max_cpu_hours if this run is wanted")
+    return lines
