@@ -14,3 +14,5 @@ BUCC_SHARE = 0.025
 BUCC_DISTRACTORS = 2000
 #: monolingual lines per side kept for the pools, 0 = all (schema: mining_eval.mono_max)
 BUCC_MONO_MAX = 0
+#: pairs of the scale corpus (marginmine scale-corpus; a scale source's corpus.source.pairs)
+SCALE_PAIRS = 5_000_000

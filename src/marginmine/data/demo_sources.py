@@ -193,7 +193,10 @@ class Guard:
     heldout: frozenset[bytes] = frozenset()  # sentences of the clean-mix dev/test sets
 
     def reason(self, pair: DemoPair) -> str | None:
-        ks, kt = sentence_key(pair.en), sentence_key(pair.de)
+        return self.reason_keys(sentence_key(pair.en), sentence_key(pair.de))
+
+    def reason_keys(self, ks: bytes, kt: bytes) -> str | None:
+        """:meth:`reason` of a pair given its sides' :func:`sentence_key` (None: the pair may stay)."""
         hit = self.protected.get(ks) or self.protected.get(kt)
         if hit:
             return "protected:" + hit.split("/", 1)[0]

@@ -45,6 +45,7 @@ import json
 import random
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
@@ -117,19 +118,37 @@ def _summary(corpus: Sequence[DemoPair], dropped_input: Counter[str], dropped_fi
     }
 
 
-def build_demo_corpus(data_dir: Path, out_tsv: Path, labels_tsv: Path, *, seed: int = SEED,
-                      scale: float = 1.0, heldout: Mapping[str, int] | None = None,
-                      heldout_prefix: Path | None = None) -> dict:
-    """Build the demo corpus and its labels; return (and write as JSON) the summary.
+@dataclass
+class DemoInputs:
+    """What the demo corpus is built from, read and guarded (:func:`load_demo_inputs`).
 
-    ``scale`` (0 < scale <= 1) multiplies every component size: clean sources are sampled to that
-    fraction, noise components get ``round(NOISE_SIZES[k] * scale)`` (at least 1) pairs.
-    ``heldout`` (split -> pairs, e.g. ``{"dev": 1000, "test": 2000}``): the clean-mix sets
-    (:mod:`marginmine.data.cleanmix`) carved out of the clean pool before noise is derived from it and
-    written to ``<heldout_prefix>.<split>.{en,de}`` and ``<heldout_prefix>.<split>.labels.tsv`` (same
-    columns as the corpus sidecar, one row per line); no corpus side is a held-out sentence.
-    Raises ``InputError`` for missing/misaligned data and ``MarginmineError`` if the noise share
-    ends below ``MIN_NOISE_SHARE`` or ids collide.
+    ``clean_pool`` is the guarded, deduplicated clean pool with the clean-mix sets (``held``) carved
+    out; ``guard`` also holds the held-out sentences; ``paracrawl`` is scaled, not guarded (the
+    caller's final guard sees every pair); ``captions_fr`` maps a Multi30k pair id to its French.
+    """
+
+    clean_pool: list[DemoPair]
+    held: dict[str, list[DemoPair]]
+    guard: Guard
+    mlqe_mt: list[DemoPair]
+    paracrawl: list[DemoPair]
+    captions_fr: dict[str, str]
+    wiki: list[tuple[str, str]]
+    hplt: list[tuple[str, str]]
+    gnad: list[tuple[str, str]]
+    dropped_input: Counter[str]
+    notes: Counter[str]
+    seed: int
+    scale: float
+
+
+def load_demo_inputs(data_dir: Path, *, seed: int = SEED, scale: float = 1.0,
+                     heldout: Mapping[str, int] | None = None) -> DemoInputs:
+    """Read every real source of ``data_dir``, build the clean pool and hold out the clean-mix sets.
+
+    This is the part of :func:`build_demo_corpus` before any noise is made; the scale corpus
+    (:mod:`marginmine.data.scalecorpus`) calls it with the demo's seed, scale and held-out sizes, so
+    its clean pool and held-out sets are the demo's. Same arguments, same result.
     """
     if not 0 < scale <= 1:
         raise ValueError(f"scale must be in (0, 1], got {scale}")
@@ -154,12 +173,34 @@ def build_demo_corpus(data_dir: Path, out_tsv: Path, labels_tsv: Path, *, seed: 
     clean_pool = apply_guard(clean_pool, guard.reason, dropped_input)
     held: dict[str, list[DemoPair]] = {}
     if heldout:
-        if heldout_prefix is None:
-            raise ValueError("heldout needs heldout_prefix")
         held, clean_pool, shared, keys = hold_out(clean_pool, heldout, component_rng(seed, "heldout"))
         dropped_input[HELDOUT_REASON] += shared
         guard = Guard(protected, encoder_keys, keys)
     paracrawl = _scaled_sample(paracrawl, scale, component_rng(seed, "paracrawl"))
+    return DemoInputs(clean_pool, held, guard, mlqe_mt, paracrawl, m30k_fr, wiki, hplt, gnad,
+                      dropped_input, notes, seed, scale)
+
+
+def build_demo_corpus(data_dir: Path, out_tsv: Path, labels_tsv: Path, *, seed: int = SEED,
+                      scale: float = 1.0, heldout: Mapping[str, int] | None = None,
+                      heldout_prefix: Path | None = None) -> dict:
+    """Build the demo corpus and its labels; return (and write as JSON) the summary.
+
+    ``scale`` (0 < scale <= 1) multiplies every component size: clean sources are sampled to that
+    fraction, noise components get ``round(NOISE_SIZES[k] * scale)`` (at least 1) pairs.
+    ``heldout`` (split -> pairs, e.g. ``{"dev": 1000, "test": 2000}``): the clean-mix sets
+    (:mod:`marginmine.data.cleanmix`) carved out of the clean pool before noise is derived from it and
+    written to ``<heldout_prefix>.<split>.{en,de}`` and ``<heldout_prefix>.<split>.labels.tsv`` (same
+    columns as the corpus sidecar, one row per line); no corpus side is a held-out sentence.
+    Raises ``InputError`` for missing/misaligned data and ``MarginmineError`` if the noise share
+    ends below ``MIN_NOISE_SHARE`` or ids collide.
+    """
+    if heldout and heldout_prefix is None:
+        raise ValueError("heldout needs heldout_prefix")
+    inputs = load_demo_inputs(data_dir, seed=seed, scale=scale, heldout=heldout)
+    clean_pool, held, guard, notes = inputs.clean_pool, inputs.held, inputs.guard, inputs.notes
+    dropped_input, paracrawl, mlqe_mt = inputs.dropped_input, inputs.paracrawl, inputs.mlqe_mt
+    m30k_fr, wiki, hplt, gnad = inputs.captions_fr, inputs.wiki, inputs.hplt, inputs.gnad
 
     size = {k: scaled(v, scale) for k, v in NOISE_SIZES.items()}
 
