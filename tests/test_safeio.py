@@ -59,6 +59,7 @@ CLASHES: dict[str, list[str]] = {
     "extract": ["--archive", "in.tgz", "--member", "x", "--output", "in.tgz"],
     "fetch-testset": ["--test-set", "wmt14", "--langpair", "en-de", "--src", "o.txt", "--ref", "o.txt"],
     "demo-corpus": ["--data-dir", "data", "--output", "data/in.tsv", "--labels", "l.tsv"],
+    "scale-corpus": ["--data-dir", "data", "--output", "data/in.tsv", "--labels", "l.tsv"],
     "check-overlap": ["--corpus", "in.tsv", "--protect", "p.txt", "--output", "p.txt"],
     "tatoeba-share": ["--data-dir", "data", "--en", "o.txt", "--de", "o.txt"],
     "heldout": ["--src", "in.txt", "--tgt", "in2.txt", "--size", "1", "--out-src", "o.txt", "--out-tgt", "in2.txt"],

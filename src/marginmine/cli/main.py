@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Callable, Sequence
 
-from marginmine.defaults import SEED
+from marginmine.defaults import SCALE_PAIRS, SEED
 from marginmine.cli.score import ALLOW_EMPTY_HELP, add_filter_settings
 from marginmine.errors import MarginmineError, NotImplementedYet
 
@@ -125,6 +125,16 @@ def cmd_demo_corpus(args: argparse.Namespace) -> int:
     summary = build_demo_corpus(Path(args.data_dir), Path(args.output), Path(args.labels), seed=args.seed,
                                 scale=args.scale, heldout=args.heldout or None,
                                 heldout_prefix=Path(args.heldout_prefix) if args.heldout_prefix else None)
+    print(json.dumps(summary, indent=1), file=sys.stderr)
+    return 0
+
+
+def cmd_scale_corpus(args: argparse.Namespace) -> int:
+    from marginmine.data.scalecorpus import build_scale_corpus
+
+    summary = build_scale_corpus(Path(args.data_dir), Path(args.output), Path(args.labels), pairs=args.pairs,
+                                 seed=args.seed, heldout=args.heldout,
+                                 heldout_prefix=Path(args.heldout_prefix) if args.heldout_prefix else None)
     print(json.dumps(summary, indent=1), file=sys.stderr)
     return 0
 
@@ -257,6 +267,26 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--heldout-prefix", default=None,
                    help="the held-out sets go to PREFIX.<split>.en/.de and PREFIX.<split>.labels.tsv")
     _HANDLERS["demo-corpus"] = cmd_demo_corpus
+
+    p = sub.add_parser("scale-corpus", help="build the large noisy en-de corpus (default 5M pairs) from the shared "
+                                            "real data, with the demo's sources, noise kinds and held-out sets")
+    p.add_argument("--data-dir", required=True, help="the shared data folder the real sources are read from")
+    p.add_argument("--output", required=True, help="corpus TSV: en, de, id (.gz: gzip)")
+    p.add_argument("--labels", required=True,
+                   help="sidecar TSV: id, origin, kind, clean (its .summary.json is written beside it)")
+    p.add_argument("--pairs", type=int, default=SCALE_PAIRS,
+                   help="corpus pairs; each component is the same share at every size, so 100000 and 1000000 "
+                        "are small versions of the default (default %(default)s)")
+    p.add_argument("--seed", type=int, default=SEED,
+                   help="seed of the clean pool, the held-out sets, every component and the line order "
+                        "(default %(default)s, the demo's: then the held-out sets are the demo's)")
+    p.add_argument("--heldout", type=_split_sizes, default=None, metavar="SPLIT=PAIRS,...",
+                   help="clean-mix held-out sets carved out of the clean pool, none of whose sentences the corpus "
+                        "holds (default: the demo's sizes, marginmine.data.scalecorpus.HELDOUT; other sizes give "
+                        "other sets than the demo's)")
+    p.add_argument("--heldout-prefix", default=None,
+                   help="write the held-out sets to PREFIX.<split>.en/.de and PREFIX.<split>.labels.tsv")
+    _HANDLERS["scale-corpus"] = cmd_scale_corpus
 
     p = sub.add_parser("check-overlap", help="fail if a corpus shares sentences with dev/test sets")
     p.add_argument("--corpus", nargs="+", required=True,

@@ -50,6 +50,16 @@ def _demo_summary(args: argparse.Namespace) -> Iterator[Role]:
             yield Role(f"--heldout-prefix ({split})", Path(f"{args.heldout_prefix}.{split}.{suffix}"))
 
 
+def _scale_summary(args: argparse.Namespace) -> Iterator[Role]:
+    yield Role(f"(the summary of --labels {args.labels})", Path(args.labels).with_suffix(".summary.json"))
+    if args.heldout_prefix:
+        from marginmine.data.scalecorpus import HELDOUT
+
+        for split in (args.heldout or HELDOUT):
+            for suffix in ("en", "de", "labels.tsv"):
+                yield Role(f"--heldout-prefix ({split})", Path(f"{args.heldout_prefix}.{split}.{suffix}"))
+
+
 def _report_files(args: argparse.Namespace) -> Iterator[Role]:
     from dataclasses import astuple
 
@@ -96,6 +106,7 @@ PATHS: dict[str, tuple[tuple[tuple[str, str], ...], tuple[Derived, ...]]] = {
     "extract": ((("archive", "in"), ("output", "out")), ()),
     "fetch-testset": ((("src", "out"), ("ref", "out")), ()),
     "demo-corpus": ((("data_dir", "indir"), ("output", "out"), ("labels", "out")), (_demo_summary,)),
+    "scale-corpus": ((("data_dir", "indir"), ("output", "out"), ("labels", "out")), (_scale_summary,)),
     "check-overlap": ((("corpus", "in"), ("protect", "in"), ("output", "out")), ()),
     "tatoeba-share": ((("data_dir", "indir"), ("en", "out"), ("de", "out")), ()),
     "heldout": ((("src", "in"), ("tgt", "in"), ("out_src", "out"), ("out_tgt", "out")), ()),
