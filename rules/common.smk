@@ -100,6 +100,10 @@ def download_path(name):
     return f"data/downloads/{name}/{Path(URL_SOURCES[name]['url']).name}"
 
 
+#: corpora the workflow builds from data_dir, with a labels sidecar naming every pair's origin and kind
+BUILT_CORPORA = ("demo", "scale")
+
+
 def source_files(name, src):
     """The local files a source resolves to: [tsv] or [src, tgt]."""
     kind = src["kind"]
@@ -113,8 +117,8 @@ def source_files(name, src):
         if "members" in src:
             return [f"data/sources/{name}/{src['members'][s]}" for s in ("src", "tgt")]
         return [download_path(name)]
-    if kind == "demo":
-        return [f"{WORK}/corpus/demo.tsv.gz"]
+    if kind in BUILT_CORPORA:
+        return [f"{WORK}/corpus/{kind}.tsv.gz"]
     if kind == "heldout":
         if src["split"] not in CLEAN_MIX:
             raise ValueError(
@@ -130,14 +134,17 @@ def source_files(name, src):
     raise ValueError(f"unknown source kind {kind!r} for {name}")
 
 
-# clean-mix dev/test sets the demo corpus holds out (rule demo_corpus writes them)
+# clean-mix dev/test sets the demo or scale corpus holds out (rules demo_corpus, scale_corpus)
 CLEAN_MIX = dict(config["corpus"]["source"].get("heldout", {}))
-if CLEAN_MIX and config["corpus"]["source"]["kind"] != "demo":
-    raise ValueError("corpus.source.heldout: only the demo corpus holds out clean-mix sets")
+if CLEAN_MIX and config["corpus"]["source"]["kind"] not in BUILT_CORPORA:
+    raise ValueError("corpus.source.heldout: only the demo and scale corpora hold out clean-mix sets")
 CLEAN_MIX_PREFIX = f"{WORK}/corpus/heldout"
 
 
-def clean_mix_files():
+def clean_mix_files(built_by=None):
+    """The held-out files; ``built_by`` (a built corpus' kind): only if that corpus is this config's."""
+    if built_by is not None and built_by != config["corpus"]["source"]["kind"]:
+        return []
     return [f"{CLEAN_MIX_PREFIX}.{s}.{x}" for s in CLEAN_MIX for x in ("en", "de", "labels.tsv")]
 
 
@@ -221,7 +228,7 @@ def _data_dir_readers():
     for key, _, src in SOURCES:
         if src["kind"] == "local":
             out += [(key, src[f]) for f in ("path", "src", "tgt") if f in src]
-        elif src["kind"] in ("demo", "tatoeba_share"):
+        elif src["kind"] in (*BUILT_CORPORA, "tatoeba_share"):
             out.append((key, None))
     out += [("protect", p) for p in config.get("protect", []) if p not in EVAL_SETS]
     e = config.get("mining_eval")

@@ -110,7 +110,7 @@ rule demo_corpus:
     output:
         corpus=f"{WORK}/corpus/demo.tsv.gz",
         labels=f"{WORK}/corpus/demo.labels.tsv",
-        heldout=clean_mix_files(),
+        heldout=clean_mix_files("demo"),
     log:
         f"{LOGS}/demo_corpus.log",
     benchmark:
@@ -130,3 +130,32 @@ rule demo_corpus:
         "marginmine demo-corpus --data-dir {params.data_dir:q} --output {output.corpus:q} "
         "--labels {output.labels:q} --seed {params.seed:q} --scale {params.scale:q} {params.heldout} > {log:q} "
         "2>&1"
+
+
+rule scale_corpus:
+    """The scale corpus: millions of pairs from the demo's real sources (real pairs, sentences joined
+    and cut as crawls do, misaligned recombinations, the demo's noise kinds), built deterministically
+    from data_dir; the sidecar marks the planted true translations (docs/scale.md)."""
+    output:
+        corpus=f"{WORK}/corpus/scale.tsv.gz",
+        labels=f"{WORK}/corpus/scale.labels.tsv",
+        heldout=clean_mix_files("scale"),
+    log:
+        f"{LOGS}/scale_corpus.log",
+    benchmark:
+        f"{BENCH}/scale_corpus.tsv"
+    params:
+        data_dir=str(DATA_DIR),
+        seed=config["corpus"]["source"].get("seed", config["seed"]),
+        pairs=config["corpus"]["source"].get("pairs", 5_000_000),
+        heldout=clean_mix_arg(),
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=60,
+    conda:
+        "../envs/preprocess.yaml"
+    shell:
+        "marginmine scale-corpus --data-dir {params.data_dir:q} --output {output.corpus:q} "
+        "--labels {output.labels:q} --seed {params.seed:q} --pairs {params.pairs:q} {params.heldout} > {log:q} 2>&1"
+

@@ -8,7 +8,8 @@
 
 SCORING = config["scoring"]
 MINING_EVAL = config.get("mining_eval")
-LABELLED_CORPUS = config["corpus"]["source"]["kind"] == "demo"  # its sidecar names every pair's origin
+LABELLED_CORPUS = config["corpus"]["source"]["kind"] in BUILT_CORPORA  # its sidecar names every pair's origin
+CORPUS_LABELS = f"{WORK}/corpus/{config['corpus']['source']['kind']}.labels.tsv"
 FILTER_EVAL = config.get("filter_eval")
 PLUGINS = list(config.get("plugins", []))
 SCORERS = {name: {**s, "encoder": s.get("encoder", DEFAULT_ENCODER)} for name, s in config["scorers"].items()}
@@ -257,7 +258,7 @@ def filter_eval_inputs(suite):
             if suite_votes(suite):
                 out["paracrawl_translated"] = text_translations("paracrawl.")
         if LABELLED_CORPUS:
-            out["labels"] = f"{WORK}/corpus/demo.labels.tsv"
+            out["labels"] = CORPUS_LABELS
             out["pairs"] = expand(rules.preprocess_shard.output.kept, shard=SHARDS)
             out["scores"] = [f for g in suite_groups(suite) for f in score_files(g)]
             corpus = negatives_corpus(suite)
@@ -302,7 +303,7 @@ def filter_eval_args(suite):
 
 def composition_inputs(suite):
     def inputs(wildcards=None):
-        out = {"labels": f"{WORK}/corpus/demo.labels.tsv",
+        out = {"labels": CORPUS_LABELS,
                "selections": expand(rules.select_top.output.pairs, method=SUITES[suite]["selected"], N=SIZES)}
         if suite == "main" and density_scorers():
             out["pairs"] = expand(rules.preprocess_shard.output.kept, shard=SHARDS)

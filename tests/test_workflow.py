@@ -175,7 +175,7 @@ def test_every_conda_env_exists_and_parses() -> None:
 
 
 def test_lint_is_clean() -> None:
-    for extra in ([], ["--configfile", "config/demo.yaml"]):
+    for extra in ([], ["--configfile", "config/demo.yaml"], ["--configfile", "config/scale.yaml"]):
         r = snakemake("--lint", *extra)
         assert r.returncode == 0 and "Lints for" not in r.stdout + r.stderr, (r.stdout + r.stderr)[-3000:]
 
