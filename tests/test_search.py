@@ -76,24 +76,28 @@ def test_rerank_orders_by_exact_similarity_and_breaks_ties_by_the_lower_index() 
     assert i.tolist() == [[0, 2, 3]] and np.allclose(s, [[1, 1, 0.6]])
 
 
-def test_auto_is_exact_up_to_its_threshold_and_float16_ivf_beyond(real, monkeypatch) -> None:
+def test_auto_is_exact_up_to_its_threshold_and_ivf_blas_beyond(real, monkeypatch) -> None:
     import faiss
 
     x, y = real
     assert choose_index(0) == choose_index(knn_mod.FLAT_UP_TO) == "flat"
-    assert choose_index(knn_mod.FLAT_UP_TO + 1) == choose_index(knn_mod.IVF_PQ_FROM - 1) == "ivf-fp16"
+    assert choose_index(knn_mod.FLAT_UP_TO + 1) == choose_index(knn_mod.IVF_PQ_FROM - 1) == "ivf-blas"
+    assert choose_index(knn_mod.FLAT_UP_TO + 1, device="cuda") == "ivf-fp16"
     assert choose_index(knn_mod.IVF_PQ_FROM) == "ivfpq"
     assert choose_index(10 * knn_mod.IVF_PQ_FROM, "flat") == "flat"  # an explicit kind is kept
     with pytest.raises(MarginmineError, match="unknown index kind"):
         choose_index(10, "hnsw")
     assert type(build_index(y, IndexSpec(kind="auto"))) is faiss.IndexFlatIP
     monkeypatch.setattr(knn_mod, "FLAT_UP_TO", 1000)
+    from marginmine.search.ivfblas import BlasIVF, blas_nlist
+
     spec = IndexSpec(kind="auto").resolved(len(y))
-    assert (spec.kind, spec.nprobe, spec.nlist) == ("ivf-fp16", knn_mod.AUTO_NPROBE, knn_mod.default_nlist(len(y)))
-    assert type(build_index(y, IndexSpec(kind="auto"))) is faiss.IndexIVFScalarQuantizer
+    assert (spec.kind, spec.nprobe, spec.nlist) == ("ivf-blas", knn_mod.BLAS_NPROBE, blas_nlist(len(y)))
+    assert type(build_index(y, IndexSpec(kind="auto"))) is BlasIVF
+    assert type(build_index(y, IndexSpec(kind="auto", device="cpu"))) is BlasIVF
 
 
-@pytest.mark.parametrize("kind", ["flat", "ivf-fp16"])
+@pytest.mark.parametrize("kind", ["flat", "ivf-fp16", "ivf-blas"])
 def test_a_search_killed_after_some_blocks_resumes_from_its_store_with_the_same_bytes(real, tmp_path, monkeypatch,
                                                                                      kind) -> None:
     x, y = real
@@ -179,9 +183,11 @@ def test_the_cost_estimate_grows_as_the_search_does_and_the_plan_refuses_what_ca
     assert exact[1] / exact[0] == pytest.approx(100)  # quadratic
     ivf = [batch_cpu_seconds(n, 320, IndexSpec(kind="ivf-fp16")) for n in (10**6, 4 * 10**6)]
     assert 4 < ivf[1] / ivf[0] < 12  # about n^1.5 with nlist ~ sqrt(n)
+    blas = [batch_cpu_seconds(n, 320, IndexSpec(kind="ivf-blas")) for n in (10**6, 4 * 10**6)]
+    assert 3.9 < blas[1] / blas[0] < 6  # cells of a fixed size: the scan per query is fixed, only the centroids grow
     assert batch_cpu_seconds(10**6, 1024, IndexSpec(kind="flat")) == pytest.approx(3.2 * exact[1])
     est = job_estimate(12_000_000, 5_000_000, 320, IndexSpec(kind="auto"))
-    assert est.batches == 3 and "3 batch(es) of <= 5,000,000 pairs, index ivf-fp16" in est.describe()
+    assert est.batches == 3 and "3 batch(es) of <= 5,000,000 pairs, index ivf-blas" in est.describe()
     # dimensions: stated, read from a reused encoder's manifest, else assumed (and said so)
     assert planned_dim({"kind": "dual", "params": {"dim": 320}}) == (320, True)
     (tmp_path / "encoder.json").write_text('{"dim": 512}')
@@ -196,3 +202,20 @@ def test_the_cost_estimate_grows_as_the_search_does_and_the_plan_refuses_what_ca
     with pytest.raises(MarginmineError, match=r"scoring.index: flat \(exact\).*above scoring.max_cpu_hours \(24\)"):
         check_scale(sizes=["1M"], spec=IndexSpec(kind="flat"), **plan)
     assert check_scale(sizes=["1M"], spec=IndexSpec(kind="flat"), **{**plan, "device": "cuda"})  # a GPU: not refused
+
+
+def test_ivf_blas_is_exact_within_the_cells_it_visits_and_deterministic(real) -> None:
+    """ivf-blas (search/ivfblas.py): every cell visited = exact search; fewer cells = fewer true
+    neighbours; the same bytes on a second run; never on a GPU."""
+    x, y = real
+    exact_s, _ = knn(x[:3000], y, 4)
+    every = knn(x[:3000], y, 4, spec=IndexSpec(kind="ivf-blas", nlist=16, nprobe=16))
+    assert _same_similarities(every[0], exact_s) == 1.0
+    few = knn(x[:3000], y, 4, spec=IndexSpec(kind="ivf-blas", nlist=16, nprobe=2))
+    assert 0.3 < _same_similarities(few[0], exact_s) < 0.99
+    again = knn(x[:3000], y, 4, spec=IndexSpec(kind="ivf-blas", nlist=16, nprobe=2))
+    assert again[0].tobytes() == few[0].tobytes() and again[1].tobytes() == few[1].tobytes()
+    assert IndexSpec(kind="auto").resolved(300_000).kind == "ivf-blas"
+    assert IndexSpec(kind="auto", device="cuda").resolved(300_000).kind == "ivf-fp16"
+    with pytest.raises(MarginmineError, match="ivf-blas runs on the CPU"):
+        IndexSpec(kind="ivf-blas", device="cuda").resolved(300_000)

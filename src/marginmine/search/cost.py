@@ -25,7 +25,7 @@ from marginmine.search.knn import IndexSpec
 #: multiply-adds per second and core: BLAS (exact search, k-means, centroids) and IVF scanning
 #: per stored-vector format (measured, bench/bench_index.py; docs/scale.md)
 GEMM_MAC_PER_S = 36e9
-SCAN_MAC_PER_S = {"ivf": 3.1e9, "ivf-fp16": 3.1e9, "ivf-sq8": 3.1e9, "ivfpq": 12e9}
+SCAN_MAC_PER_S = {"ivf-blas": 18e9, "ivf": 3.1e9, "ivf-fp16": 3.1e9, "ivf-sq8": 3.1e9, "ivfpq": 12e9}
 #: FAISS' k-means passes when training an IVF index
 KMEANS_ITERATIONS = 10
 

@@ -7,7 +7,8 @@ databases (the kinds below); :func:`choose_index` picks one from the database si
 thresholds measured by ``bench/bench_index.py`` (judged by the selection the margin scores make,
 docs/scale.md), and ``refine`` re-ranks a longer candidate list with exact similarities.
 
-Index kinds: ``flat`` (exact), ``ivf`` (IVF-Flat: float32 vectors in ``nlist`` cells, ``nprobe``
+Index kinds: ``flat`` (exact), ``ivf-blas`` (IVF whose probed cells are scanned by matrix products,
+:mod:`marginmine.search.ivfblas`: the fastest approximate search on a CPU), ``ivf`` (IVF-Flat: float32 vectors in ``nlist`` cells, ``nprobe``
 visited per query), ``ivf-fp16`` (the same with float16 vectors: half the memory, and no loss for
 embeddings stored as float16), ``ivf-sq8`` (8-bit scalar quantisation: a quarter of the memory),
 ``ivfpq`` (product quantisation: billions of vectors), ``auto`` (by size).
@@ -35,16 +36,21 @@ from marginmine.io.progress import Progress
 
 log = logging.getLogger(__name__)
 
-INDEX_KINDS: tuple[str, ...] = ("auto", "flat", "ivf", "ivf-fp16", "ivf-sq8", "ivfpq")
+INDEX_KINDS: tuple[str, ...] = ("auto", "flat", "ivf-blas", "ivf", "ivf-fp16", "ivf-sq8", "ivfpq")
 #: ``auto``: exact search up to this many database vectors (inclusive) ...
 FLAT_UP_TO = 200_000
-#: ... IVF with float16 vectors below this many, IVF-PQ from here on (compressed codes keep
-#: billions of vectors in memory)
+#: ... IVF scanned by matrix products (``ivf-blas``; on a GPU FAISS' ``ivf-fp16``) below this
+#: many, IVF-PQ from here on (compressed codes keep billions of vectors in memory)
 IVF_PQ_FROM = 50_000_000
-#: ``auto``'s IVF cells visited per query and candidates re-ranked per neighbour (measured:
-#: docs/scale.md, bench/bench_index.py)
+#: IVF cells visited per query when the config gives none: FAISS' IVF kinds (cells of about
+#: sqrt(n) / 4 vectors) and ``ivf-blas`` (cells of about 4,096), measured in docs/scale.md
 AUTO_NPROBE = 16
+BLAS_NPROBE = 8
 AUTO_REFINE = 0
+#: queries per block of a search (scratch memory ``block x database`` floats for exact search) ...
+QUERY_BLOCK = 8192
+#: ... and of an ``ivf-blas`` search (unless the caller sets one): each cell meets its queries of a block in one product
+BLAS_QUERY_BLOCK = 65_536
 
 
 @dataclass(frozen=True)
@@ -65,25 +71,35 @@ class IndexSpec:
     def resolved(self, n: int) -> "IndexSpec":
         """This spec for a database of ``n`` vectors: ``auto`` replaced by its choice, and the
         defaults of nlist, nprobe and refine filled in."""
-        kind = choose_index(n, self.kind)
+        kind = choose_index(n, self.kind, self.device)
         if kind == "flat":
             return IndexSpec("flat", 0, 0, 0, 0, self.train_size, self.seed, self.device)
         auto = self.kind == "auto"
-        return IndexSpec(kind, self.nlist or default_nlist(n), self.nprobe or AUTO_NPROBE,
-                         self.pq_m, self.refine or (AUTO_REFINE if auto else 0), self.train_size,
-                         self.seed, self.device)
+        if kind == "ivf-blas":
+            from marginmine.search.ivfblas import blas_nlist
+
+            nlist, nprobe = self.nlist or blas_nlist(n), self.nprobe or BLAS_NPROBE
+        else:
+            nlist, nprobe = self.nlist or default_nlist(n), self.nprobe or AUTO_NPROBE
+        return IndexSpec(kind, nlist, nprobe, self.pq_m, self.refine or (AUTO_REFINE if auto else 0),
+                         self.train_size, self.seed, self.device)
 
 
-def choose_index(n: int, kind: str = "auto") -> str:
+def choose_index(n: int, kind: str = "auto", device: str = "cpu") -> str:
     """The index kind for a database of ``n`` vectors: exact up to ``FLAT_UP_TO`` (inclusive),
-    IVF with float16 vectors below ``IVF_PQ_FROM``, IVF-PQ from there on."""
+    IVF scanned by matrix products below ``IVF_PQ_FROM`` (on a GPU: FAISS' IVF with float16
+    vectors), IVF-PQ from there on."""
     if kind not in INDEX_KINDS:
         raise MarginmineError(f"unknown index kind {kind!r} (choose from {', '.join(INDEX_KINDS)})")
+    if kind == "ivf-blas" and device != "cpu":
+        raise MarginmineError("index ivf-blas runs on the CPU; on a GPU use flat, ivf-fp16 or auto")
     if kind != "auto":
         return kind
     if n <= FLAT_UP_TO:
         return "flat"
-    return "ivf-fp16" if n < IVF_PQ_FROM else "ivfpq"
+    if n >= IVF_PQ_FROM:
+        return "ivfpq"
+    return "ivf-blas" if device == "cpu" else "ivf-fp16"
 
 
 def default_nlist(n: int) -> int:
@@ -187,6 +203,15 @@ def build_index(database: np.ndarray, spec: IndexSpec = IndexSpec(), trained: Pa
     spec = spec.resolved(n)
     if spec.kind == "flat":
         index = faiss.IndexFlatIP(dim)
+    elif spec.kind == "ivf-blas":
+        from marginmine.search.ivfblas import build
+
+        sample = None
+        if trained is None or not Path(trained).exists():
+            rng = np.random.default_rng(spec.seed)
+            rows = np.sort(rng.choice(n, size=min(n, max(spec.train_size, 39 * spec.nlist)), replace=False))
+            sample = _finite_float32(database[rows], "database", 0)
+        return build(database, spec, trained, sample)
     elif trained is not None and Path(trained).exists():
         index = faiss.read_index(str(trained))
         log.info("read the trained %s index from %s", spec.kind, trained)
@@ -265,7 +290,7 @@ def search(index: Any, queries: np.ndarray, k: int, block: int = 8192, *, databa
     return sims, ids
 
 
-def knn(queries: np.ndarray, database: np.ndarray, k: int, block: int = 8192,
+def knn(queries: np.ndarray, database: np.ndarray, k: int, block: int = QUERY_BLOCK,
         spec: IndexSpec = IndexSpec(kind="flat"), scratch: Path | None = None, what: str = "kNN",
         candidates: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """``(similarities, indices)``, both ``(len(queries), k')`` with ``k' = min(k, len(database))``,
@@ -278,6 +303,8 @@ def knn(queries: np.ndarray, database: np.ndarray, k: int, block: int = 8192,
     resolved = spec.resolved(len(database))
     if resolved.kind == "flat":
         candidates = None
+    if resolved.kind == "ivf-blas" and block == QUERY_BLOCK:
+        block = BLAS_QUERY_BLOCK
     store = None
     if scratch is not None:
         from marginmine.search.blocks import BlockStore
