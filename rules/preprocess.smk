@@ -61,6 +61,7 @@ rule preprocess_shard:
         max_ratio=PRE["max_ratio"],
         langid="" if PRE["langid"] else "--no-langid",
         langid_min_prob=PRE["langid_min_prob"],
+        cache_mb=PRE["cache_mb"],
     threads: job_threads(PRE["workers"])
     resources:
         mem_mb=PRE["mem_mb"],
@@ -72,7 +73,7 @@ rule preprocess_shard:
         "{output.rejects:q} --ledger {output.ledger:q} --no-dedup --allow-empty --workers {threads} "
         "--min-tokens {params.min_tokens:q} --max-tokens {params.max_tokens:q} --max-overlap "
         "{params.max_overlap:q} --max-ratio {params.max_ratio:q} {params.langid} --langid-min-prob "
-        "{params.langid_min_prob:q} --protect {input.protect:q} > {log:q} 2>&1"
+        "{params.langid_min_prob:q} --cache-mb {params.cache_mb:q} --protect {input.protect:q} > {log:q} 2>&1"
 
 
 rule preprocess_ledger:

@@ -16,3 +16,5 @@ BUCC_DISTRACTORS = 2000
 BUCC_MONO_MAX = 0
 #: pairs of the scale corpus (marginmine scale-corpus; a scale source's corpus.source.pairs)
 SCALE_PAIRS = 5_000_000
+#: RAM (MB) of the preprocessing's cache of sentence facts, both sides (schema: preprocess.cache_mb)
+PREPROCESS_CACHE_MB = 256

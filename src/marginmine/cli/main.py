@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Callable, Sequence
 
-from marginmine.defaults import SCALE_PAIRS, SEED
+from marginmine.defaults import PREPROCESS_CACHE_MB, SCALE_PAIRS, SEED
 from marginmine.cli.score import ALLOW_EMPTY_HELP, add_filter_settings
 from marginmine.errors import MarginmineError, NotImplementedYet
 
@@ -59,7 +59,8 @@ def cmd_preprocess(args: argparse.Namespace) -> int:
         protected_keys(args.protect))
     ledger = preprocess(_spec(args), args.output, args.rejects, args.ledger, settings,
                         dedup=not args.no_dedup, workers=args.workers, shard_size=args.shard_size,
-                        dedup_mem_mb=args.dedup_mem_mb, tmpdir=args.tmpdir, allow_empty=args.allow_empty)
+                        dedup_mem_mb=args.dedup_mem_mb, tmpdir=args.tmpdir, allow_empty=args.allow_empty,
+                        cache_mb=args.cache_mb)
     print(ledger.summary(), file=sys.stderr)
     return 0
 
@@ -204,6 +205,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--shard-size", type=int, default=None,
                    help="split kept pairs into files of this many pairs (OUTPUT.00000.tsv, ...)")
     p.add_argument("--workers", type=int, default=1, help="filter processes (default 1)")
+    p.add_argument("--cache-mb", type=int, default=PREPROCESS_CACHE_MB,
+                   help="RAM (MB) for what the filters found out about the sentences seen so far, so that a "
+                        "sentence that recurs is processed once; 0 = no cache; the outputs do not depend on it "
+                        "(default %(default)s)")
     p.add_argument("--dedup-mem-mb", type=int, default=1024, help="RAM for dedup keys before spilling to disk")
     p.add_argument("--tmpdir", default=None, help="where dedup spills (default: system temp)")
     p.add_argument("--allow-empty", action="store_true", help=ALLOW_EMPTY_HELP)

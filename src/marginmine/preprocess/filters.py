@@ -1,8 +1,11 @@
 """The filter catalogue of the paper's preprocessing (Artetxe & Schwenk 2019, Section 5.1).
 
 Each filter has a ``name`` (its ledger step), ``score(batch)`` returning one score per candidate,
-``accept(score)`` and ``reason(score)`` naming why a rejected pair was removed. Filters that
-need Moses tokens read them from the candidate, which tokenises each side once, lazily.
+``accept(score)`` and ``reason(score)`` naming why a rejected pair was removed. What a filter needs
+to know about one sentence (is it in a protected set, its language-id probability, its Moses token
+count and content tokens) is a :class:`Facts` of that sentence: computed on first use and then
+shared by all filters, and by every pair that holds the sentence when the caller passes the same
+:class:`Facts` (the preprocessing's sentence cache does, :mod:`marginmine.preprocess.facts`).
 """
 
 from __future__ import annotations
@@ -10,31 +13,85 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol, Sequence
 
-from marginmine.preprocess.tokens import length_ratio, token_overlap, tokenize
+from marginmine.preprocess.tokens import content_tokens, length_ratio, tokenize
+
+
+class Facts:
+    """What the filters know about one sentence in its side's language; ``None`` = not computed.
+
+    ``protected``: the sentence is in the protected (dev/test) set; ``lang_prob``: fastText's
+    probability of the side's expected language (0 if not among its 5 most likely);
+    ``n_tokens``: its Moses token count; ``content``: its distinct content tokens
+    (:func:`~marginmine.preprocess.tokens.content_tokens`) as a tuple, which a cache keeps in less
+    memory than a set."""
+
+    __slots__ = ("protected", "lang_prob", "n_tokens", "content")
+
+    def __init__(self, protected: bool | None = None, lang_prob: float | None = None,
+                 n_tokens: int | None = None, content: tuple[str, ...] | None = None):
+        self.protected, self.lang_prob, self.n_tokens, self.content = protected, lang_prob, n_tokens, content
+
+    def as_tuple(self) -> tuple[bool | None, float | None, int | None, tuple[str, ...] | None]:
+        return self.protected, self.lang_prob, self.n_tokens, self.content
+
+    def __reduce__(self) -> tuple[type, tuple]:
+        return Facts, self.as_tuple()
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Facts) and self.as_tuple() == other.as_tuple()
+
+    def __repr__(self) -> str:
+        return "Facts(protected={!r}, lang_prob={!r}, n_tokens={!r}, content={!r})".format(*self.as_tuple())
+
+    def fill_tokens(self, text: str, lang: str) -> None:
+        """Set ``n_tokens`` and ``content`` from the Moses tokens of ``text``."""
+        tokens = tokenize(text, lang)
+        self.n_tokens = len(tokens)
+        self.content = tuple(content_tokens(tokens))
+
+
+def content_overlap(a: tuple[str, ...], b: tuple[str, ...]) -> float:
+    """:func:`~marginmine.preprocess.tokens.jaccard` of two tuples of distinct tokens (the same
+    number as of their sets: ``|a & b| / (|a| + |b| - |a & b|)``)."""
+    if not a or not b:
+        return 0.0
+    both = len(set(a).intersection(b))
+    return both / (len(a) + len(b) - both)
 
 
 @dataclass(slots=True)
 class Candidate:
-    """A pair being filtered; tokens are computed on first use and then shared by all filters."""
+    """A pair being filtered, with the :class:`Facts` of each side (new, empty ones unless given)."""
 
     src: str
     tgt: str
     src_lang: str
     tgt_lang: str
-    _src_tokens: list[str] | None = field(default=None, repr=False)
-    _tgt_tokens: list[str] | None = field(default=None, repr=False)
+    src_facts: Facts = field(default_factory=Facts, repr=False)
+    tgt_facts: Facts = field(default_factory=Facts, repr=False)
+
+    def _tokens_known(self) -> tuple[Facts, Facts]:
+        s, t = self.src_facts, self.tgt_facts
+        if s.n_tokens is None:
+            s.fill_tokens(self.src, self.src_lang)
+        if t.n_tokens is None:
+            t.fill_tokens(self.tgt, self.tgt_lang)
+        return s, t
 
     @property
-    def src_tokens(self) -> list[str]:
-        if self._src_tokens is None:
-            self._src_tokens = tokenize(self.src, self.src_lang)
-        return self._src_tokens
+    def token_counts(self) -> tuple[int, int]:
+        """The Moses token counts of the two sides."""
+        s, t = self.src_facts.n_tokens, self.tgt_facts.n_tokens
+        if s is None or t is None:
+            f, g = self._tokens_known()
+            s, t = f.n_tokens, g.n_tokens
+        return s, t  # type: ignore[return-value]
 
     @property
-    def tgt_tokens(self) -> list[str]:
-        if self._tgt_tokens is None:
-            self._tgt_tokens = tokenize(self.tgt, self.tgt_lang)
-        return self._tgt_tokens
+    def content_overlap(self) -> float:
+        """Jaccard overlap of the two sides' content tokens (:func:`~marginmine.preprocess.tokens.token_overlap`)."""
+        s, t = self._tokens_known()
+        return content_overlap(s.content, t.content)  # type: ignore[arg-type]
 
 
 class PairFilter(Protocol):
@@ -56,10 +113,12 @@ class LengthFilter:
     name: str = "length"
 
     def score(self, batch: Sequence[Candidate]) -> list[tuple[int, int]]:
-        return [(len(c.src_tokens), len(c.tgt_tokens)) for c in batch]
+        return [c.token_counts for c in batch]
 
     def accept(self, score: tuple[int, int]) -> bool:
-        return all(self.min_tokens <= n <= self.max_tokens for n in score)
+        lo, hi = self.min_tokens, self.max_tokens
+        n_src, n_tgt = score
+        return lo <= n_src <= hi and lo <= n_tgt <= hi
 
     def reason(self, score: tuple[int, int]) -> str:
         return "too_short" if min(score) < self.min_tokens else "too_many_tokens"
@@ -73,7 +132,7 @@ class TokenOverlapFilter:
     name: str = "overlap"
 
     def score(self, batch: Sequence[Candidate]) -> list[float]:
-        return [token_overlap(c.src_tokens, c.tgt_tokens) for c in batch]
+        return [c.content_overlap for c in batch]
 
     def accept(self, score: float) -> bool:
         return score < self.max_overlap
@@ -90,7 +149,7 @@ class LengthRatioFilter:
     name: str = "ratio"
 
     def score(self, batch: Sequence[Candidate]) -> list[float]:
-        return [length_ratio(len(c.src_tokens), len(c.tgt_tokens)) for c in batch]
+        return [length_ratio(*c.token_counts) for c in batch]
 
     def accept(self, score: float) -> bool:
         return score <= self.max_ratio
@@ -109,7 +168,11 @@ class ProtectedSetFilter:
     def score(self, batch: Sequence[Candidate]) -> list[bool]:
         from marginmine.preprocess.normalize import sentence_key
 
-        return [sentence_key(c.src) in self.keys or sentence_key(c.tgt) in self.keys for c in batch]
+        for c in batch:
+            for facts, text in ((c.src_facts, c.src), (c.tgt_facts, c.tgt)):
+                if facts.protected is None:
+                    facts.protected = sentence_key(text) in self.keys
+        return [c.src_facts.protected or c.tgt_facts.protected for c in batch]
 
     def accept(self, score: bool) -> bool:
         return not score

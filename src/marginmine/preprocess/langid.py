@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from marginmine.errors import MarginmineError
-from marginmine.preprocess.filters import Candidate
+from marginmine.preprocess.filters import Candidate, Facts
 
 
 def bundled_model_path() -> Path:
@@ -47,6 +47,13 @@ def language_probs(texts: Sequence[str], model_path: str | None = None, k: int =
     return out
 
 
+def fill_lang_probs(facts: Sequence[Facts], texts: Sequence[str], lang: str, model_path: str | None = None) -> None:
+    """Set each ``facts[i].lang_prob`` to the probability of ``lang`` for ``texts[i]`` (0 if
+    ``lang`` is not among its 5 most likely languages)."""
+    for f, probs in zip(facts, language_probs(texts, model_path)):
+        f.lang_prob = probs.get(lang, 0.0)
+
+
 @dataclass
 class LangIdFilter:
     """Both sides must get probability ``min_prob`` or more for their expected language.
@@ -61,9 +68,18 @@ class LangIdFilter:
     name: str = field(default="langid")
 
     def score(self, batch: Sequence[Candidate]) -> list[tuple[float, float]]:
-        src = language_probs([c.src for c in batch], self.model_path)
-        tgt = language_probs([c.tgt for c in batch], self.model_path)
-        return [(s.get(c.src_lang, 0.0), t.get(c.tgt_lang, 0.0)) for s, t, c in zip(src, tgt, batch)]
+        """Each side's probability of its expected language, from its :class:`Facts` (computed
+        here for the sides whose facts lack it)."""
+        todo: dict[str, tuple[list[Facts], list[str]]] = {}
+        for c in batch:
+            for facts, text, lang in ((c.src_facts, c.src, c.src_lang), (c.tgt_facts, c.tgt, c.tgt_lang)):
+                if facts.lang_prob is None:
+                    f, t = todo.setdefault(lang, ([], []))
+                    f.append(facts)
+                    t.append(text)
+        for lang, (facts, texts) in todo.items():
+            fill_lang_probs(facts, texts, lang, self.model_path)
+        return [(c.src_facts.lang_prob, c.tgt_facts.lang_prob) for c in batch]  # type: ignore[misc]
 
     def accept(self, score: tuple[float, float]) -> bool:
         return min(score) >= self.min_prob

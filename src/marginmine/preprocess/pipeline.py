@@ -24,9 +24,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Sequence
 
+from marginmine.defaults import PREPROCESS_CACHE_MB
 from marginmine.preprocess.dedup import DuplicateFinder
-from marginmine.preprocess.filters import (Candidate, LengthFilter, LengthRatioFilter, PairFilter, ProtectedSetFilter,
-                      TokenOverlapFilter, apply_filters)
+from marginmine.preprocess.facts import FactCache, sentence_facts
+from marginmine.preprocess.filters import (Candidate, Facts, LengthFilter, LengthRatioFilter, PairFilter,
+                                           ProtectedSetFilter, TokenOverlapFilter, apply_filters)
 from marginmine.preprocess.ledger import Ledger, length_bucket
 from marginmine.preprocess.normalize import clean_text, pair_key
 from marginmine.io.progress import Progress
@@ -92,48 +94,101 @@ class InputSpec:
         return " + ".join(self.paths)
 
 
-# --- worker side: filter a chunk of (src, tgt) in a separate process -------------------------
+# --- worker side: the facts of the sentences the main process has not seen -------------------
 
-_WORKER_FILTERS: list[PairFilter] = []
-_WORKER_LANGS: tuple[str, str] = ("", "")
+_WORKER_SETTINGS: PreprocessSettings | None = None
+
+FactRow = tuple[bool | None, float | None, int | None, str | None]
 
 
 def _init_worker(settings: PreprocessSettings) -> None:
-    global _WORKER_FILTERS, _WORKER_LANGS
-    _WORKER_FILTERS = settings.filters()
-    _WORKER_LANGS = (settings.src_lang, settings.tgt_lang)
+    global _WORKER_SETTINGS
+    _WORKER_SETTINGS = settings
 
 
-def _filter_chunk(texts: list[tuple[str, str]]) -> list[tuple[str, str] | None]:
-    sl, tl = _WORKER_LANGS
-    return apply_filters(_WORKER_FILTERS, [Candidate(s, t, sl, tl) for s, t in texts])
+def _facts_task(src_texts: list[str], tgt_texts: list[str]) -> tuple[list[FactRow], list[FactRow]]:
+    s = _WORKER_SETTINGS
+    assert s is not None
+    return ([f.as_tuple() for f in sentence_facts(src_texts, s.src_lang, s)],
+            [f.as_tuple() for f in sentence_facts(tgt_texts, s.tgt_lang, s)])
+
+
+class _Done:
+    """An in-process job's result, with the pool's ``get()``."""
+
+    def __init__(self, value: tuple[list[FactRow], list[FactRow]]):
+        self.value = value
+
+    def get(self) -> tuple[list[FactRow], list[FactRow]]:
+        return self.value
 
 
 class _ChunkRunner:
-    """Filter chunks in order, in-process (1 worker) or in a bounded pool (never reads ahead
-    more than ``2 * workers`` chunks, so memory stays flat on any corpus size)."""
+    """Filter chunks in order. Each side of each pair is looked up in that side's
+    :class:`~marginmine.preprocess.facts.FactCache` (``cache_bytes`` for both) and among the
+    sentences being computed; the others go to the workers (in-process with 1 worker, else a
+    bounded pool that never has more than ``2 * workers`` chunks in flight, so memory stays flat on
+    any corpus size). The filters then run in this process on the facts, in the order of the
+    chunks."""
 
-    def __init__(self, settings: PreprocessSettings, workers: int):
+    def __init__(self, settings: PreprocessSettings, workers: int, cache_bytes: int):
         self.workers = workers
+        self.langs = (settings.src_lang, settings.tgt_lang)
+        self.filters = settings.filters()
+        self.caches = (FactCache(cache_bytes // 2), FactCache(cache_bytes // 2))
+        self.inflight: tuple[dict[str, Facts], dict[str, Facts]] = ({}, {})
+        self.looked = self.computed = 0
         if workers > 1:
             self.pool = mp.get_context("fork").Pool(workers, _init_worker, (settings,))
         else:
             _init_worker(settings)
 
+    def _facts(self, side: int, text: str, asks: dict[str, Facts]) -> Facts:
+        facts = self.caches[side].get(text)
+        if facts is None:
+            facts = self.inflight[side].get(text)
+            if facts is None:
+                facts = self.inflight[side][text] = asks[text] = Facts()
+        return facts
+
+    def _submit(self, ch: list[Pair]) -> tuple:
+        sl, tl = self.langs
+        asks: tuple[dict[str, Facts], dict[str, Facts]] = ({}, {})
+        cands = [Candidate(p.src, p.tgt, sl, tl, self._facts(0, p.src, asks[0]), self._facts(1, p.tgt, asks[1]))
+                 for p in ch]
+        texts = (list(asks[0]), list(asks[1]))
+        self.looked += 2 * len(ch)
+        self.computed += len(texts[0]) + len(texts[1])
+        job = (self.pool.apply_async(_facts_task, texts) if self.workers > 1 else _Done(_facts_task(*texts)))
+        return ch, cands, asks, job
+
+    def _finish(self, ch: list[Pair], cands: list[Candidate], asks: tuple, job) -> tuple:  # noqa: ANN001
+        for side, rows in enumerate(job.get()):
+            cache, inflight = self.caches[side], self.inflight[side]
+            for (text, facts), row in zip(asks[side].items(), rows):
+                facts.protected, facts.lang_prob, facts.n_tokens, facts.content = row
+                del inflight[text]
+                cache.put(text, facts)
+        return ch, apply_filters(self.filters, cands)
+
     def run(self, chunks: Iterator[list[Pair]]) -> Iterator[tuple[list[Pair], list[tuple[str, str] | None]]]:
+        # how far reading runs ahead decides where the read and dedup rejects of later chunks fall
+        # among the filter rejects in the rejects file: none with 1 worker, 2 * workers chunks with more
         if self.workers <= 1:
             for ch in chunks:
-                yield ch, _filter_chunk([(p.src, p.tgt) for p in ch])
+                yield self._finish(*self._submit(ch))
             return
         pending: deque = deque()
         for ch in chunks:
-            pending.append((ch, self.pool.apply_async(_filter_chunk, ([(p.src, p.tgt) for p in ch],))))
+            pending.append(self._submit(ch))
             if len(pending) >= 2 * self.workers:
-                ch0, res = pending.popleft()
-                yield ch0, res.get()
+                yield self._finish(*pending.popleft())
         while pending:
-            ch0, res = pending.popleft()
-            yield ch0, res.get()
+            yield self._finish(*pending.popleft())
+
+    def stats(self) -> str:
+        return (f"sentence facts: {self.computed} computed for {self.looked} sentences (the others were cached "
+                f"or in flight), {sum(c.dropped for c in self.caches)} dropped from the cache")
 
     def close(self) -> None:
         if self.workers > 1:
@@ -211,8 +266,11 @@ def preprocess(spec: InputSpec, output: str | Path, rejects: str | Path, ledger_
                settings: PreprocessSettings, *, dedup: bool = True, workers: int = 1,
                chunk_size: int = 2000, shard_size: int | None = None,
                dedup_mem_mb: int = 1024, tmpdir: str | Path | None = None,
-               allow_empty: bool = False) -> Ledger:
+               allow_empty: bool = False, cache_mb: int = PREPROCESS_CACHE_MB) -> Ledger:
     """Run all steps over ``spec``; returns the ledger (also written to ``ledger_path``).
+
+    ``cache_mb``: RAM for the filter facts of sentences already seen (both sides together; 0 = no
+    cache), :mod:`marginmine.preprocess.facts`; the outputs do not depend on it.
 
     An empty input is an error unless ``allow_empty`` (an empty shard of ``split`` when
     ``corpus.expected_pairs`` overestimates the corpus): then the outputs are empty and the ledger
@@ -230,7 +288,7 @@ def preprocess(spec: InputSpec, output: str | Path, rejects: str | Path, ledger_
                 if dedup and not empty else None)
     stats = ReadStats()
     writer = ShardedWriter(output, shard_size)
-    runner = _ChunkRunner(settings, workers)
+    runner = _ChunkRunner(settings, workers, cache_mb << 20)
     prog = Progress(f"preprocess {spec}")
     with open_text_out(rejects) as rej:
         def chunks() -> Iterator[list[Pair]]:
@@ -270,6 +328,7 @@ def preprocess(spec: InputSpec, output: str | Path, rejects: str | Path, ledger_
             raise
         finally:
             runner.close()
+    log.info("%s", runner.stats())
     files = writer.finish()
     prog.done()
     ledger.notes.update(stats.notes)
