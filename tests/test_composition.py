@@ -68,7 +68,8 @@ def test_table_shares_sum_to_one_and_clean_groups_come_first(tmp_path: Path) -> 
     md = (tmp_path / "c.md").read_text().splitlines()
     assert md[4] == "| group | random.4 | ratio.4 |"
     assert md[6] == "| **clean, all** | **25.0** | **75.0** |"
-    groups = [ln.split(" | ")[0].lstrip("| ") for ln in md[7:-1]]
+    end = next(i for i, ln in enumerate(md) if ln.startswith("| pairs |"))
+    groups = [ln.split(" | ")[0].lstrip("| ") for ln in md[7:end]]
     assert groups == ["clean:tatoeba", "clean:multi30k", "misaligned", "boilerplate"]  # by total pairs
 
 
@@ -111,6 +112,8 @@ def test_density_recovers_the_neighbourhood_mean_from_the_score_columns(tmp_path
                  "--margin-column", "m-ratio", "--density-tsv",
                  str(tmp_path / "d.tsv"), "--tsv", str(tmp_path / "c.tsv"), "--md", str(tmp_path / "c.md")]) == 0
     assert "| clean:multi30k | 25.0 | 0.900 | 0.850 | 50.0 |" in (tmp_path / "c.md").read_text()
+    # planted (clean) pairs at N: precision over the selection, recall over the scored corpus' 3
+    assert "| ratio.2 | 2 | 1.000 | 0.667 |" in (tmp_path / "c.md").read_text()
     assert (tmp_path / "d.tsv").read_text().splitlines()[0] == "group\tpairs\tcorpus_share\tmean_cosine\tmean_knn_similarity"
 
 

@@ -138,6 +138,23 @@ def group_density(pairs: Sequence[str | Path], scores: Sequence[str | Path], gro
             for g, a in sorted(sums.items())]
 
 
+def planted_lines(rows: Sequence[Composition], groups: Sequence[str], density: Sequence[Density]) -> list[str]:
+    """Markdown: each selection's precision (planted true translations among its pairs) and, when
+    the scored corpus' groups are known (``density``), its recall (of the planted pairs that
+    preprocessing kept)."""
+    kept = sum(d.pairs for d in density if d.group.startswith("clean:")) if density else 0
+    lines = ["", "## Planted true translations at N", "",
+             "Precision: share of the selected pairs that are labelled clean (true translations, the planted "
+             "pairs of a built corpus); recall: of the clean pairs in the scored corpus" +
+             (f" ({kept:,})." if kept else " (not known: no density table)."), "",
+             "| selection | clean selected | precision | recall |", "|---|---:|---:|---:|"]
+    for r in rows:
+        hit = sum(r.counts.get(g, 0) for g in groups if g.startswith("clean:"))
+        recall = f"{hit / kept:.3f}" if kept else "n/a"
+        lines.append(f"| {r.method}.{r.n} | {hit:,} | {hit / r.pairs if r.pairs else 0:.3f} | {recall} |")
+    return lines
+
+
 def write_composition(rows: Sequence[Composition], tsv: str | Path, md: str | Path, title: str = "",
                       density: Sequence[Density] = (), density_tsv: str | Path | None = None) -> None:
     """Long TSV (method, N, group, pairs, share) and a Markdown table: groups x selections, shares in %."""
@@ -162,6 +179,7 @@ def write_composition(rows: Sequence[Composition], tsv: str | Path, md: str | Pa
     for g in groups:
         lines.append("| " + " | ".join([g, *(f"{100 * r.share(g):.1f}" for r in rows)]) + " |")
     lines.append("| pairs | " + " | ".join(f"{r.pairs:,}" for r in rows) + " |")
+    lines += planted_lines(rows, groups, density)
     if not density and density_tsv is not None:
         lines += ["", "(No density table: it needs a ratio or distance scorer and a cosine scorer over one "
                   "encoder's score files, and none were given - a suite's table leaves it to the experiment's; "
