@@ -121,7 +121,7 @@ def test_auto_index_choice_follows_the_documented_thresholds(newstest) -> None:
     schema = yaml.safe_load((REPO / "config" / "schema.yaml").read_text())
     doc = schema["properties"]["scoring"]["properties"]["index"]["description"]
     assert f"exact up to {FLAT_UP_TO // 1000}k" in doc and f"ivfpq from {IVF_PQ_FROM // 10**6}M" in doc
-    assert choose_index(FLAT_UP_TO) == "flat" and choose_index(FLAT_UP_TO + 1) == "ivf-fp16"
+    assert choose_index(FLAT_UP_TO) == "flat" and choose_index(FLAT_UP_TO + 1) == "ivf-blas"
     assert choose_index(IVF_PQ_FROM) == "ivfpq"
     # the real set is small -> exact search
     _, _, x, y = newstest

@@ -56,7 +56,8 @@ def index_spec(args: argparse.Namespace):
     from marginmine.search.knn import IndexSpec, check_device
 
     check_device(args.device)
-    return IndexSpec(kind=args.index, nlist=args.nlist, nprobe=args.nprobe, refine=args.refine, device=args.device)
+    return IndexSpec(kind=args.index, nlist=args.nlist, nprobe=args.nprobe, refine=args.refine, device=args.device,
+                     query_block=args.query_block)
 
 
 def add_knn(p: argparse.ArgumentParser, k: bool = True) -> None:
@@ -72,6 +73,9 @@ def add_knn(p: argparse.ArgumentParser, k: bool = True) -> None:
     p.add_argument("--nprobe", type=int, default=0, help="IVF cells visited per query (default 0: auto's setting)")
     p.add_argument("--refine", type=int, default=0,
                    help="search refine x k candidates and re-rank them with exact similarities (0: off)")
+    p.add_argument("--query-block", type=int, default=0,
+                   help="queries per search block, the unit a killed search resumes from (default 0: 8,192; "
+                        "65,536 for ivf-blas); the scores depend on it")
     p.add_argument("--device", default="cpu", help="cpu or cuda[:N] (fails if no GPU is visible)")
     p.add_argument("--threads", type=int, default=None, help="CPU threads for the encoder and FAISS")
 

@@ -67,13 +67,14 @@ class IndexSpec:
     train_size: int = 262_144
     seed: int = SEED
     device: str = "cpu"
+    query_block: int = 0  # queries per search block; 0: QUERY_BLOCK (BLAS_QUERY_BLOCK for ivf-blas)
 
     def resolved(self, n: int) -> "IndexSpec":
         """This spec for a database of ``n`` vectors: ``auto`` replaced by its choice, and the
         defaults of nlist, nprobe and refine filled in."""
         kind = choose_index(n, self.kind, self.device)
         if kind == "flat":
-            return IndexSpec("flat", 0, 0, 0, 0, self.train_size, self.seed, self.device)
+            return IndexSpec("flat", 0, 0, 0, 0, self.train_size, self.seed, self.device, self.query_block)
         auto = self.kind == "auto"
         if kind == "ivf-blas":
             from marginmine.search.ivfblas import blas_nlist
@@ -82,7 +83,7 @@ class IndexSpec:
         else:
             nlist, nprobe = self.nlist or default_nlist(n), self.nprobe or AUTO_NPROBE
         return IndexSpec(kind, nlist, nprobe, self.pq_m, self.refine or (AUTO_REFINE if auto else 0),
-                         self.train_size, self.seed, self.device)
+                         self.train_size, self.seed, self.device, self.query_block)
 
 
 def choose_index(n: int, kind: str = "auto", device: str = "cpu") -> str:
@@ -303,7 +304,9 @@ def knn(queries: np.ndarray, database: np.ndarray, k: int, block: int = QUERY_BL
     resolved = spec.resolved(len(database))
     if resolved.kind == "flat":
         candidates = None
-    if resolved.kind == "ivf-blas" and block == QUERY_BLOCK:
+    if resolved.query_block:
+        block = resolved.query_block
+    elif resolved.kind == "ivf-blas" and block == QUERY_BLOCK:
         block = BLAS_QUERY_BLOCK
     store = None
     if scratch is not None:
