@@ -139,7 +139,7 @@ def test_each_distinct_sentence_is_computed_once(sample: tuple[Path, Path], tmp_
 
 
 def _facts(i: int) -> tuple[str, Facts]:
-    return f"sentence number {i} of the cache test", Facts(False, 0.9, 6, ("sentence", "number", "of", "the"))
+    return f"sentence number {i} of the cache test", Facts(False, 0.9, 6, "sentence number of the")
 
 
 def test_the_cache_stays_within_its_budget() -> None:
@@ -148,11 +148,13 @@ def test_the_cache_stays_within_its_budget() -> None:
     for i in range(5000):
         cache.put(*_facts(i))
         assert cache.bytes <= budget
-        if i >= 1:  # the newest entries are always found
+        assert cache.get(_facts(0)[0]) is not None  # used all the time: never dropped
+        if i >= 1:
             assert cache.get(_facts(i - 1)[0]) is not None
-    assert cache.dropped > 0 and cache.get(_facts(0)[0]) is None
-    held = len(cache)
-    assert held >= budget // 2 // entry_bytes(*_facts(4999))
+    assert cache.dropped > 0 and cache.get(_facts(1)[0]) is None
+    held = [0, *range(5000 - len(cache) + 1, 5000)]  # the least recently used went first
+    assert all(cache.get(_facts(i)[0]) is not None for i in held)
+    assert budget - entry_bytes(*_facts(4999)) < cache.bytes == sum(entry_bytes(*_facts(i)) for i in held)
     nothing = FactCache(0)
     nothing.put(*_facts(1))
     assert nothing.get(_facts(1)[0]) is None and len(nothing) == 0
@@ -165,8 +167,8 @@ def test_the_cache_estimate_errs_high() -> None:
     cache = FactCache(1 << 40)
     for i in range(20_000):
         text = f"{i} " + "Ein Satz über die Grenze des Speichers. " * (1 + i % 3)
-        words = tuple(dict.fromkeys(w.lower() for w in text.split()[1:]))
-        cache.put(text, Facts(False, 0.5 + i / 1e6, len(words), words))
+        words = " ".join(dict.fromkeys(w.lower() for w in text.split()[1:]))
+        cache.put(text, Facts(False, 0.5 + i / 1e6, len(text.split()), words))
     used, _ = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     assert used < cache.bytes, (used, cache.bytes)

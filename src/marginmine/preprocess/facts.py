@@ -13,6 +13,7 @@ filters run pair by pair, because every fact is a function of the sentence and i
 from __future__ import annotations
 
 import sys
+from collections import OrderedDict
 from typing import TYPE_CHECKING, Sequence
 
 from marginmine.preprocess.filters import Facts
@@ -20,8 +21,8 @@ from marginmine.preprocess.filters import Facts
 if TYPE_CHECKING:
     from marginmine.preprocess.pipeline import PreprocessSettings
 
-#: bytes an entry is counted beyond its strings and content tuple (its Facts object, float and dict
-#: slots): about 125 measured on CPython 3.11, rounded up (tests/test_preprocess_cache.py)
+#: bytes an entry is counted beyond its two strings (its Facts object, float and OrderedDict slot):
+#: about 180 measured on CPython 3.11, rounded up (tests/test_preprocess_cache.py)
 ENTRY_OVERHEAD = 256
 
 
@@ -49,59 +50,47 @@ def sentence_facts(texts: Sequence[str], lang: str, settings: "PreprocessSetting
 
 
 def entry_bytes(text: str, facts: Facts) -> int:
-    """The bytes a cache entry is counted as: its sentence, its content tuple and each token in it
-    (tokens are shared between entries, so this errs high) and :data:`ENTRY_OVERHEAD`."""
-    content = facts.content
-    return (sys.getsizeof(text) + ENTRY_OVERHEAD
-            + (sys.getsizeof(content) + sum(map(sys.getsizeof, content)) if content else 0))
+    """The bytes a cache entry is counted as: its sentence and content strings and
+    :data:`ENTRY_OVERHEAD`."""
+    return sys.getsizeof(text) + sys.getsizeof(facts.content) + ENTRY_OVERHEAD
 
 
 class FactCache:
-    """Sentence -> :class:`Facts`, holding at most ``max_bytes`` (estimated), least recently used
-    sentences dropped first (approximately).
+    """Sentence -> :class:`Facts`, least recently used first out, holding entries of at most
+    ``max_bytes`` (``max_bytes = 0`` caches nothing).
 
-    Two generations: new entries and hits go to the young dict; when it holds half the budget, it
-    becomes the old one and the previous old one is dropped. A sentence used within the last half
-    budget's worth of entries is always found. ``max_bytes = 0`` caches nothing. An entry costs
-    ``sys.getsizeof`` of its sentence and content strings plus :data:`ENTRY_OVERHEAD`; a sentence
-    found in the old generation is counted again in the young one, so the estimate only errs high.
-    """
+    An entry is counted as :func:`entry_bytes` when it is put (the preprocessing puts facts the
+    workers finished, which nothing changes afterwards); the measured memory of an entry stays
+    below that count (tests/test_preprocess_cache.py)."""
 
     def __init__(self, max_bytes: int):
-        self.half = max(0, max_bytes) // 2
-        self._young: dict[str, Facts] = {}
-        self._old: dict[str, Facts] = {}
-        self._young_bytes = 0
+        self.max_bytes = max(0, max_bytes)
+        self._entries: OrderedDict[str, Facts] = OrderedDict()
+        self.bytes = 0
         self.hits = self.misses = self.dropped = 0
 
     def get(self, text: str) -> Facts | None:
-        facts = self._young.get(text)
+        facts = self._entries.get(text)
         if facts is None:
-            facts = self._old.get(text)
-            if facts is None:
-                self.misses += 1
-                return None
-            self._add(text, facts)
+            self.misses += 1
+            return None
+        self._entries.move_to_end(text)
         self.hits += 1
         return facts
 
     def put(self, text: str, facts: Facts) -> None:
-        self._add(text, facts)
-
-    def _add(self, text: str, facts: Facts) -> None:
         cost = entry_bytes(text, facts)
-        if cost > self.half:
+        if cost > self.max_bytes:
             return
-        if self._young_bytes + cost > self.half:
-            self.dropped += len(self._old)
-            self._old, self._young, self._young_bytes = self._young, {}, 0
-        self._young[text] = facts
-        self._young_bytes += cost
-
-    @property
-    def bytes(self) -> int:
-        """The estimated bytes of both generations (at most ``max_bytes``)."""
-        return self._young_bytes + sum(entry_bytes(t, f) for t, f in self._old.items())
+        old = self._entries.pop(text, None)
+        if old is not None:
+            self.bytes -= entry_bytes(text, old)
+        self._entries[text] = facts
+        self.bytes += cost
+        while self.bytes > self.max_bytes:
+            gone, gone_facts = self._entries.popitem(last=False)
+            self.bytes -= entry_bytes(gone, gone_facts)
+            self.dropped += 1
 
     def __len__(self) -> int:
-        return len(self._young.keys() | self._old.keys())
+        return len(self._entries)
