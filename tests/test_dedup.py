@@ -60,3 +60,23 @@ def test_fast_path_normalisation_equals_full_normalisation() -> None:
               "Caf\u0065\u0301", "ok"]:
         assert clean_text(t) == ws.sub(" ", unicodedata.normalize("NFC", t)).strip(), repr(t)
         assert match_form(t) == ws.sub(" ", unicodedata.normalize("NFKC", t)).strip(), repr(t)
+
+
+def test_the_normal_forms_shortcut_changes_nothing() -> None:
+    """clean_text and match_form return a text that needs no change as it is; on made-up strings of
+    whitespace, decomposed, compatibility and full-width characters they give exactly the full
+    normalise-collapse-strip."""
+    import random
+    import re
+    import unicodedata
+
+    from marginmine.preprocess.normalize import clean_text, match_form
+
+    ws = re.compile(r"\s+")
+    pieces = ["a", "x", " ", "  ", "\t", "\xa0", "\u3000", "\u2028", "\u2009", "ü", "u\u0308", "e", "\u0301", "Å",
+              "\u212b", "ﬁ", "Ａ", "€", "Ω", "²"]
+    rng = random.Random(11)
+    for _ in range(50_000):
+        t = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 8)))
+        assert clean_text(t) == ws.sub(" ", unicodedata.normalize("NFC", t)).strip(), repr(t)
+        assert match_form(t) == ws.sub(" ", unicodedata.normalize("NFKC", t)).strip(), repr(t)

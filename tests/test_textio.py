@@ -81,3 +81,34 @@ def test_very_long_line_does_not_shift_alignment(tmp_path: Path) -> None:
     pairs = list(read_parallel(src, tgt, max_chars=1000))
     assert [p.defect for p in pairs] == [None, "too_long", None]
     assert (pairs[2].src, pairs[2].tgt) == ("after", "danach")
+
+
+def test_the_fast_path_reads_what_the_checks_read(tmp_path: Path, real_data: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """read_tsv takes lines without a byte that needs a repair or check past a shortcut; every
+    pair and every note is the same as when all lines go through the checks (made-up lines full of
+    defects, and real ParaCrawl lines)."""
+    import random
+    import re
+
+    import marginmine.io.text as text
+
+    pieces = [b"a", b"Z", b" ", b"  ", b"\t", b"\r", b"\x00", b"\x01", b"\x0b", b"\x1c", b"\x1f", b"\x7f",
+              b"\xc3\xbc", b"\xe2\x82\xac", b"\xc2\x85", b"\xc2\x9f", b"\xc2\xa0", b"\xe2\x80\xa8", b"\xe2\x80\xa9",
+              b"\xe3\x80\x80", b"\xff", b"\xc3", b"\xf0\x9f\x98\x80", b"x" * 30, b"y" * 45, b"z" * 130]
+    rng = random.Random(5)
+    lines = [b"".join(rng.choice(pieces) for _ in range(rng.randint(0, 12))) for _ in range(5000)]
+    made_up = write(tmp_path / "made_up.tsv", b"\n".join(lines) + b"\n")
+    paracrawl = real_data / "paracrawl-human-eval-en-de" / "paracrawl-v3-validation-data.sorted.en-de.tsv"
+
+    def read(path: Path, columns: tuple[int, int]) -> tuple[list, ReadStats]:
+        stats = ReadStats()
+        pairs = [(p.line, p.src, p.tgt, p.extra, p.defect) for p in read_tsv(path, columns, 40, stats)]
+        return pairs, stats
+
+    fast = [read(made_up, (0, 1)), read(made_up, (1, 0)), read(made_up, (0, 2)), read(paracrawl, (2, 3))]
+    monkeypatch.setattr(text, "_SUSPECT_BYTES", re.compile(b""))  # every line through the checks
+    slow = [read(made_up, (0, 1)), read(made_up, (1, 0)), read(made_up, (0, 2)), read(paracrawl, (2, 3))]
+    for (f_pairs, f_stats), (s_pairs, s_stats) in zip(fast, slow):
+        assert f_pairs == s_pairs and f_stats.notes == s_stats.notes
+    assert {p[4] for p in fast[0][0]} >= {None, "invalid_utf8", "control_chars", "empty", "too_long", "missing_column"}

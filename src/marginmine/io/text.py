@@ -44,6 +44,10 @@ from marginmine.io.safe import AtomicWriter
 _LINE_SEPARATORS = re.compile("[\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 #: C0/C1 control characters other than tab and the separators above
 _CONTROL = re.compile("[\x00-\x08\x0e-\x1b\x7f-\x84\x86-\x9f]")
+#: the UTF-8 bytes of every character the two expressions above match (and of U+001F): a line
+#: without them has nothing to repair or reject but invalid UTF-8, an empty side, a missing column
+#: or a side too long (read_tsv's fast path checks those)
+_SUSPECT_BYTES = re.compile(rb"[\x00-\x08\x0a-\x1f\x7f]|\xc2[\x80-\x9f]|\xe2\x80[\xa8\xa9]")
 
 DEFAULT_MAX_CHARS = 10_000
 
@@ -154,9 +158,25 @@ def read_tsv(path: str | Path, columns: Sequence[int] = (0, 1), max_chars: int =
     """
     stats = stats if stats is not None else ReadStats()
     si, ti = columns
+    need = max(si, ti)
+    plain_columns = (si, ti) == (0, 1)
+    suspect = _SUSPECT_BYTES.search
     n = 0
     with open_binary(path) as fh:
         for n, (raw, too_long) in enumerate(iter_raw_lines(fh, 4 * max_chars + 64, str(path)), 1):
+            if not too_long and suspect(raw) is None:  # fast path: the common, clean line
+                try:
+                    cols = raw.decode("utf-8").split("\t")
+                except UnicodeDecodeError:
+                    cols = []
+                if len(cols) > need:
+                    src, tgt = cols[si], cols[ti]
+                    if src and tgt and not src.isspace() and not tgt.isspace():
+                        extra = (tuple(cols[2:]) if plain_columns
+                                 else tuple(c for i, c in enumerate(cols) if i not in (si, ti)))
+                        yield Pair(n, src, tgt, extra,
+                                   "too_long" if len(src) > max_chars or len(tgt) > max_chars else None)
+                        continue
             if raw.endswith(b"\r"):
                 raw = raw[:-1]
                 stats.notes["crlf"] += 1

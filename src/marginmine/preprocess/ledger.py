@@ -8,6 +8,7 @@ shards merge by addition.
 from __future__ import annotations
 
 import json
+from bisect import bisect_right
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,11 +24,7 @@ BUCKETS = tuple(
 
 def length_bucket(src: str) -> str:
     """Bucket label of a source sentence by its whitespace word count."""
-    n = len(src.split())
-    for label, lo in zip(reversed(BUCKETS), reversed(BUCKET_EDGES)):
-        if n >= lo:
-            return label
-    return BUCKETS[0]
+    return BUCKETS[bisect_right(BUCKET_EDGES, len(src.split())) - 1]
 
 
 @dataclass

@@ -11,15 +11,16 @@ _WS = re.compile(r"\s+")
 _NON_SPACE_WS = re.compile(r"[^\S ]")
 
 
-def _is_plain(text: str) -> bool:
-    """ASCII, single spaces, no surrounding whitespace: every normal form leaves it unchanged."""
-    return (text.isascii() and "  " not in text and not text.startswith(" ") and not text.endswith(" ")
-            and _NON_SPACE_WS.search(text) is None)
+def _is_plain(text: str, form: str) -> bool:
+    """Single spaces, no surrounding whitespace, already in normal ``form`` (as ASCII always is):
+    then normalising, collapsing whitespace and stripping leave it unchanged."""
+    return ("  " not in text and text[:1] != " " and text[-1:] != " " and _NON_SPACE_WS.search(text) is None
+            and (text.isascii() or unicodedata.is_normalized(form, text)))
 
 
 def clean_text(text: str) -> str:
     """Output form of a sentence: Unicode NFC, whitespace runs collapsed to one space, stripped."""
-    if _is_plain(text):
+    if _is_plain(text, "NFC"):
         return text
     return _WS.sub(" ", unicodedata.normalize("NFC", text)).strip()
 
@@ -29,7 +30,7 @@ def match_form(text: str) -> str:
 
     Case and punctuation are kept: "Hello." and "hello." are different sentences.
     """
-    if _is_plain(text):
+    if _is_plain(text, "NFKC"):
         return text
     return _WS.sub(" ", unicodedata.normalize("NFKC", text)).strip()
 
