@@ -10,8 +10,10 @@ import time
 import psutil
 
 
-def measure_tree(cmd: list[str], interval: float = 0.2) -> tuple[float, float, int]:
-    """Run ``cmd``; return (wall seconds, peak RSS in MiB of the process and its children, exit code)."""
+def measure_tree(cmd: list[str], interval: float = 0.2,
+                 stderr_lines: list[str] | None = None) -> tuple[float, float, int]:
+    """Run ``cmd``; return (wall seconds, peak RSS in MiB of the process and its children, exit code).
+    ``stderr_lines``, if given, receives the lines the command wrote to stderr."""
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     peak = 0
@@ -33,6 +35,8 @@ def measure_tree(cmd: list[str], interval: float = 0.2) -> tuple[float, float, i
     _, err = proc.communicate()
     stop.set()
     th.join()
+    if stderr_lines is not None:
+        stderr_lines += err.splitlines()
     if proc.returncode:
         print(err[-3000:], file=sys.stderr)
     return time.perf_counter() - t0, peak / 2**20, proc.returncode
