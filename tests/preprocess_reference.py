@@ -1,29 +1,122 @@
-"""The preprocessing's filter stage as it was before the sentence cache and the fast tokenizer
-(commit e282dd7), kept as the oracle that tests/test_preprocess_cache.py compares the current
-outputs with byte for byte.
+"""The preprocessing as it was before the sentence cache, the fast tokenizer and the reader and
+normal-form shortcuts (commit e282dd7), kept as the oracle that tests/test_preprocess_cache.py
+compares the current outputs with byte for byte.
 
 Every pair is filtered on its own, in the workers: sacremoses' Moses tokens, a fastText call per
-side of each pair, the filters' scores computed from the tokens. Only this stage is copied; the
-reader, deduplication, ledger and writers are the package's (this change did not touch them).
+side of each pair, the filters' scores computed from the tokens. Copied here: the filter stage, the
+TSV reader with its checks on every line, the normal forms, the length buckets and pass 1 of the
+dedup. The rest is the package's, which this work did not change: the line reader and its defect
+checks (``iter_raw_lines``, ``clean_field``), the dedup's key sorting, the ledger's counting and
+files, the writers.
 """
 
 from __future__ import annotations
 
+import hashlib
 import multiprocessing as mp
 import re
+import unicodedata
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
+from marginmine.errors import InputError
 from marginmine.io.progress import Progress
-from marginmine.io.text import Pair, ReadStats, format_tsv_line, open_text_out
+from marginmine.io.text import (DEFAULT_MAX_CHARS, Pair, ReadStats, _decode, _make_pair, format_tsv_line,
+                                iter_raw_lines, open_binary, open_text_out)
+from marginmine.preprocess.dedup import DuplicateFinder
 from marginmine.preprocess.langid import language_probs
-from marginmine.preprocess.ledger import Ledger, length_bucket
-from marginmine.preprocess.normalize import sentence_key
-from marginmine.preprocess.pipeline import (STEPS, InputSpec, PreprocessSettings, ShardedWriter, _cleaned,
-                                            find_duplicates, reject_line)
+from marginmine.preprocess.ledger import BUCKET_EDGES, BUCKETS, Ledger
+from marginmine.preprocess.pipeline import STEPS, InputSpec, PreprocessSettings, ShardedWriter, reject_line
 from marginmine.preprocess.tokens import moses_tokenize as tokenize
+
+_WS = re.compile(r"\s+")
+_NON_SPACE_WS = re.compile(r"[^\S ]")
+
+
+def _is_plain(text: str) -> bool:
+    return (text.isascii() and "  " not in text and not text.startswith(" ") and not text.endswith(" ")
+            and _NON_SPACE_WS.search(text) is None)
+
+
+def clean_text(text: str) -> str:
+    if _is_plain(text):
+        return text
+    return _WS.sub(" ", unicodedata.normalize("NFC", text)).strip()
+
+
+def match_form(text: str) -> str:
+    if _is_plain(text):
+        return text
+    return _WS.sub(" ", unicodedata.normalize("NFKC", text)).strip()
+
+
+def pair_key(src: str, tgt: str) -> bytes:
+    h = hashlib.blake2b(digest_size=16)
+    h.update(match_form(src).encode("utf-8"))
+    h.update(b"\t")
+    h.update(match_form(tgt).encode("utf-8"))
+    return h.digest()
+
+
+def sentence_key(text: str) -> bytes:
+    return hashlib.blake2b(match_form(text).encode("utf-8"), digest_size=16).digest()
+
+
+def length_bucket(src: str) -> str:
+    n = len(src.split())
+    for label, lo in zip(reversed(BUCKETS), reversed(BUCKET_EDGES)):
+        if n >= lo:
+            return label
+    return BUCKETS[0]
+
+
+def read_tsv(path: str | Path, columns: Sequence[int] = (0, 1), max_chars: int = DEFAULT_MAX_CHARS,
+             stats: ReadStats | None = None) -> Iterator[Pair]:
+    stats = stats if stats is not None else ReadStats()
+    si, ti = columns
+    n = 0
+    with open_binary(path) as fh:
+        for n, (raw, too_long) in enumerate(iter_raw_lines(fh, 4 * max_chars + 64, str(path)), 1):
+            if raw.endswith(b"\r"):
+                raw = raw[:-1]
+                stats.notes["crlf"] += 1
+            cols = raw.split(b"\t")
+            if too_long:
+                yield Pair(n, "", "", (), "too_long")
+                continue
+            if len(cols) <= max(si, ti):
+                text, _ = _decode(raw)
+                yield Pair(n, text, "", (), "missing_column")
+                continue
+            extra = tuple(_decode(c)[0] for i, c in enumerate(cols) if i not in (si, ti))
+            pair = _make_pair(n, cols[si], cols[ti], extra, False, stats)
+            if pair.defect is None and max(len(pair.src), len(pair.tgt)) > max_chars:
+                pair.defect = "too_long"
+            yield pair
+    if n == 0:
+        raise InputError(str(path), "corpus is empty (0 lines)", hint="check the file or its source")
+
+
+def open_spec(spec: InputSpec, max_chars: int, stats: ReadStats) -> Iterator[Pair]:
+    assert len(spec.paths) == 1, "the reference reads one TSV file"
+    return read_tsv(spec.paths[0], spec.columns, max_chars, stats)
+
+
+def _cleaned(p: Pair) -> Pair:
+    p.src, p.tgt = clean_text(p.src), clean_text(p.tgt)
+    return p
+
+
+def find_duplicates(spec: InputSpec, max_chars: int, mem_budget_bytes: int,
+                    workdir: str | Path | None = None) -> Sequence[int]:
+    finder = DuplicateFinder(mem_budget_bytes, workdir)
+    for p in open_spec(spec, max_chars, ReadStats()):
+        if p.defect is None:
+            finder.add(pair_key(p.src, p.tgt))
+    return finder.mask()
+
 
 _HAS_LETTER = re.compile(r"[^\W\d_]")
 
@@ -241,7 +334,7 @@ def preprocess(spec: InputSpec, output: str | Path, rejects: str | Path, ledger_
         def chunks() -> Iterator[list[Pair]]:
             buf: list[Pair] = []
             k = 0
-            for p in () if empty else spec.open(settings.max_chars, stats):
+            for p in () if empty else open_spec(spec, settings.max_chars, stats):
                 prog.tick()
                 if p.defect is not None:
                     ledger.add_removed("read", p.defect, length_bucket(p.src))

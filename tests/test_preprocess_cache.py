@@ -10,6 +10,7 @@ from __future__ import annotations
 import gzip
 import random
 import tracemalloc
+import unicodedata
 from pathlib import Path
 
 import pytest
@@ -73,6 +74,14 @@ def crawl_like(data: Path, n: int, seed: int = 3) -> tuple[list[bytes], list[str
     lines[5] = b"bad\x01control\tKontrolle\tid5"
     lines[9] = b"\xff\xfe broken\tkaputt\tid9"
     lines[11] = b"\tleer\tid11"
+    lines[13] = b"only one column"
+    lines[15] = lines[16].replace(b"\t", b"\r\t", 1) + b"\r"  # CR inside and at the end
+    lines[17] = lines[18].replace(b" ", "\u2028".encode(), 1)  # a line separator inside
+    a, b, _ = lines[20].decode().split("\t")
+    lines[21] = f"{a}\t{unicodedata.normalize('NFD', b)}\tid21".encode()  # decomposed: same pair after NFC
+    lines[23] = f"{a.replace(' ', chr(0xA0), 2)}\t{b}\tid23".encode()  # no-break spaces
+    lines[25] = f"\uff21\uff22\uff23 {a}\t{b}\tid25".encode()  # full-width letters (NFKC folds them)
+    lines[27] = lines[20]
     return lines, rng.sample(de, 25)
 
 
@@ -113,8 +122,8 @@ def test_outputs_are_the_pair_by_pair_filters_byte_for_byte(sample: tuple[Path, 
         for f in OUTPUTS:
             assert (out / f).read_bytes() == (tmp_path / "old" / f).read_bytes(), f"cache_mb={cache_mb}: {f}"
     rejects = (tmp_path / "old" / "rejects.tsv").read_text(encoding="utf-8")
-    for reason in ("duplicate", "control_chars", "invalid_utf8", "empty", "wrong_lang_both", "too_many_tokens",
-                   "copy", "length_ratio", *(["test_set_overlap"] if protected else [])):
+    for reason in ("duplicate", "control_chars", "invalid_utf8", "empty", "missing_column", "wrong_lang_both",
+                   "too_many_tokens", "copy", "length_ratio", *(["test_set_overlap"] if protected else [])):
         assert f"\t{reason}\t" in rejects, reason  # the sample exercises every step
 
 
