@@ -233,12 +233,16 @@ def build_index(database: np.ndarray, spec: IndexSpec = IndexSpec(), trained: Pa
     return index
 
 
-def rerank(queries: np.ndarray, database: np.ndarray, ids: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+def rerank(queries: np.ndarray, database: np.ndarray, ids: np.ndarray, k: int,
+           chunk: int = 4096) -> tuple[np.ndarray, np.ndarray]:
     """The ``k`` best of each query's candidate ``ids`` by exact similarity with the database rows
-    (float32 products of float32 rows; ties to the lower index; ``-1`` ids, none found, last)."""
-    safe = np.where(ids < 0, 0, ids)
-    rows = _float32(database[safe.ravel()]).reshape(*ids.shape, -1)
-    sims = np.einsum("qd,qcd->qc", queries, rows)
+    (float32 products of float32 rows; ties to the lower index; ``-1`` ids, none found, last). The
+    candidates' rows are gathered ``chunk`` queries at a time (scratch ``chunk x candidates x dim``)."""
+    sims = np.empty(ids.shape, np.float32)
+    for a in range(0, len(ids), chunk):
+        part = ids[a:a + chunk]
+        rows = _float32(database[np.where(part < 0, 0, part).ravel()]).reshape(*part.shape, -1)
+        sims[a:a + chunk] = np.einsum("qd,qcd->qc", queries[a:a + chunk], rows)
     sims[ids < 0] = -np.inf
     order = np.lexsort((ids, -sims.astype(np.float64)), axis=1)[:, :k]
     return np.take_along_axis(sims, order, 1).astype(np.float32), np.take_along_axis(ids, order, 1)
