@@ -219,3 +219,15 @@ def test_ivf_blas_is_exact_within_the_cells_it_visits_and_deterministic(real) ->
     assert IndexSpec(kind="auto", device="cuda").resolved(300_000).kind == "ivf-fp16"
     with pytest.raises(MarginmineError, match="ivf-blas runs on the CPU"):
         IndexSpec(kind="ivf-blas", device="cuda").resolved(300_000)
+
+
+def test_gathering_rows_from_a_memory_mapped_file_reads_it_in_chunks_with_the_same_result(tmp_path) -> None:
+    from marginmine.scoring.files import gather_rows
+
+    a = np.random.default_rng(0).standard_normal((20_003, 7)).astype(np.float16)
+    np.save(tmp_path / "a.npy", a)
+    m = np.load(tmp_path / "a.npy", mmap_mode="r")
+    some = np.sort(np.random.default_rng(1).choice(len(a), 500, replace=False))
+    for rows in (np.array([0]), np.array([len(a) - 1]), some, np.arange(len(a)), np.array([5, 3])):
+        assert np.array_equal(gather_rows(m, rows, chunk=1000), a[rows])
+    assert gather_rows(a, some).tobytes() == a[some].tobytes()  # an in-memory array: plain indexing
