@@ -26,8 +26,9 @@ import numpy as np
 
 log = logging.getLogger(__name__)
 
-#: vectors per cell the default ``nlist`` aims at: products of a few thousand rows run near BLAS speed
-CELL = 4096
+#: vectors per cell the default ``nlist`` aims at: products of a few thousand rows run near BLAS speed, and
+#: at the same cost per query, smaller cells with more probes find more neighbours (docs/scale.md)
+CELL = 2048
 #: FAISS' k-means passes
 NITER = 10
 

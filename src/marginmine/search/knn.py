@@ -43,7 +43,7 @@ FLAT_UP_TO = 200_000
 #: many, IVF-PQ from here on (compressed codes keep billions of vectors in memory)
 IVF_PQ_FROM = 50_000_000
 #: IVF cells visited per query when the config gives none: FAISS' IVF kinds (cells of about
-#: sqrt(n) / 4 vectors) and ``ivf-blas`` (cells of about 4,096), measured in docs/scale.md
+#: sqrt(n) / 4 vectors) and ``ivf-blas`` (cells of about 2,048), measured in docs/scale.md
 AUTO_NPROBE = 16
 BLAS_NPROBE = 8
 AUTO_REFINE = 0
