@@ -3,8 +3,9 @@
 A :class:`BlockStore` is a directory holding
 
 * ``search.json``: what the search is (query and database shapes, a digest of both and of the
-  always-considered candidates, ``k``, the block size, the resolved index settings and the FAISS version); a directory holding
-  another search's files is emptied before use, never read;
+  always-considered candidates, ``k``, the block size, the resolved index settings, the FAISS
+  version and build and the thread count); a directory holding another search's files is emptied
+  before use, never read;
 * ``index.trained``: the trained (still empty) approximate index, so a resumed search skips the
   training (adding the vectors again is deterministic);
 * ``q<start>.npz``: the similarities and indices of the queries ``start .. start + block``, each
@@ -26,6 +27,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from marginmine.errors import MarginmineError
 
 
 def _digest(rows: np.ndarray, chunk: int = 65_536) -> str:
@@ -57,7 +60,9 @@ class BlockStore:
                      "database": [len(database), int(database.shape[1])], "k": int(k), "block": int(block),
                      "queries_digest": _digest(queries), "database_digest": _digest(database),
                      "candidates_digest": None if candidates is None else _digest(candidates),
-                     "index": asdict(spec), "faiss": faiss.__version__}
+                     "index": asdict(spec), "faiss": faiss.__version__,
+                     # BLAS results may differ in the last bit with the thread count or the build
+                     "threads": faiss.omp_get_max_threads(), "faiss_build": faiss.get_compile_options()}
         described = json.loads(json.dumps(described))
         meta = d / "search.json"
         if d.exists():
@@ -110,6 +115,6 @@ class BlockStore:
         """The whole search's ``(similarities, indices)`` from a complete store."""
         parts = [self.get(s) for s in self.starts()]
         if any(p is None for p in parts):
-            raise FileNotFoundError(f"{self.directory}: not every block is finished")
+            raise MarginmineError(f"{self.directory}: not every block of the search is finished")
         return (np.concatenate([p[0] for p in parts]),  # type: ignore[index]
                 np.concatenate([p[1] for p in parts]))  # type: ignore[index]

@@ -24,6 +24,8 @@ from typing import Any
 
 import numpy as np
 
+from marginmine.errors import MarginmineError
+
 log = logging.getLogger(__name__)
 
 #: vectors per cell the default ``nlist`` aims at: products of a few thousand rows run near BLAS speed, and
@@ -73,7 +75,7 @@ class BlasIVF:
     def add(self, database: np.ndarray, chunk: int = 1_000_000) -> None:
         """File every row of ``database`` (kept by reference) under its nearest centroid."""
         if self._database is not None:
-            raise ValueError("BlasIVF.add: the database is added once, whole")
+            raise MarginmineError("BlasIVF.add: the database is added once, whole")
         cells = np.concatenate([self._nearest(database[a:a + chunk], 1)[:, 0]
                                 for a in range(0, len(database), chunk)] or [np.zeros(0, np.int64)])
         self._ids = np.argsort(cells, kind="stable").astype(np.int64)
@@ -118,7 +120,7 @@ class BlasIVF:
     def load_trained(self, path: Path) -> None:
         self.centroids = np.load(path)
         if self.centroids.shape != (self.nlist, self.d):
-            raise ValueError(f"{path}: centroids of shape {self.centroids.shape}, expected ({self.nlist}, {self.d})")
+            raise MarginmineError(f"{path}: centroids of shape {self.centroids.shape}, expected ({self.nlist}, {self.d})")
 
 
 def build(database: np.ndarray, spec: Any, trained: Path | None, sample: np.ndarray | None) -> BlasIVF:

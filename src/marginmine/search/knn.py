@@ -43,7 +43,8 @@ FLAT_UP_TO = 200_000
 #: many, IVF-PQ from here on (compressed codes keep billions of vectors in memory)
 IVF_PQ_FROM = 50_000_000
 #: IVF cells visited per query when the config gives none: FAISS' IVF kinds (cells of about
-#: sqrt(n) / 4 vectors) and ``ivf-blas`` (cells of about 2,048), measured in docs/scale.md
+#: sqrt(n) / 4 vectors) and ``ivf-blas`` (cells of about 2,048); what they cost the selection is
+#: measured by bench/bench_index.py (docs/scale.md: at 100k pairs so far)
 AUTO_NPROBE = 16
 BLAS_NPROBE = 8
 AUTO_REFINE = 0
@@ -207,6 +208,9 @@ def build_index(database: np.ndarray, spec: IndexSpec = IndexSpec(), trained: Pa
     elif spec.kind == "ivf-blas":
         from marginmine.search.ivfblas import build
 
+        bad = first_nonfinite_row(database)
+        if bad is not None:
+            raise _nonfinite("database", bad)
         sample = None
         if trained is None or not Path(trained).exists():
             rng = np.random.default_rng(spec.seed)
@@ -283,6 +287,12 @@ def search(index: Any, queries: np.ndarray, k: int, block: int = 8192, *, databa
                 i = _unique_rows(np.concatenate([i, candidates[start:start + block]], axis=1))
             if wide > k or candidates is not None:
                 s, i = rerank(q, database, i, k)
+            missing = np.flatnonzero((i < 0).any(axis=1))
+            if len(missing):
+                raise MarginmineError(
+                    f"{what}: the index found fewer than {k} neighbours for query row {start + int(missing[0])} "
+                    f"(0-based; {len(missing)} such rows in this block): the cells it visits hold too few "
+                    "vectors; raise scoring.nprobe or lower scoring.nlist")
             if store is not None:
                 store.put(start, s, i)
         else:

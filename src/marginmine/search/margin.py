@@ -188,10 +188,14 @@ PARTNERS_CAP = 8
 
 def partners(g_query: np.ndarray, g_other: np.ndarray, n_query: int, cap: int = PARTNERS_CAP) -> np.ndarray:
     """``(n_query, p)`` int64: for each distinct sentence of one side, the distinct sentences of the
-    other side it is paired with in the batch (its first ``cap`` partners in line order, ``-1``
-    padded). A filtering search passes them as candidates to an approximate index, which may miss
+    other side it is paired with in the batch (its first ``cap`` distinct partners in line order,
+    ``-1`` padded). A filtering search passes them as candidates to an approximate index, which may miss
     them although a pair's own partner is often among its sentence's nearest neighbours."""
-    g_query = np.asarray(g_query, np.int64)
+    g_query, g_other = np.asarray(g_query, np.int64), np.asarray(g_other, np.int64)
+    if len(g_query):  # a (sentence, partner) pair once, at its first line: repeated lines fill no slot
+        _, once = np.unique(g_query * (int(g_other.max()) + 1) + g_other, return_index=True)
+        once.sort()
+        g_query, g_other = g_query[once], g_other[once]
     order = np.argsort(g_query, kind="stable")
     q = g_query[order]
     first = np.searchsorted(q, q, side="left")
@@ -199,7 +203,7 @@ def partners(g_query: np.ndarray, g_other: np.ndarray, n_query: int, cap: int = 
     width = int(min(cap, rank.max() + 1)) if len(q) else 1
     out = np.full((n_query, width), -1, np.int64)
     keep = rank < width
-    pairs = np.stack([q[keep], rank[keep], np.asarray(g_other, np.int64)[order][keep]])
+    pairs = np.stack([q[keep], rank[keep], g_other[order][keep]])
     out[pairs[0], pairs[1]] = pairs[2]
     return out
 
