@@ -70,7 +70,8 @@ SCALE_SMK = $(SNAKEMAKE) --configfile config/scale.yaml $(if $(filter 5m,$(SCALE
   --cores $(CORES) --printshellcmds $(RESUME)
 SCALE_RESULTS = results/scale$(if $(filter 5m,$(SCALE)),,-$(SCALE))
 scale: $(STAMP) unlock-stale
-	$(SNAKEMAKE) results/demo/encoder/encoder.json --configfile config/demo.yaml --cores $(CORES) $(RESUME)
+	test -f results/demo/encoder/encoder.json || \
+	  $(SNAKEMAKE) results/demo/encoder/encoder.json --configfile config/demo.yaml --cores $(CORES) $(RESUME)
 	$(SCALE_SMK) --until scale_corpus
 	bash scripts/wall_time.sh $(SCALE_RESULTS)/wall_times.tsv "scale $(SCALE): from the built corpus" $(SCALE_SMK) scoring
 

@@ -148,8 +148,8 @@ def clean_mix_files(built_by=None):
     return [f"{CLEAN_MIX_PREFIX}.{s}.{x}" for s in CLEAN_MIX for x in ("en", "de", "labels.tsv")]
 
 
-def clean_mix_arg():
-    if not CLEAN_MIX:
+def clean_mix_arg(built_by=None):
+    if not clean_mix_files(built_by):
         return ""
     sizes = ",".join(f"{s}={n}" for s, n in CLEAN_MIX.items())
     return f"--heldout {sizes} --heldout-prefix {shlex.quote(CLEAN_MIX_PREFIX)}"

@@ -119,7 +119,7 @@ rule demo_corpus:
         data_dir=str(DATA_DIR),
         seed=config["corpus"]["source"].get("seed", config["seed"]),
         scale=config["corpus"]["source"]["scale"],
-        heldout=clean_mix_arg(),
+        heldout=clean_mix_arg("demo"),
     threads: 1
     resources:
         mem_mb=2000,
@@ -147,8 +147,8 @@ rule scale_corpus:
     params:
         data_dir=str(DATA_DIR),
         seed=config["corpus"]["source"].get("seed", config["seed"]),
-        pairs=config["corpus"]["source"].get("pairs", 5_000_000),
-        heldout=clean_mix_arg(),
+        pairs=config["corpus"]["source"]["pairs"],
+        heldout=clean_mix_arg("scale"),
     threads: 1
     resources:
         mem_mb=4000,

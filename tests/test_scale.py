@@ -20,7 +20,6 @@ import numpy as np
 import pytest
 import yaml
 
-from marginmine.cli.main import main
 from marginmine.scoring.files import read_scores
 from test_workflow import CORES, copy_workflow, snakemake
 
@@ -69,9 +68,11 @@ def test_the_approximate_selection_overlaps_exact_search_on_the_same_batch(scale
     shard = w / "preprocess/kept/shard0000.tsv.gz"
     approx = read_scores(w / "score/dan/shard0000.scores.tsv.gz", "ratio")
     exact_file = tmp_path / "exact.scores.tsv.gz"
-    assert main(["score", "--input", str(shard), "--src-embeddings", str(w / "embed/dan/shard0000.en.npy"),
-                 "--tgt-embeddings", str(w / "embed/dan/shard0000.de.npy"), "--scorers",
-                 '{"ratio": {"kind": "ratio"}}', "--index", "flat", "--threads", "1", "--output", str(exact_file)]) == 0
+    r = subprocess.run([sys.executable, "-m", "marginmine.cli", "score", "--input", str(shard), "--src-embeddings",
+                        str(w / "embed/dan/shard0000.en.npy"), "--tgt-embeddings", str(w / "embed/dan/shard0000.de.npy"),
+                        "--scorers", '{"ratio": {"kind": "ratio"}}', "--index", "flat", "--threads", "1", "--output",
+                        str(exact_file)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-3000:]
     exact = read_scores(exact_file, "ratio")
     assert len(exact) == len(approx) > 0.85 * PAIRS
     assert not np.array_equal(exact, approx)  # the workflow's scores did come from the approximate index
@@ -99,14 +100,17 @@ def test_a_scoring_job_killed_inside_its_batch_resumes_from_its_knn_blocks_to_th
     assert subprocess.run([*args, "--output", str(whole)], capture_output=True).returncode == 0
     out = tmp_path / "killed.scores.tsv.gz"
     knn_dir = tmp_path / "killed.scores.tsv.gz.knn"
-    proc = subprocess.Popen([*args, "--output", str(out)], stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline:  # kill once the target side's search has finished blocks
-        if len(list(knn_dir.glob("batch*/tgt-k4/q*.npz"))) >= 3:
-            break
-        time.sleep(0.05)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    with open(tmp_path / "killed.log", "wb") as log:
+        proc = subprocess.Popen([*args, "--output", str(out)], stderr=log)
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and proc.poll() is None:  # once the target side has finished blocks:
+            if len(list(knn_dir.glob("batch*/tgt-k4/q*.npz"))) >= 3:
+                proc.send_signal(signal.SIGSTOP)  # frozen at once, then killed: no race with its last blocks
+                break
+            time.sleep(0.02)
+        assert proc.poll() is None, (tmp_path / "killed.log").read_text()[-3000:]
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
     kept_src = len(list(knn_dir.glob("batch*/src-k4/q*.npz")))
     kept_tgt = len(list(knn_dir.glob("batch*/tgt-k4/q*.npz")))
     assert not out.exists() and kept_src > 0 and kept_tgt >= 3

@@ -16,7 +16,6 @@ from marginmine.search import knn as knn_mod
 from marginmine.search.blocks import BlockStore
 from marginmine.search.knn import IndexSpec, build_index, choose_index, knn, recall_at_k, rerank, search
 
-DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
 
 
 def _embed(lines: list[str], dim: int = 64, seed: int = 7) -> np.ndarray:
@@ -34,8 +33,8 @@ def _embed(lines: list[str], dim: int = 64, seed: int = 7) -> np.ndarray:
 
 
 @pytest.fixture(scope="module")
-def real() -> tuple[np.ndarray, np.ndarray]:
-    root = DATA / "tatoeba-manythings-deu-eng-2018"
+def real(real_data: Path) -> tuple[np.ndarray, np.ndarray]:
+    root = real_data / "tatoeba-manythings-deu-eng-2018"
     en = (root / "train.nooverlap.en").read_text(encoding="utf-8").splitlines()[:12000]
     de = (root / "train.nooverlap.de").read_text(encoding="utf-8").splitlines()[:12000]
     return _embed(en), _embed(de)
@@ -231,3 +230,6 @@ def test_gathering_rows_from_a_memory_mapped_file_reads_it_in_chunks_with_the_sa
     for rows in (np.array([0]), np.array([len(a) - 1]), some, np.arange(len(a)), np.array([5, 3])):
         assert np.array_equal(gather_rows(m, rows, chunk=1000), a[rows])
     assert gather_rows(a, some).tobytes() == a[some].tobytes()  # an in-memory array: plain indexing
+    assert np.array_equal(gather_rows(m[100:], some[some < 19_000]), a[100:][some[some < 19_000]])  # a slice
+    np.save(tmp_path / "f.npy", np.asfortranarray(a))
+    assert np.array_equal(gather_rows(np.load(tmp_path / "f.npy", mmap_mode="r"), some), a[some])

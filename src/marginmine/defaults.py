@@ -8,6 +8,9 @@ SEED = 1234
 K = 4
 #: pairs per kNN batch in filtering mode, the paper's 5M (schema: scoring.batch_size)
 BATCH_SIZE = 5_000_000
+#: the kNN index of a scoring batch: exact up to 200k distinct sentences, approximate beyond
+#: (schema: scoring.index; marginmine.search.knn.choose_index)
+INDEX = "auto"
 #: gold share of each pool of the BUCC-style mining benchmark (schema: mining_eval.share)
 BUCC_SHARE = 0.025
 #: unpaired gold-domain lines per side of each pool (schema: mining_eval.distractors)

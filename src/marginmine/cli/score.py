@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Callable
 
-from marginmine.defaults import BATCH_SIZE, K, SEED
+from marginmine.defaults import BATCH_SIZE, INDEX, K, SEED
 from marginmine.errors import MarginmineError
 
 log = logging.getLogger("marginmine")
@@ -64,18 +64,19 @@ def add_knn(p: argparse.ArgumentParser, k: bool = True) -> None:
     if k:
         p.add_argument("-k", "--neighbourhood", dest="k", type=int, default=K,
                        help=f"neighbours per sentence (default {K})")
-    from marginmine.search.knn import INDEX_KINDS
+    from marginmine.search.knn import BLAS_QUERY_BLOCK, INDEX_KINDS, QUERY_BLOCK
 
-    p.add_argument("--index", default="flat", choices=list(INDEX_KINDS),
-                   help="FAISS index: exact flat (default), IVF-Flat, IVF with float16 or 8-bit vectors, IVF-PQ, "
-                        "or auto by the database's size (docs/scale.md)")
+    p.add_argument("--index", default=INDEX, choices=list(INDEX_KINDS),
+                   help=f"kNN index: auto by the database's size (default {INDEX}: exact up to 200k distinct "
+                        "sentences), exact flat, ivf-blas, FAISS IVF-Flat, IVF with float16 or 8-bit vectors, "
+                        "IVF-PQ (docs/scale.md)")
     p.add_argument("--nlist", type=int, default=0, help="IVF cells (default 0: about 4 sqrt(database size))")
     p.add_argument("--nprobe", type=int, default=0, help="IVF cells visited per query (default 0: auto's setting)")
     p.add_argument("--refine", type=int, default=0,
                    help="search refine x k candidates and re-rank them with exact similarities (0: off)")
     p.add_argument("--query-block", type=int, default=0,
-                   help="queries per search block, the unit a killed search resumes from (default 0: 8,192; "
-                        "65,536 for ivf-blas); the scores depend on it")
+                   help=f"queries per search block, the unit a killed search resumes from (default 0: "
+                        f"{QUERY_BLOCK:,}; {BLAS_QUERY_BLOCK:,} for ivf-blas); the scores depend on it")
     p.add_argument("--device", default="cpu", help="cpu or cuda[:N] (fails if no GPU is visible)")
     p.add_argument("--threads", type=int, default=None, help="CPU threads for the encoder and FAISS")
 

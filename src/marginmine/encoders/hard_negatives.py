@@ -79,6 +79,7 @@ class Negatives:
 #: a language's pool is searched exactly up to this many sentences, with IVF-Flat beyond
 EXACT_POOL_UP_TO = 2_000_000
 
+
 def share_mask(n_pairs: int, share: float, seed: int) -> np.ndarray:
     """Which pairs train with negatives: a seeded, fixed subset of about ``share`` of them (the
     trainer and the miner both ask here)."""
@@ -147,7 +148,7 @@ def mine(emb: np.ndarray, texts: Sequence[str], langs: Sequence[str], left: np.n
             if not len(todo):
                 continue
             kind = "flat" if len(rows) <= EXACT_POOL_UP_TO else "ivf"
-            index = build_index(np.ascontiguousarray(emb[rows], dtype=np.float32), IndexSpec(kind=kind, nprobe=16))
+            index = build_index(np.ascontiguousarray(emb[rows], dtype=np.float32), IndexSpec(kind=kind))
             for start in range(0, len(todo), block):
                 if time.monotonic() - last >= progress_s:
                     log.info("mining hard negatives: %d of %d queries (%s, %s pool of %d)", queried, total, name,

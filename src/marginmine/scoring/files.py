@@ -30,7 +30,7 @@ from typing import Iterator, Protocol, Sequence
 
 import numpy as np
 
-from marginmine.defaults import BATCH_SIZE
+from marginmine.defaults import BATCH_SIZE, INDEX
 from marginmine.encoders.base import SentenceEncoder
 from marginmine.errors import InputError
 from marginmine.search.knn import IndexSpec, first_nonfinite_row
@@ -50,7 +50,7 @@ class ScoreSettings:
 
     scorers: tuple[tuple[str, ScoreKind], ...]
     batch_size: int = BATCH_SIZE
-    index: IndexSpec = IndexSpec(kind="flat")
+    index: IndexSpec = IndexSpec(kind=INDEX)
 
     def __post_init__(self) -> None:
         names = [n for n, _ in self.scorers]
@@ -137,12 +137,25 @@ class EncoderEmbeddings:
         return None  # computed from the input's own lines
 
 
+def _whole_npy(arr: np.memmap) -> bool:
+    """``arr`` maps a whole C-ordered ``.npy`` file from its header on (not a slice or view of one)."""
+    try:
+        with open(arr.filename, "rb") as fh:
+            version = np.lib.format.read_magic(fh)
+            read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+            shape, fortran, dtype = read(fh)
+            header = fh.tell()
+    except (OSError, ValueError):
+        return False
+    return not fortran and tuple(shape) == arr.shape and dtype == arr.dtype and header == arr.offset
+
+
 def gather_rows(arr: np.ndarray, rows: np.ndarray, chunk: int = 65_536) -> np.ndarray:
     """``arr[rows]`` for ascending ``rows``; from a memory-mapped ``.npy`` the file is read in
     chunks of ``chunk`` rows instead (plain reads, no mapping), so the job's resident memory holds
     the gathered rows only, not the file's pages as well (a 5M-line float16 file is 3 GB a side)."""
     if (not isinstance(arr, np.memmap) or arr.filename is None or len(rows) == 0
-            or bool(np.any(np.diff(rows) < 0))):
+            or not arr.flags.c_contiguous or bool(np.any(np.diff(rows) < 0)) or not _whole_npy(arr)):
         return np.asarray(arr[rows])
     out = np.empty((len(rows), *arr.shape[1:]), dtype=arr.dtype)
     row_bytes = arr.dtype.itemsize * int(np.prod(arr.shape[1:], dtype=np.int64))

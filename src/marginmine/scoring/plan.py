@@ -9,7 +9,9 @@ tests/test_scorers.py); one plan per table proves the workflow calls it.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from marginmine.errors import MarginmineError
@@ -83,9 +85,6 @@ ASSUMED_DIM = 1024
 def planned_dim(model: Mapping[str, Any]) -> tuple[int, bool]:
     """``(dimension, stated)`` of an ``encoder.models`` entry: ``params.dim``, a reused encoder's
     manifest, else :data:`ASSUMED_DIM` (``stated`` False)."""
-    import json
-    from pathlib import Path
-
     params = model.get("params") or {}
     if isinstance(params.get("dim"), int):
         return params["dim"], True
@@ -118,6 +117,10 @@ def check_scale(*, expected_pairs: int, sizes: Sequence[str], shard_size: int, b
     shard_pairs = min(shard_size, expected_pairs)
     shards = -(-expected_pairs // shard_size)
     lines = []
+    try:
+        spec.resolved(min(batch_size, shard_pairs))
+    except MarginmineError as exc:
+        raise MarginmineError(f"scoring.index: {spec.kind} with scoring.device {spec.device}: {exc}") from exc
     for encoder, (dim, stated) in dims.items():
         est = job_estimate(shard_pairs, batch_size, dim, spec, k)
         assumed = "" if stated else f" (dimension not stated: {dim} assumed)"
