@@ -133,7 +133,7 @@ def test_template_plans_a_5M_corpus_with_its_scoring_estimate_and_refuses_what_c
     r = plan()
     assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
     est = re.search(r"scoring estimate, encoder laser2 \(dimension not stated: 1024 assumed\): 1 job\(s\), each 1 "
-                    r"batch\(es\) of <= 5,000,000 pairs, index ivf-fp16, nlist (\d+), nprobe (\d+), dim 1024: about "
+                    r"batch\(es\) of <= 5,000,000 pairs, index ivf-blas, nlist (\d+), nprobe (\d+), dim 1024: about "
                     r"([\d.e+]+) CPU-hours per batch", r.stderr)
     assert est, r.stderr[-2000:]
     assert 0.1 < float(est.group(3)) < 24  # hours on a CPU, not days

@@ -207,6 +207,7 @@ def test_url_source_is_downloaded_and_preprocessed(real_data: Path, tmp_path: Pa
                          "source": {"kind": "url", "url": f"http://127.0.0.1:{server.server_port}/pc.tsv.gz",
                                     "sha256": digest, "format": "tsv", "columns": [2, 3]}}
         cfg["preprocess"]["shard_size"] = 1000
+        cfg["selection"]["sizes"] = ["1k"]  # below the 2,000 pairs (N >= corpus.expected_pairs is refused)
         cfg["encoder"]["exclude_corpus"] = False
         m30k = {"kind": "local", "format": "parallel", "src": "multi30k/val.en.gz", "tgt": "multi30k/val.de.gz"}
         cfg["eval"]["dev"] = {**m30k, "sample": {"size": 200, "start": 0, "seed": 1}}  # no demo corpus to hold out
