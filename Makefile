@@ -73,7 +73,8 @@ scale: $(STAMP) unlock-stale
 	test -f results/demo/encoder/encoder.json || \
 	  $(SNAKEMAKE) results/demo/encoder/encoder.json --configfile config/demo.yaml --cores $(CORES) $(RESUME)
 	$(SCALE_SMK) --until scale_corpus
-	bash scripts/wall_time.sh $(SCALE_RESULTS)/wall_times.tsv "scale $(SCALE): from the built corpus" $(SCALE_SMK) scoring
+	bash scripts/wall_time.sh $(SCALE_RESULTS)/wall_times.tsv "scale $(SCALE): from the built corpus" $(SCALE_SMK) \
+	  preprocess scoring
 
 # optional: the paper's LASER-style encoder at a CPU size (+ random twin) in the demo's intrinsic table
 demo-laser: $(STAMP) unlock-stale
