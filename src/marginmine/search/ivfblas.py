@@ -108,8 +108,9 @@ class BlasIVF:
             cols = slot_of[sel][:, None] * k + np.arange(kk)[None, :]
             sims[qs[:, None], cols] = d
             ids[qs[:, None], cols] = self._ids[a + i]
-        order = np.lexsort((ids, -sims.astype(np.float64)), axis=1)[:, :k]
-        return np.take_along_axis(sims, order, 1), np.take_along_axis(ids, order, 1)
+        from marginmine.search.knn import best_k
+
+        return best_k(sims, ids, k)
 
     # --- persistence of the training ------------------------------------------------------------
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import logging
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -75,7 +75,7 @@ class IndexSpec:
         defaults of nlist, nprobe and refine filled in."""
         kind = choose_index(n, self.kind, self.device)
         if kind == "flat":
-            return IndexSpec("flat", 0, 0, 0, 0, self.train_size, self.seed, self.device, self.query_block)
+            return replace(self, kind="flat", nlist=0, nprobe=0, pq_m=0, refine=0)
         auto = self.kind == "auto"
         if kind == "ivf-blas":
             from marginmine.search.ivfblas import blas_nlist
@@ -83,8 +83,8 @@ class IndexSpec:
             nlist, nprobe = self.nlist or blas_nlist(n), self.nprobe or BLAS_NPROBE
         else:
             nlist, nprobe = self.nlist or default_nlist(n), self.nprobe or AUTO_NPROBE
-        return IndexSpec(kind, nlist, nprobe, self.pq_m, self.refine or (AUTO_REFINE if auto else 0),
-                         self.train_size, self.seed, self.device, self.query_block)
+        return replace(self, kind=kind, nlist=nlist, nprobe=nprobe,
+                       refine=self.refine or (AUTO_REFINE if auto else 0))
 
 
 def choose_index(n: int, kind: str = "auto", device: str = "cpu") -> str:
@@ -248,6 +248,12 @@ def rerank(queries: np.ndarray, database: np.ndarray, ids: np.ndarray, k: int,
         rows = _float32(database[np.where(part < 0, 0, part).ravel()]).reshape(*part.shape, -1)
         sims[a:a + chunk] = np.einsum("qd,qcd->qc", queries[a:a + chunk], rows)
     sims[ids < 0] = -np.inf
+    return best_k(sims, ids, k)
+
+
+def best_k(sims: np.ndarray, ids: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's ``k`` candidates of highest similarity, best first, ties to the lower index
+    (``-inf`` candidates last): the order FAISS gives."""
     order = np.lexsort((ids, -sims.astype(np.float64)), axis=1)[:, :k]
     return np.take_along_axis(sims, order, 1).astype(np.float32), np.take_along_axis(ids, order, 1)
 
