@@ -198,3 +198,30 @@ def test_ivf_index_recall_on_clustered_data_and_gpu_refusal() -> None:
 
     with pytest.raises(MarginmineError, match="FAISS sees none"):
         check_device("cuda")
+
+
+def test_digests_group_lines_as_the_texts_do() -> None:
+    import random
+
+    from marginmine.search.margin import text_digests
+
+    rng = random.Random(7)
+    texts = [f"Satz {rng.randrange(40)} ü" for _ in range(500)] + ["", " ", "a\u00a0b", "a b"]
+    for got, want in zip(unique_groups(text_digests(texts)), unique_groups(texts)):
+        np.testing.assert_array_equal(got, want)
+    assert text_digests(["x", "x", "y"]).dtype == np.dtype("S16")
+    assert [len(a) for a in unique_groups(text_digests([]))] == [0, 0]
+
+
+def test_digest_batches_cut_where_the_text_batches_do() -> None:
+    from marginmine.scoring.files import _batches, _digest_batches
+    from marginmine.search.margin import text_digests
+
+    pairs = [(f"s{i % 13}", f"t{i % 7}") for i in range(23)]
+    for size, chunk in [(5, 3), (5, 5), (4, 8), (100, 3), (1, 2)]:
+        got = list(_digest_batches(iter(pairs), size, chunk=chunk))
+        want = list(_batches(iter(pairs), size))
+        assert len(got) == len(want), (size, chunk)
+        for (gs, gt), (ws, wt) in zip(got, want):
+            np.testing.assert_array_equal(gs, text_digests(ws))
+            np.testing.assert_array_equal(gt, text_digests(wt))

@@ -26,7 +26,7 @@ import time
 from itertools import zip_longest
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Iterator, Protocol, Sequence
+from typing import ClassVar, Iterator, Protocol, Sequence
 
 import numpy as np
 
@@ -34,7 +34,7 @@ from marginmine.defaults import BATCH_SIZE, INDEX
 from marginmine.encoders.base import SentenceEncoder
 from marginmine.errors import InputError
 from marginmine.search.knn import IndexSpec, first_nonfinite_row
-from marginmine.search.margin import unique_groups
+from marginmine.search.margin import text_digests, unique_groups
 from marginmine.scoring import NAME, Batch, ScoreKind, describe
 from marginmine.io.safe import write_text
 from marginmine.io.text import MAX_LINE_BYTES, count_lines, iter_raw_lines, iter_sentences, open_binary
@@ -97,7 +97,11 @@ def iter_pairs(paths: Sequence[str], columns: tuple[int, int] = (0, 1)) -> Itera
 
 
 class Embeddings(Protocol):
-    """Where a batch's unique sentences get their vectors from."""
+    """Where a batch's unique sentences get their vectors from. ``needs_texts``: whether
+    :meth:`unique_rows` reads the texts; if not, it is given the lines' digests
+    (:func:`~marginmine.search.margin.text_digests`) and only counts them."""
+
+    needs_texts: bool
 
     def unique_rows(self, start: int, texts: Sequence[str], first: np.ndarray, side: str) -> np.ndarray: ...
 
@@ -112,6 +116,7 @@ class EncoderEmbeddings:
     encoder: SentenceEncoder
     src_lang: str
     tgt_lang: str
+    needs_texts: ClassVar[bool] = True
     dtype: str = "float16"
     chunk: int = 50_000
     #: each side's translation into the other language, line for line with the input (vote kinds)
@@ -180,6 +185,7 @@ class ArrayEmbeddings:
 
     src: np.ndarray
     tgt: np.ndarray
+    needs_texts: ClassVar[bool] = False
     paths: tuple[str, str] = ("<src embeddings>", "<tgt embeddings>")
     translated: tuple[np.ndarray, np.ndarray] | None = None
     translated_paths: tuple[str, str] = ("<src translated>", "<tgt translated>")
@@ -240,9 +246,10 @@ class ArrayEmbeddings:
         return rows
 
 
-def score_batch(src: Sequence[str], tgt: Sequence[str], start: int, emb: Embeddings,
+def score_batch(src: Sequence[str] | np.ndarray, tgt: Sequence[str] | np.ndarray, start: int, emb: Embeddings,
                 settings: ScoreSettings, scratch: Path | None = None) -> dict[str, np.ndarray]:
-    """Every scorer's scores of one batch of pairs (lines ``start ..`` of the input); ``scratch``:
+    """Every scorer's scores of one batch of pairs (lines ``start ..`` of the input; the texts, or
+    their digests when ``emb`` needs no texts); ``scratch``:
     where its kNN searches keep their finished blocks (:class:`marginmine.search.blocks.BlockStore`)."""
     fx, gx = unique_groups(src)
     fy, gy = unique_groups(tgt)
@@ -285,6 +292,28 @@ def _batches(pairs: Iterator[tuple[str, str]], size: int) -> Iterator[tuple[list
             src, tgt = [], []
     if src:
         yield src, tgt
+
+
+def _digest_batches(pairs: Iterator[tuple[str, str]], size: int,
+                    chunk: int = 65_536) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """:func:`_batches` with each text replaced by its digest (:func:`text_digests`), taken
+    ``chunk`` lines at a time: a 5M-pair batch holds 160 MB of keys instead of its texts (about
+    2 GB as Python strings)."""
+    src: list[np.ndarray] = []
+    tgt: list[np.ndarray] = []
+    held = 0
+    for part_src, part_tgt in _batches(pairs, chunk):
+        a = 0
+        while a < len(part_src):  # a chunk may end one batch and begin the next
+            take = min(len(part_src) - a, size - held)
+            src.append(text_digests(part_src[a:a + take]))
+            tgt.append(text_digests(part_tgt[a:a + take]))
+            held, a = held + take, a + take
+            if held == size:
+                yield np.concatenate(src), np.concatenate(tgt)
+                src, tgt, held = [], [], 0
+    if held:
+        yield np.concatenate(src), np.concatenate(tgt)
 
 
 def _check_finite_scores(scores: dict[str, np.ndarray], start: int, path: str) -> None:
@@ -337,7 +366,9 @@ def score_file(inputs: Sequence[str], output: str | Path, emb: Embeddings, setti
     t0 = time.monotonic()
     line = 0
     with open(part, "ab") as fh:
-        for src, tgt in _batches(iter_pairs(inputs, columns), settings.batch_size):
+        # embeddings read from files need no texts, only which lines hold the same sentence
+        batches = (_batches if emb.needs_texts else _digest_batches)(iter_pairs(inputs, columns), settings.batch_size)
+        for src, tgt in batches:
             start, line = line, line + len(src)
             if line <= done_lines:
                 continue

@@ -55,10 +55,12 @@ BUILTIN_METHODS = ("random", "unfiltered")
 @dataclass
 class Batch:
     """One scoring batch: the pairs' texts, the distinct sentences' embeddings (``xu[gx[i]]`` is
-    pair i's source), and the kNN index to search them with. Shared results are cached."""
+    pair i's source), and the kNN index to search them with. Shared results are cached. With
+    embeddings read from files, ``src`` and ``tgt`` hold the lines' 16-byte digests instead of
+    their texts (:func:`marginmine.search.margin.text_digests`): a kind scores from the vectors."""
 
-    src: Sequence[str]
-    tgt: Sequence[str]
+    src: Sequence[str] | np.ndarray
+    tgt: Sequence[str] | np.ndarray
     xu: np.ndarray
     yu: np.ndarray
     gx: np.ndarray

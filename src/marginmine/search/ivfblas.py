@@ -72,7 +72,7 @@ class BlasIVF:
                              metric=faiss.METRIC_INNER_PRODUCT)
         return cells
 
-    def add(self, database: np.ndarray, chunk: int = 1_000_000) -> None:
+    def add(self, database: np.ndarray, chunk: int = 262_144) -> None:
         """File every row of ``database`` (kept by reference) under its nearest centroid."""
         if self._database is not None:
             raise MarginmineError("BlasIVF.add: the database is added once, whole")

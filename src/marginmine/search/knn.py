@@ -50,8 +50,10 @@ BLAS_NPROBE = 8
 AUTO_REFINE = 0
 #: queries per block of a search (scratch memory ``block x database`` floats for exact search) ...
 QUERY_BLOCK = 8192
-#: ... and of an ``ivf-blas`` search (unless the caller sets one): each cell meets its queries of a block in one product
-BLAS_QUERY_BLOCK = 65_536
+#: ... and of an ``ivf-blas`` search (unless the caller sets one): each cell meets its queries of a block in one
+#: product; at 4M vectors (1,953 cells, nprobe 8) a block gives a cell about 1,000 queries, and the scan runs
+#: at twice the rate of 65,536-query blocks (docs/scale.md); scratch about 1.2 KB a query
+BLAS_QUERY_BLOCK = 262_144
 
 
 @dataclass(frozen=True)
