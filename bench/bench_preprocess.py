@@ -17,7 +17,9 @@ Measured in one run, same machine, same sentences:
     ran (a shared machine measures the sharing)
 
     .venv/bin/python bench/bench_preprocess.py --pairs 1000000 --workers 2
-Writes bench/out/preprocess.json and bench/out/preprocess.md.
+Writes bench/out/preprocess.json and bench/out/preprocess.md. With ``--corpus FILE`` (a TSV, .gz
+allowed, e.g. the scale corpus, whose sentences repeat far less) its first ``--pairs`` lines are the
+corpus instead, and the outputs are bench/out/preprocess_<file stem>.{json,md}.
 
     .venv/bin/python bench/bench_preprocess.py --moses-identity
 compares FastMoses with sacremoses on every sentence of the data directory's en and de files
@@ -88,6 +90,23 @@ def real_pairs(data: Path) -> list[tuple[str, str]]:
     for en, de in sets:
         out += [(a, b) for a, b in zip(lines_of(data / en), lines_of(data / de)) if a.strip() and b.strip()]
     return out
+
+
+def copy_corpus(source: Path, n: int, path: Path) -> dict[str, Any]:
+    """The first ``n`` lines of ``source`` (columns 0 and 1) written to ``path``; counts."""
+    from marginmine.io.text import open_binary
+
+    src, tgt, done = set(), set(), 0
+    with open_binary(str(source)) as fh, open(path, "w", encoding="utf-8") as out:
+        for raw in fh:
+            if done == n:
+                break
+            cols = raw.decode("utf-8", errors="replace").rstrip("\r\n").split("\t")
+            out.write(f"{cols[0]}\t{cols[1]}\n")
+            src.add(cols[0])
+            tgt.add(cols[1])
+            done += 1
+    return {"from": str(source), "pairs": done, "distinct_src": len(src), "distinct_tgt": len(tgt)}
 
 
 def build_corpus(data: Path, n: int, path: Path, seed: int = 1) -> dict[str, int]:
@@ -243,6 +262,7 @@ def main() -> int:
     ap.add_argument("--sample", type=int, default=100_000, help="pairs for the library-alone timings")
     ap.add_argument("--moses-identity", action="store_true",
                     help="only compare FastMoses with sacremoses on every sentence of MOSES_SOURCES")
+    ap.add_argument("--corpus", default=None, help="use the first --pairs lines of this TSV (src, tgt columns 0, 1)")
     ap.add_argument("--data-dir", default=os.environ.get("MARGINMINE_DATA_DIR", str(REPO.parent / "shared" / "data")))
     ap.add_argument("--out", default=str(REPO / "bench" / "out"))
     args = ap.parse_args()
@@ -252,7 +272,13 @@ def main() -> int:
     work = out / "work"
     work.mkdir(parents=True, exist_ok=True)
     corpus = work / "corpus.tsv"
-    comp = build_corpus(Path(args.data_dir), args.pairs, corpus)
+    tag = ""
+    if args.corpus:
+        tag = "_" + Path(args.corpus).name.split(".")[0]
+        comp = copy_corpus(Path(args.corpus), args.pairs, corpus)
+        args.pairs = comp["pairs"]
+    else:
+        comp = build_corpus(Path(args.data_dir), args.pairs, corpus)
     print(f"corpus: {comp}", flush=True)
     mach = machine()
 
@@ -315,7 +341,7 @@ def main() -> int:
                            "differences": ident["differences"][:100], "n_differences": len(ident["differences"])},
         "goal_pairs_per_s": 20_000,
     }
-    (out / "preprocess.json").write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n")
+    (out / f"preprocess{tag}.json").write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n")
     others = e2e_load.others / (e2e_load.wall * (os.cpu_count() or 1))
     w = args.workers
     md = [
@@ -325,9 +351,10 @@ def main() -> int:
         f"processes used {e2e_load.others:.0f} CPU-seconds ({100 * others:.0f}% of the machine; 1-min load "
         f"average {e2e_load.loadavg0:.1f} before, {e2e_load.loadavg1:.1f} after){'' if others < 0.05 else ': the machine was shared, so these numbers measure the sharing too'}.",
         "",
-        f"Corpus: {comp['real_aligned']:,} real aligned pairs, {comp['recombined']:,} recombined real sentences, "
-        f"{comp['duplicates']:,} exact duplicates; {comp['distinct_src']:,} distinct English and "
-        f"{comp['distinct_tgt']:,} distinct German sentences.",
+        (f"Corpus: the first {comp['pairs']:,} pairs of `{comp['from']}`" if "from" in comp else
+         f"Corpus: {comp['real_aligned']:,} real aligned pairs, {comp['recombined']:,} recombined real sentences, "
+         f"{comp['duplicates']:,} exact duplicates")
+        + f"; {comp['distinct_src']:,} distinct English and {comp['distinct_tgt']:,} distinct German sentences.",
         "",
         "| measurement | pairs/s | note |",
         "|---|---:|---|",
@@ -346,7 +373,7 @@ def main() -> int:
         "",
         f"Goal: 20,000 pairs/s end to end -> {'met' if e2e >= 20_000 else 'not met'} ({e2e / 20_000:.2f}x).",
     ]
-    (out / "preprocess.md").write_text("\n".join(md) + "\n")
+    (out / f"preprocess{tag}.md").write_text("\n".join(md) + "\n")
     print("\n".join(md))
     return 1 if ident["differences"] else 0
 

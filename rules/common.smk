@@ -14,6 +14,7 @@ from pathlib import Path
 
 from marginmine.preprocess.shard import shard_ids
 from marginmine.scoring.plan import check_scorer_config, check_suite_encoders
+from marginmine.scoring.selection import resolve_sizes
 
 # `marginmine` comes from the environment snakemake runs in (make puts .venv/bin on PATH).
 if shutil.which("marginmine") is None:
@@ -49,7 +50,8 @@ EVAL_SETS = {
     "test": config["eval"]["test"],
     **config["eval"].get("extra", {}),
 }
-SIZES = config["selection"]["sizes"]
+# N as count labels; a share ("10%") is that share of corpus.expected_pairs
+SIZES = resolve_sizes(config["selection"]["sizes"], config["corpus"]["expected_pairs"])
 METHODS = config["selection"]["methods"]
 
 

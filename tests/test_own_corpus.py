@@ -146,3 +146,16 @@ def test_template_plans_a_5M_corpus_with_its_scoring_estimate_and_refuses_what_c
     assert "above scoring.max_cpu_hours (24)" in out
     r = plan(scoring={"index": "flat", "max_cpu_hours": 1000})
     assert r.returncode == 0 and "index exact, dim 1024" in r.stderr
+
+
+def test_template_plans_10k_to_50M_pairs_with_only_the_corpus_changed(tmp_path, real_data):
+    """Issue 32: the template's N is a share of corpus.expected_pairs (10%), so a corpus of 10k pairs
+    and one of 50M plan without an edit beyond the corpus (N = 1k and 5M), each with its estimate."""
+    d, _, overlay = user_setup(tmp_path, real_data)
+    for pairs, n, index in ((10_000, "1k", "index exact"), (50_000_000, "5M", "index ivf-blas")):
+        overlay["corpus"]["expected_pairs"] = pairs
+        (d / "mine.yaml").write_text(yaml.safe_dump(overlay), encoding="utf-8")
+        r = snakemake("-n", "-p", "filtered", "--configfile", "config/own-corpus.yaml", "mine.yaml", cwd=d)
+        assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
+        assert f"ratio.{n}." in r.stdout and "scoring estimate, encoder laser2" in r.stderr
+        assert index in r.stderr, r.stderr[-2000:]

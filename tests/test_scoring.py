@@ -305,3 +305,18 @@ def test_eq9_and_eq10_mine_on_the_bucc_style_benchmark(bucc_dir: Path) -> None:
     rows = evaluate_split_pair(data[0], data[1], 4, [("e9", "eq9"), ("e10", "eq10")], "perfect")
     assert {(r.scorer, r.retrieval) for r in rows} == {(s, r) for s in ("e9", "e10") for r in ("fwd", "bwd", "intersect", "max")}
     assert all(r.precision == 1.0 and r.f1 > 0.98 for r in rows), rows
+
+
+def test_selection_sizes_as_shares_of_the_expected_pairs() -> None:
+    from marginmine.errors import MarginmineError
+    from marginmine.scoring.selection import count_label, parse_count, resolve_sizes
+
+    assert resolve_sizes(["10%", "30%", "1M"], 5_000_000) == ["500k", "1.5M", "1M"]
+    assert resolve_sizes(["10%"], 12_345) == ["1234"]
+    assert resolve_sizes(["0.2%"], 4_590_000_000) == ["9180k"]
+    for n in (1, 999, 1000, 1100, 64_100, 64_400_000, 123_456_789, 10**9):
+        assert parse_count(count_label(n)) == n
+    assert parse_count("64.1k") == 64_100  # exact, not 64,099.99...
+    for bad in (["0%"], ["100%"], ["x%"], ["10%", "500k"]):
+        with pytest.raises(MarginmineError, match="selection.sizes"):
+            resolve_sizes(bad, 5_000_000)

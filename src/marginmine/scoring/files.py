@@ -246,8 +246,8 @@ class ArrayEmbeddings:
         return rows
 
 
-def score_batch(src: Sequence[str] | np.ndarray, tgt: Sequence[str] | np.ndarray, start: int, emb: Embeddings,
-                settings: ScoreSettings, scratch: Path | None = None) -> dict[str, np.ndarray]:
+def score_batch(src: Sequence[str] | np.ndarray, tgt: Sequence[str] | np.ndarray, start: int,
+                emb: Embeddings, settings: ScoreSettings, scratch: Path | None = None) -> dict[str, np.ndarray]:
     """Every scorer's scores of one batch of pairs (lines ``start ..`` of the input; the texts, or
     their digests when ``emb`` needs no texts); ``scratch``:
     where its kNN searches keep their finished blocks (:class:`marginmine.search.blocks.BlockStore`)."""
@@ -367,7 +367,8 @@ def score_file(inputs: Sequence[str], output: str | Path, emb: Embeddings, setti
     line = 0
     with open(part, "ab") as fh:
         # embeddings read from files need no texts, only which lines hold the same sentence
-        batches = (_batches if emb.needs_texts else _digest_batches)(iter_pairs(inputs, columns), settings.batch_size)
+        cut = _batches if getattr(emb, "needs_texts", True) else _digest_batches
+        batches = cut(iter_pairs(inputs, columns), settings.batch_size)
         for src, tgt in batches:
             start, line = line, line + len(src)
             if line <= done_lines:
