@@ -312,11 +312,12 @@ def test_selection_sizes_as_shares_of_the_expected_pairs() -> None:
     from marginmine.scoring.selection import count_label, parse_count, resolve_sizes
 
     assert resolve_sizes(["10%", "30%", "1M"], 5_000_000) == ["500k", "1.5M", "1M"]
-    assert resolve_sizes(["10%"], 12_345) == ["1234"]
+    assert resolve_sizes(["10%"], 12_345) == ["1235"]  # 1,234.5 rounds half up
     assert resolve_sizes(["0.2%"], 4_590_000_000) == ["9180k"]
     for n in (1, 999, 1000, 1100, 64_100, 64_400_000, 123_456_789, 10**9):
         assert parse_count(count_label(n)) == n
     assert parse_count("64.1k") == 64_100  # exact, not 64,099.99...
-    for bad in (["0%"], ["100%"], ["x%"], ["10%", "500k"]):
+    assert resolve_sizes(["0.7%"], 46_500) == ["326"]  # 325.5 rounds half up, exactly
+    for bad in (["0%"], ["100%"], ["x%"], ["10%", "500k"], ["500k", "0.5M"], ["500k", "500K"]):
         with pytest.raises(MarginmineError, match="selection.sizes"):
             resolve_sizes(bad, 5_000_000)

@@ -217,5 +217,9 @@ def test_a_users_score_kind_plugs_in_through_the_config_alone(smoke: Path, real_
         old = before[s]
         assert [r[:2] for r in rows] == old[1:] and old[0] == ["ratio", "cosine"]  # same scores as before
         corpus += [float(r[2]) for r in rows]
+        # the kind read the texts (it does not say texts = False), not the lines' digests
+        kept = read_tsv(d / f"work/test/preprocess/kept/shard{s}.tsv.gz")
+        want = [min(len(a), len(b)) / max(len(a), len(b), 1) for a, b, *_ in kept]
+        assert [float(r[2]) for r in rows] == pytest.approx(want, abs=1e-6)
     lengths = [float(r[2]) for r in read_tsv(d / "work/test/select/lenratio.2k.tsv.gz")]
     assert len(lengths) == 2000 and min(lengths) >= sorted(corpus)[-2000]  # the 2,000 best by its own score

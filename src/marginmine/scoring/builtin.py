@@ -21,6 +21,7 @@ class _Neighbourhood:
     k: int = K
 
     mines: ClassVar[str | None] = None
+    texts: ClassVar[bool] = False  # scores from the vectors alone
 
     def __post_init__(self) -> None:
         if not isinstance(self.k, int) or isinstance(self.k, bool) or self.k < 1:
@@ -72,6 +73,7 @@ class Cosine:
     """cos(x, y), no neighbourhood."""
 
     mines: ClassVar[str | None] = "absolute"
+    texts: ClassVar[bool] = False
 
     def score(self, batch: Batch) -> np.ndarray:
         return batch.cosine().copy()

@@ -366,8 +366,10 @@ def score_file(inputs: Sequence[str], output: str | Path, emb: Embeddings, setti
     t0 = time.monotonic()
     line = 0
     with open(part, "ab") as fh:
-        # embeddings read from files need no texts, only which lines hold the same sentence
-        cut = _batches if getattr(emb, "needs_texts", True) else _digest_batches
+        # embeddings read from files and kinds that score vectors need no texts, only which lines
+        # hold the same sentence; a kind that does not say texts = False gets them
+        texts = getattr(emb, "needs_texts", True) or any(getattr(k, "texts", True) for _, k in settings.scorers)
+        cut = _batches if texts else _digest_batches
         batches = cut(iter_pairs(inputs, columns), settings.batch_size)
         for src, tgt in batches:
             start, line = line, line + len(src)

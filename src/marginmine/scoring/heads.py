@@ -28,7 +28,7 @@ import json
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, ClassVar, Sequence
 
 import numpy as np
 
@@ -51,6 +51,7 @@ class FittedKind:
     head in its ``head`` directory; the kind itself implements ``apply(arrays, u, v)`` and ``fit``."""
 
     head: str
+    texts: ClassVar[bool] = False  # scores from the vectors alone
 
     def score(self, batch: Batch) -> np.ndarray:
         if len(batch) == 0:

@@ -27,6 +27,11 @@ A kind that votes over translations (``translated: ClassVar[bool] = True``, e.g.
 each side's sentences translated into the other language and embedded (the workflow translates and
 embeds them, ``marginmine score --src-translated/--tgt-translated`` passes them to the batch).
 
+A kind that scores from the vectors alone says ``texts: ClassVar[bool] = False`` (every built-in
+kind does): when no kind of a score file reads texts and its embeddings are precomputed, the batch
+holds each line's 16-byte digest in place of its text (a 5M-pair batch: 160 MB instead of about
+2 GB). A kind that does not say gets the texts.
+
 A :class:`Batch` computes what several kinds share once: the pairs' cosines, per ``k`` the
 neighbourhood means and the translate-then-vote candidate sets. Kinds must score each pair from its batch only (the scoring contract in
 :mod:`marginmine.scoring.files`: split files give byte-identical scores).
@@ -55,9 +60,9 @@ BUILTIN_METHODS = ("random", "unfiltered")
 @dataclass
 class Batch:
     """One scoring batch: the pairs' texts, the distinct sentences' embeddings (``xu[gx[i]]`` is
-    pair i's source), and the kNN index to search them with. Shared results are cached. With
-    embeddings read from files, ``src`` and ``tgt`` hold the lines' 16-byte digests instead of
-    their texts (:func:`marginmine.search.margin.text_digests`): a kind scores from the vectors."""
+    pair i's source), and the kNN index to search them with. Shared results are cached. When the
+    embeddings are read from files and no kind reads texts (``texts = False``), ``src`` and ``tgt``
+    hold the lines' 16-byte digests instead (:func:`marginmine.search.margin.text_digests`)."""
 
     src: Sequence[str] | np.ndarray
     tgt: Sequence[str] | np.ndarray

@@ -14,7 +14,7 @@ import logging
 import re
 from itertools import zip_longest
 from dataclasses import dataclass
-from decimal import Decimal
+from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 from typing import Iterator, Sequence
 
@@ -58,23 +58,24 @@ def resolve_sizes(sizes: Sequence[str | int], expected_pairs: int) -> list[str]:
     """The config's ``selection.sizes`` as count labels: a share such as ``10%`` becomes that share
     of ``corpus.expected_pairs`` (``10%`` of 5,000,000: ``500k``), so a config serves corpora of any
     size; counts (``500k``, ``1M``) stay as they are. Two sizes naming the same N are an error."""
-    out = []
+    out: dict[int, str] = {}
     for size in sizes:
         text = str(size).strip()
         if text.endswith("%"):
             try:
-                share = float(text[:-1])
-            except ValueError:
-                share = -1.0
+                share = Decimal(text[:-1])
+            except ArithmeticError:
+                share = Decimal(-1)
             if not 0 < share < 100:
                 raise MarginmineError(f"selection.sizes: {text!r} is not a share between 0% and 100%")
-            n = max(1, round(expected_pairs * share / 100))
+            n = max(1, int((expected_pairs * share / 100).to_integral_value(ROUND_HALF_UP)))
             text = count_label(n)
-        parse_count(text)
-        if text in out:
-            raise MarginmineError(f"selection.sizes: {size!r} names N = {text} a second time")
-        out.append(text)
-    return out
+        n = parse_count(text)
+        if n in out:
+            raise MarginmineError(f"selection.sizes: {size!r} is N = {n:,} again (as {out[n]!r}): "
+                                  "give each size once")
+        out[n] = text
+    return list(out.values())
 
 
 def random_scores(n: int, seed: int, shard: int) -> np.ndarray:

@@ -132,6 +132,7 @@ class Vote:
     mines: ClassVar[str | None] = None
     #: needs both sides translated into the other language and embedded (the workflow provides them)
     translated: ClassVar[bool] = True
+    texts: ClassVar[bool] = False
 
     def __post_init__(self) -> None:
         if self.rule not in RULES:

@@ -52,7 +52,8 @@ AUTO_REFINE = 0
 QUERY_BLOCK = 8192
 #: ... and of an ``ivf-blas`` search (unless the caller sets one): each cell meets its queries of a block in one
 #: product; at 4M vectors (1,953 cells, nprobe 8) a block gives a cell about 1,000 queries, and the scan runs
-#: at twice the rate of 65,536-query blocks (docs/scale.md); scratch about 1.2 KB a query
+#: at twice the rate of 65,536-query blocks (docs/scale.md); scratch about 1.2 KB a query at 320 dimensions
+#: (a float32 copy of the block's queries, 4 bytes a dimension, plus the candidates)
 BLAS_QUERY_BLOCK = 262_144
 
 
