@@ -59,6 +59,7 @@ def main() -> int:
 
     from marginmine.machine import machine as describe_machine
     from marginmine.scoring.files import read_scores
+    from marginmine.scoring.selection import count_label
 
     out = Path(args.out)
     work = out / "work" / "batch_size"
@@ -81,10 +82,11 @@ def main() -> int:
     for side, path in (("src", args.src), ("tgt", args.tgt)):
         emb[side] = work / f"first{n}.{side}.npy"
         np.save(emb[side], np.asarray(np.load(path, mmap_mode="r")[:n]))
-    scores = {args.shard_batch: read_scores(args.scores, "ratio")[:n]}
+    shard_label = f"{args.shard_batch} (the workflow's)"
+    scores = {shard_label: read_scores(args.scores, "ratio")[:n]}
     runs = {}
     for b in (int(x) for x in args.batches.split(",")):
-        label = f"{b // 1000}k" if b < 1_000_000 else f"{b / 1e6:g}M"
+        label = count_label(b)
         path = work / f"batch{b}.scores.tsv.gz"
         path.unlink(missing_ok=True)
         cmd = [str(REPO / ".venv/bin/marginmine"), "score", "--input", str(pairs), "--src-embeddings",
@@ -92,14 +94,15 @@ def main() -> int:
                "--batch-size", str(b), "--index", args.index, "--nprobe", str(args.nprobe),
                "--threads", str(args.threads), "--output", str(path)]
         timing = work / f"batch{b}.time"
-        subprocess.run(["/usr/bin/time", "-f", "%e %U %S %M", "-o", str(timing), *cmd], check=True,
-                       stdout=subprocess.DEVNULL, stderr=open(work / f"batch{b}.log", "w"))
+        with open(work / f"batch{b}.log", "w") as log:
+            subprocess.run(["/usr/bin/time", "-f", "%e %U %S %M", "-o", str(timing), *cmd], check=True,
+                           stdout=subprocess.DEVNULL, stderr=log)
         wall, user, system, rss_kb = timing.read_text().split()[-4:]
         runs[label] = {"pairs_per_batch": b, "batches": -(-n // b), "wall_s": round(float(wall)),
                        "cpu_s": round(float(user) + float(system)), "peak_rss_mib": round(int(rss_kb) / 1024)}
         scores[label] = read_scores(path, "ratio")
         print(label, runs[label], flush=True)
-    labels = [lab for lab in scores if lab != args.shard_batch] + [args.shard_batch]
+    labels = [lab for lab in scores if lab != shard_label] + [shard_label]
     cuts = {c: max(1, n * c // 100) for c in CUTS}
     tops = {lab: {c: top(scores[lab], m) for c, m in cuts.items()} for lab in labels}
     rows = []

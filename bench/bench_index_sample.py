@@ -45,6 +45,8 @@ sys.path.insert(0, str(REPO / "bench"))
 
 from bench_index import clean_ids, parse_setting  # noqa: E402
 
+from marginmine.search.knn import BLAS_NPROBE, BLAS_QUERY_BLOCK  # noqa: E402
+
 K = 4
 CUTS = (10, 30)
 BOOTSTRAP = 1000
@@ -109,12 +111,12 @@ def main() -> int:
     ap.add_argument("--tgt", required=True, help="its target embeddings (.npy)")
     ap.add_argument("--labels", default=None, help="the corpus' labels sidecar (id, ..., clean)")
     ap.add_argument("--scores", default=None, help="the workflow's score file of this batch (ratio column)")
-    ap.add_argument("--workflow-setting", default="ivf-blas:nprobe=8",
+    ap.add_argument("--workflow-setting", default=f"ivf-blas:nprobe={BLAS_NPROBE}",
                     help="the setting the score file was made with (checked against it)")
     ap.add_argument("--sample", type=int, default=10_000)
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--settings", default="ivf-blas:nprobe=4;ivf-blas:nprobe=8;ivf-blas:nprobe=16")
-    ap.add_argument("--timing-block", type=int, default=262_144, help="queries searched to time a setting")
+    ap.add_argument("--timing-block", type=int, default=BLAS_QUERY_BLOCK, help="queries searched to time a setting")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--out", default=str(REPO / "bench/out"))
     args = ap.parse_args()
@@ -147,9 +149,11 @@ def main() -> int:
 
     c0 = time.process_time()
     ex = exact_means(xu[qx], yu)
+    cpu_x = time.process_time() - c0
     ey = exact_means(yu[qy], xu)
-    exact_cpu = time.process_time() - c0
-    exact_full_cpu = exact_cpu * (len(xu) + len(yu)) / (len(qx) + len(qy))
+    cpu_y = time.process_time() - c0 - cpu_x
+    exact_cpu = cpu_x + cpu_y
+    exact_full_cpu = cpu_x * len(xu) / len(qx) + cpu_y * len(yu) / len(qy)  # each side by its own rate
     exact = ratio(cos, ex[inv_x], ey[inv_y])
     print(f"exact: {exact_cpu:.0f} CPU s for {len(qx) + len(qy):,} queries -> {exact_full_cpu:,.0f} CPU s "
           "for the batch", flush=True)
@@ -233,7 +237,7 @@ def write_md(report: dict, path: Path) -> None:
              f"ratio margin; `{report['pairs_file']}`: {report['distinct_src']:,} x {report['distinct_tgt']:,} distinct "
              f"sentences" + (f", {report['planted']:,} planted" if report["planted"] is not None else "")
              + f"; {report['sample']:,} sampled pairs (seed {report['seed']}), {report['bootstrap']} bootstrap "
-             "resamples.", "",
+             "resamples (the intervals cover the sampling of pairs, not the k-means seed of the index).", "",
              "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     lines += ["| " + " | ".join(str(r.get(c, "")) for c in cols) + " |" for r in rows]
     if report["score_file_check"]:

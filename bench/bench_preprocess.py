@@ -102,6 +102,8 @@ def copy_corpus(source: Path, n: int, path: Path) -> dict[str, Any]:
             if done == n:
                 break
             cols = raw.decode("utf-8", errors="replace").rstrip("\r\n").split("\t")
+            if len(cols) < 2:
+                raise SystemExit(f"{source}: line {done + 1} has no second column (give a TSV: source, target)")
             out.write(f"{cols[0]}\t{cols[1]}\n")
             src.add(cols[0])
             tgt.add(cols[1])

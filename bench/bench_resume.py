@@ -58,8 +58,10 @@ def main() -> int:
 
     output = Path(args.output)
     knn_dir = output.with_name(output.name + ".knn")
-    if output.exists():
-        raise SystemExit(f"{output} exists: remove it (and {knn_dir}) to start from nothing")
+    leftovers = [p for p in (output, knn_dir, output.with_name(output.name + ".part"),
+                             output.with_name(output.name + ".state.json")) if p.exists()]
+    if leftovers:
+        raise SystemExit(f"{', '.join(map(str, leftovers))} exist(s): remove them to start from nothing")
     Path(args.log).parent.mkdir(parents=True, exist_ok=True)
     log = open(args.log, "a")
     t0 = time.monotonic()
