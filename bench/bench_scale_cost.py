@@ -96,7 +96,8 @@ def main() -> int:
     from marginmine.machine import machine as describe_machine
 
     runs = {r: run_facts(REPO / "work" / r, REPO / "results" / r) for r in args.runs}
-    first, last = runs[args.runs[0]], runs[args.runs[-1]]
+    last = runs[args.runs[-1]]
+    ref = args.runs[-2] if len(args.runs) > 1 else args.runs[0]  # compared with the largest (the smallest is start-up)
     curve = []
     for name in last["rules"]:
         row = {"rule": name}
@@ -106,11 +107,10 @@ def main() -> int:
                 continue
             pairs = facts["raw_pairs"] if stage(name) in RAW_RULES else facts["kept_pairs"]
             row[r] = {**b, "cpu_us_per_pair": round(b["cpu_s"] / pairs * 1e6, 2)}
-        base = row.get(args.runs[-2] if len(args.runs) > 1 else args.runs[0])  # the smallest run is mostly start-up
+        base = row.get(ref)
         if base and args.runs[-1] in row:
             row["per_pair_ratio"] = round(row[args.runs[-1]]["wall_s"] / max(base["wall_s"], 1e-9)
-                                          * (runs[args.runs[-2] if len(args.runs) > 1 else args.runs[0]]["kept_pairs"]
-                                             / runs[args.runs[-1]]["kept_pairs"]), 2)
+                                          * runs[ref]["kept_pairs"] / last["kept_pairs"], 2)
         curve.append(row)
 
     # the paper's run at this machine's rates (the largest run's)
@@ -156,7 +156,7 @@ def main() -> int:
           "Whole runs (`results/<exp>/wall_times.tsv`, from the built corpus): "
           + "; ".join(f"{r} {f['run']['seconds']} s on {f['run']['machine']}" for r, f in runs.items() if f["run"]) + ".",
           "", "| rule | " + " | ".join(f"{r}: wall s / CPU s / peak RSS MiB / CPU us per pair" for r in runs)
-          + f" | wall per pair, {args.runs[-1]} / {args.runs[-2] if len(args.runs) > 1 else args.runs[0]} |",
+          + f" | wall per pair, {args.runs[-1]} / {ref} |",
           "|---|" + "---|" * (len(runs) + 1)]
     for row in curve:
         cells = []
