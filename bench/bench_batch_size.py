@@ -33,7 +33,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 sys.path.insert(0, str(REPO / "bench"))
 
-from bench_index import clean_ids, top  # noqa: E402
+from bench_index import add_shard_inputs, clean_ids, top  # noqa: E402
 
 CUTS = (10, 30)
 QUANTILES = (0.1, 0.5, 0.7, 0.9)
@@ -41,10 +41,7 @@ QUANTILES = (0.1, 0.5, 0.7, 0.9)
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--pairs", required=True)
-    ap.add_argument("--src", required=True)
-    ap.add_argument("--tgt", required=True)
-    ap.add_argument("--labels", required=True)
+    add_shard_inputs(ap, labels_required=True)
     ap.add_argument("--scores", required=True, help="the workflow's score file of the whole shard")
     ap.add_argument("--shard-batch", default="5M", help="label of the workflow's batch (its batch_size)")
     ap.add_argument("--first", type=int, default=1_000_000)

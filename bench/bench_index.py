@@ -49,6 +49,16 @@ def parse_setting(text: str):
     return IndexSpec(kind=kind, **kw)
 
 
+def add_shard_inputs(ap: argparse.ArgumentParser, labels_required: bool = False) -> None:
+    """The inputs every index and batch benchmark reads: a preprocessed shard, its embeddings, and
+    the corpus' labels sidecar."""
+    ap.add_argument("--pairs", required=True, help="a preprocessed shard (TSV.gz: src, tgt, carried id column)")
+    ap.add_argument("--src", required=True, help="its source embeddings (.npy, line for line)")
+    ap.add_argument("--tgt", required=True, help="its target embeddings (.npy)")
+    ap.add_argument("--labels", required=labels_required, default=None,
+                    help="the corpus' labels sidecar (id, ..., clean)")
+
+
 def read_batch(path: Path, n: int) -> tuple[list[str], list[str], list[str]]:
     src, tgt, ids = [], [], []
     with gzip.open(path, "rt", encoding="utf-8") as fh:
@@ -115,10 +125,7 @@ def top(scores: np.ndarray, n: int) -> np.ndarray:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--pairs", required=True, help="a preprocessed shard (TSV.gz: src, tgt, carried id column)")
-    ap.add_argument("--src", required=True, help="its source embeddings (.npy, line for line)")
-    ap.add_argument("--tgt", required=True, help="its target embeddings (.npy)")
-    ap.add_argument("--labels", default=None, help="the corpus' labels sidecar (id, ..., clean)")
+    add_shard_inputs(ap)
     ap.add_argument("--sizes", default="100000,1000000", help="batch sizes: the first n pairs of the shard")
     ap.add_argument("--settings", default=";".join(DEFAULT_SETTINGS),
                     help="index settings separated by ';' (kind:key=value,...; a trailing '!': without the "

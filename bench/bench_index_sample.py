@@ -43,7 +43,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 sys.path.insert(0, str(REPO / "bench"))
 
-from bench_index import clean_ids, parse_setting  # noqa: E402
+from bench_index import add_shard_inputs, clean_ids, parse_setting  # noqa: E402
 
 from marginmine.search.knn import BLAS_NPROBE, BLAS_QUERY_BLOCK  # noqa: E402
 
@@ -106,10 +106,7 @@ def overlap(e: np.ndarray, a: np.ndarray, p: float) -> float:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--pairs", required=True, help="a preprocessed shard: the batch (TSV.gz: src, tgt, id column)")
-    ap.add_argument("--src", required=True, help="its source embeddings (.npy, line for line)")
-    ap.add_argument("--tgt", required=True, help="its target embeddings (.npy)")
-    ap.add_argument("--labels", default=None, help="the corpus' labels sidecar (id, ..., clean)")
+    add_shard_inputs(ap)  # the shard is the batch
     ap.add_argument("--scores", default=None, help="the workflow's score file of this batch (ratio column)")
     ap.add_argument("--workflow-setting", default=f"ivf-blas:nprobe={BLAS_NPROBE}",
                     help="the setting the score file was made with (checked against it)")
