@@ -30,8 +30,9 @@ def write_selection(path: Path, ids: list[str]) -> Path:
 def test_groups_are_clean_origin_or_noise_kind(tmp_path: Path) -> None:
     (tmp_path / "labels.tsv").write_text(LABELS, encoding="utf-8")
     groups = read_groups(tmp_path / "labels.tsv")
-    assert groups["tatoeba-deu-eng:5"] == "clean:tatoeba"
-    assert groups["misaligned:m30k-train:1~m30k-train:2"] == "misaligned"
+    assert groups.group("tatoeba-deu-eng:5") == "clean:tatoeba"
+    assert groups.group("misaligned:m30k-train:1~m30k-train:2") == "misaligned"
+    assert groups.group("new:1") == UNLABELLED
     assert count_groups(["tatoeba-deu-eng:5", "tatoeba-deu-eng:6", "paracrawl:7", "new:1"], groups) == \
         {"clean:tatoeba": 2, "paracrawl_E": 1, UNLABELLED: 1}
 

@@ -256,6 +256,14 @@ def test_nan_or_inf_scores_are_refused_by_select_and_eval_filter(pairs_250: Path
                  "--json", str(tmp_path / "q.json")]) == 0
     rows = json.loads((tmp_path / "q.json").read_text())
     assert rows and all(0 <= r["auc"] <= 1 for r in rows)
+    partial = tmp_path / "partial.tsv"  # the sidecar lacks two of the scored pairs: named, with the first's line
+    partial.write_text("id\torigin\tkind\tclean\n"
+                       + "".join(f"pc{i}\tparacrawl\tclean\t1\n" for i in range(250) if i not in (17, 90)))
+    capsys.readouterr()
+    assert main(["eval-filter", "--demo-labels", str(partial), "--pairs", str(pairs_250), "--scores",
+                 str(scores), "--tsv", str(tmp_path / "q2.tsv"), "--md", str(tmp_path / "q2.md")]) == 2
+    assert f"{pairs_250}:18: 2 pair ids (e.g. 'pc17') are not in {partial}" in error_line(
+        capsys.readouterr().err, "eval-filter")
 
 
 # --- 6. check-overlap finds an overlap ------------------------------------------------------------

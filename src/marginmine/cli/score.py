@@ -233,14 +233,14 @@ def cmd_select(args: argparse.Namespace) -> int:
 
 
 def cmd_composition(args: argparse.Namespace) -> int:
-    from marginmine.scoring.composition import (Composition, count_groups, group_density, read_groups,
-                                                selection_ids, selection_name, write_composition)
+    from marginmine.scoring.composition import (Composition, count_groups, group_density, iter_selection_ids,
+                                                read_groups, selection_name, write_composition)
 
     groups = read_groups(args.labels)
     rows = []
     for path in args.selections:
         method, n = selection_name(path)
-        rows.append(Composition(method, n, count_groups(selection_ids(path), groups)))
+        rows.append(Composition(method, n, count_groups(iter_selection_ids(path), groups)))
     if bool(args.pairs) != bool(args.scores) or (args.scores and not args.density_tsv):
         raise MarginmineError("give --pairs and --scores together, with --density-tsv (or neither: --density-tsv "
                               "alone writes an empty table)")

@@ -133,7 +133,7 @@ def _without_own_negatives(args: argparse.Namespace, scores: dict, positive) -> 
 def cmd_eval_filter(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from marginmine.scoring.filtereval import (quality_rows, read_demo_labels, read_paracrawl_eval,
+    from marginmine.scoring.filtereval import (demo_positives, quality_rows, read_paracrawl_eval,
                                                write_quality_table)
     from marginmine.scoring.files import (EncoderEmbeddings, ScoreSettings, read_score_names, read_scores,
                                           score_batch)
@@ -165,13 +165,9 @@ def cmd_eval_filter(args: argparse.Namespace) -> int:
         scores.update({f"{k} (shipped)": v for k, v in data.shipped.items()})
         rows += quality_rows(Path(args.paracrawl).parent.name, scores, data.positive, args.top_n)
     if args.demo_labels:
-        from marginmine.io.text import iter_sentences
-
-        labels = read_demo_labels(args.demo_labels)
         groups = args.scores or []
         if not groups:
             raise MarginmineError("--demo-labels needs --scores (one group of shard score files per encoder)")
-        ids = [i for p in args.pairs for i in iter_sentences(p, column=args.id_column)]
         values: dict[str, list[np.ndarray]] = {}
         for files in groups:
             if len(files) != len(args.pairs):
@@ -180,14 +176,11 @@ def cmd_eval_filter(args: argparse.Namespace) -> int:
             for f in files:
                 for name in read_score_names(f):
                     values.setdefault(name, []).append(read_scores(f, name))
-        missing = [i for i in ids if i not in labels]
-        if missing:
-            raise MarginmineError(f"{len(missing)} pair ids (e.g. {missing[0]!r}) are not in {args.demo_labels}")
-        positive = np.array([labels[i] for i in ids])
+        positive = demo_positives(args.demo_labels, args.pairs, args.id_column)
         demo_scores = {k: np.concatenate(v) for k, v in values.items()}
         for name, v in demo_scores.items():
-            if len(v) != len(ids):
-                raise MarginmineError(f"score column {name}: {len(v)} scores for {len(ids)} pairs in --pairs "
+            if len(v) != len(positive):
+                raise MarginmineError(f"score column {name}: {len(v)} scores for {len(positive)} pairs in --pairs "
                                       "(two score-file groups hold the same column name, or a file is stale)")
         rows += quality_rows("demo corpus (preprocessed)", demo_scores, positive, args.top_n)
         rows += _without_own_negatives(args, demo_scores, positive)

@@ -18,13 +18,13 @@ neighbourhood), for the distance margin ``cos - margin``.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from marginmine.io.text import read_label_rows
 from marginmine.errors import InputError
+from marginmine.io.labels import UNLABELLED, PairLabels
 from marginmine.scoring.selection import parse_count
 from marginmine.io.text import open_binary, open_text_out
 from marginmine.io.safe import write_text
@@ -32,7 +32,8 @@ from marginmine.io.safe import write_text
 if TYPE_CHECKING:
     import numpy as np
 
-UNLABELLED = "unlabelled"
+__all__ = ["UNLABELLED", "Composition", "Density", "PairLabels", "count_groups", "group_density",
+           "iter_selection_ids", "read_groups", "selection_ids", "selection_name", "write_composition"]
 
 
 @dataclass(frozen=True)
@@ -49,28 +50,31 @@ class Composition:
         return self.counts.get(group, 0) / self.pairs if self.pairs else 0.0
 
 
-def read_groups(labels_tsv: str | Path) -> dict[str, str]:
-    """Sidecar ``id, origin, kind, clean`` -> pair id -> group (``clean:<origin>`` or the noise kind)."""
-    return {row["id"]: f"clean:{row['origin']}" if row["clean"] == "1" else row["kind"]
-            for row in read_label_rows(labels_tsv)}
+def read_groups(labels_tsv: str | Path) -> PairLabels:
+    """Sidecar ``id, origin, kind, clean`` -> each pair id's group (``clean:<origin>`` or the noise
+    kind), held as :class:`~marginmine.io.labels.PairLabels` (memory ~21 bytes a pair)."""
+    return PairLabels.read(labels_tsv)
 
 
-def count_groups(ids: Iterable[str], groups: Mapping[str, str]) -> dict[str, int]:
+def count_groups(ids: Iterable[str], groups: PairLabels) -> dict[str, int]:
     """Selected ids per group; ids the sidecar does not know count as :data:`UNLABELLED`."""
-    return dict(Counter(groups.get(i, UNLABELLED) for i in ids))
+    return groups.count_groups(ids)
 
 
-def selection_ids(path: str | Path, column: int = 3) -> list[str]:
-    """The pair ids of a selection TSV (``src, tgt, score, id``; gz allowed)."""
-    ids = []
+def iter_selection_ids(path: str | Path, column: int = 3) -> Iterator[str]:
+    """The pair ids of a selection TSV (``src, tgt, score, id``; gz allowed), one at a time."""
     with open_binary(path) as fh:
         for no, raw in enumerate(fh, 1):
             fields = raw.decode("utf-8").rstrip("\r\n").split("\t")
             if len(fields) <= column:
                 raise InputError(str(path), f"has {len(fields)} columns, the pair id is column {column + 1}",
                                  line=no, hint="pass select_top's <method>.<N>.tsv.gz")
-            ids.append(fields[column])
-    return ids
+            yield fields[column]
+
+
+def selection_ids(path: str | Path, column: int = 3) -> list[str]:
+    """The pair ids of a selection TSV, as a list (:func:`iter_selection_ids`)."""
+    return list(iter_selection_ids(path, column))
 
 
 def selection_name(path: str | Path) -> tuple[str, str]:
@@ -107,11 +111,12 @@ def neighbourhood(margin_kind: str, margin: np.ndarray, cosine: np.ndarray) -> n
     raise ValueError(f"unknown margin kind {margin_kind!r}")
 
 
-def group_density(pairs: Sequence[str | Path], scores: Sequence[str | Path], groups: Mapping[str, str],
+def group_density(pairs: Sequence[str | Path], scores: Sequence[str | Path], groups: PairLabels,
                   margin_kind: str, margin_column: str, cosine_column: str, id_column: int = 2) -> list[Density]:
     """Per group, over every scored corpus pair: count, mean cosine, mean neighbourhood similarity
     (pairs whose neighbourhood is undefined - a zero margin - are left out of that mean only).
-    ``margin_column`` (of kind ``margin_kind``) and ``cosine_column`` name the score-file columns."""
+    ``margin_column`` (of kind ``margin_kind``) and ``cosine_column`` name the score-file columns.
+    Memory: a group code and two floats a pair (the sums run in corpus order, as a loop would)."""
     import numpy as np
 
     from marginmine.scoring.files import read_scores
@@ -119,23 +124,29 @@ def group_density(pairs: Sequence[str | Path], scores: Sequence[str | Path], gro
     if len(pairs) != len(scores):
         raise InputError(str(scores[0]) if scores else "--scores", f"{len(scores)} score files for {len(pairs)} shards",
                          hint="give one score file per shard, in shard order")
-    sums: dict[str, list[float]] = {}
+    codes, cos, nbs = [], [], []
     for pf, sf in zip(pairs, scores):
-        ids = selection_ids(pf, id_column)
+        code = groups.group_codes(iter_selection_ids(pf, id_column))
         m, c = read_scores(sf, margin_column), read_scores(sf, cosine_column)
-        if len(ids) != len(m):
-            raise InputError(str(sf), f"has {len(m)} lines but the shard {pf} has {len(ids)}",
+        if len(code) != len(m):
+            raise InputError(str(sf), f"has {len(m)} lines but the shard {pf} has {len(code)}",
                              hint="rescore the shard: the score file does not belong to it")
-        nb = neighbourhood(margin_kind, m, c)
-        for i, g in enumerate(groups.get(x, UNLABELLED) for x in ids):
-            acc = sums.setdefault(g, [0, 0.0, 0.0, 0])
-            acc[0] += 1
-            acc[1] += float(c[i])
-            if not np.isnan(nb[i]):
-                acc[2] += float(nb[i])
-                acc[3] += 1
-    return [Density(g, int(a[0]), a[1] / a[0], a[2] / a[3] if a[3] else float("nan"))
-            for g, a in sorted(sums.items())]
+        codes.append(code)
+        cos.append(np.asarray(c, dtype=np.float64))
+        nbs.append(np.asarray(neighbourhood(margin_kind, m, c), dtype=np.float64))
+    if not codes:
+        return []
+    code, c, nb = np.concatenate(codes), np.concatenate(cos), np.concatenate(nbs)
+    names = groups.group_names()
+    size = len(names)
+    count = np.bincount(code, minlength=size)
+    cos_sum = np.bincount(code, weights=c, minlength=size)
+    ok = ~np.isnan(nb)
+    nb_count = np.bincount(code[ok], minlength=size)
+    nb_sum = np.bincount(code[ok], weights=nb[ok], minlength=size)
+    return [Density(names[g], int(count[g]), float(cos_sum[g]) / int(count[g]),
+                    float(nb_sum[g]) / int(nb_count[g]) if nb_count[g] else float("nan"))
+            for g in sorted(range(size), key=lambda g: names[g]) if count[g]]
 
 
 def planted_lines(rows: Sequence[Composition], groups: Sequence[str], density: Sequence[Density]) -> list[str]:

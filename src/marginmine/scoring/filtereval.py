@@ -14,8 +14,8 @@ from typing import Sequence
 
 import numpy as np
 
-from marginmine.io.text import read_label_rows
 from marginmine.errors import InputError
+from marginmine.io.labels import PairLabels
 from marginmine.io.text import open_binary, open_text_out
 from marginmine.io.safe import write_text
 
@@ -90,9 +90,30 @@ def read_paracrawl_eval(path: str | Path) -> LabelledPairs:
                          {k: np.asarray(v) for k, v in shipped.items()})
 
 
-def read_demo_labels(path: str | Path) -> dict[str, bool]:
-    """The demo corpus sidecar: pair id -> clean."""
-    return {row["id"]: row["clean"] == "1" for row in read_label_rows(path)}
+def read_demo_labels(path: str | Path) -> PairLabels:
+    """The demo corpus sidecar (pair id -> clean, ``PairLabels.clean``), in memory that does not grow
+    with the ids' length (:class:`marginmine.io.labels.PairLabels`)."""
+    return PairLabels.read(path)
+
+
+def demo_positives(labels_path: str | Path, pairs: Sequence[str | Path], id_column: int) -> np.ndarray:
+    """Whether each pair of the shards ``pairs`` (in order; its id in TSV column ``id_column``) is
+    labelled clean in the sidecar ``labels_path``. A pair id the sidecar lacks is an error naming
+    the first one's shard and line and how many there are."""
+    from marginmine.io.text import iter_sentences
+
+    labels = read_demo_labels(labels_path)
+    pos = labels.positions(i for p in pairs for i in iter_sentences(p, column=id_column))
+    missing = np.flatnonzero(pos < 0)
+    if len(missing):
+        index = int(missing[0])
+        for p in pairs:
+            for line, pid in enumerate(iter_sentences(p, column=id_column), 1):
+                if index == 0:
+                    raise InputError(str(p), f"{len(missing)} pair ids (e.g. {pid!r}) are not in {labels_path}",
+                                     line=line, hint="score the shards of the corpus this sidecar belongs to")
+                index -= 1
+    return labels.clean[pos]
 
 
 def quality_rows(name: str, scores: dict[str, np.ndarray], positive: np.ndarray,
