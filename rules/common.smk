@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from marginmine.preprocess.shard import shard_ids
-from marginmine.scoring.plan import check_scorer_config, check_suite_encoders
+from marginmine.scoring.plan import check_scorer_config, check_suite_encoders, expected_kept
 from marginmine.scoring.selection import resolve_sizes
 
 # `marginmine` comes from the environment snakemake runs in (make puts .venv/bin on PATH).
@@ -51,7 +51,8 @@ EVAL_SETS = {
     **config["eval"].get("extra", {}),
 }
 # N as count labels; a share ("10%") is that share of corpus.expected_pairs
-SIZES = resolve_sizes(config["selection"]["sizes"], config["corpus"]["expected_pairs"])
+SIZES = resolve_sizes(config["selection"]["sizes"],
+                      expected_kept(config["corpus"]["expected_pairs"], config["preprocess"]["expected_keep"]))
 METHODS = config["selection"]["methods"]
 
 

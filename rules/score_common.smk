@@ -116,7 +116,7 @@ FITTED = [n for n in ALL_SCORERS if is_fitted(n)]
 TRANSLATED_GROUPS = [score_group(n) for n in ALL_SCORERS if kind_says(n, "translated")]
 
 def _check_scale():
-    """Plan-time refusals of a run that cannot be meant (N >= corpus.expected_pairs; a scoring batch
+    """Plan-time refusals of a run that cannot be meant (N >= the pairs expected after preprocessing; a scoring batch
     above scoring.max_cpu_hours on a CPU), naming the keys, and each scored encoder's scoring
     estimate, printed by every `snakemake -n` (marginmine.scoring.plan.check_scale)."""
     from marginmine.scoring.plan import check_scale, planned_dim
@@ -129,7 +129,8 @@ def _check_scale():
             dims[name] = planned_dim(model)
     spec = IndexSpec(kind=SCORING["index"], nlist=SCORING["nlist"], nprobe=SCORING["nprobe"],
                      refine=SCORING["refine"], device=SCORING["device"])
-    for line in check_scale(expected_pairs=config["corpus"]["expected_pairs"], sizes=SIZES,
+    for line in check_scale(expected_pairs=config["corpus"]["expected_pairs"], expected_keep=PRE["expected_keep"],
+                            sizes=SIZES,
                             shard_size=SHARD_SIZE, batch_size=SCORING["batch_size"], spec=spec, dims=dims,
                             device=SCORING["device"], max_cpu_hours=SCORING["max_cpu_hours"], k=SCORING["k"]):
         print(line, file=sys.stderr)

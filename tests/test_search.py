@@ -192,8 +192,8 @@ def test_the_cost_estimate_grows_as_the_search_does_and_the_plan_refuses_what_ca
     (tmp_path / "encoder.json").write_text('{"dim": 512}')
     assert planned_dim({"kind": "trained", "params": {"path": str(tmp_path)}}) == (512, True)
     assert planned_dim({"kind": "laser-pretrained", "params": {}}) == (1024, False)
-    plan = dict(expected_pairs=5_000_000, shard_size=5_000_000, batch_size=5_000_000, dims={"dan": (320, True)},
-                device="cpu", max_cpu_hours=24)
+    plan = dict(expected_pairs=5_000_000, expected_keep=1.0, shard_size=5_000_000, batch_size=5_000_000,
+                dims={"dan": (320, True)}, device="cpu", max_cpu_hours=24)
     lines = check_scale(sizes=["1M"], spec=IndexSpec(kind="auto"), **plan)
     assert len(lines) == 1 and lines[0].startswith("scoring estimate, encoder dan: 1 job(s)")
     with pytest.raises(MarginmineError, match=r"selection.sizes: 5M \(5,000,000 pairs\) is not below corpus.expected_pairs"):
@@ -201,6 +201,19 @@ def test_the_cost_estimate_grows_as_the_search_does_and_the_plan_refuses_what_ca
     with pytest.raises(MarginmineError, match=r"scoring.index: flat \(exact\).*above scoring.max_cpu_hours \(24\)"):
         check_scale(sizes=["1M"], spec=IndexSpec(kind="flat"), **plan)
     assert check_scale(sizes=["1M"], spec=IndexSpec(kind="flat"), **{**plan, "device": "cuda"})  # a GPU: not refused
+    # the paper's corpus: 4.59B raw pairs, 1.4% kept. Shards of 5M raw pairs keep ~70k: said, with the fix
+    paper = {**plan, "expected_pairs": 4_590_000_000, "expected_keep": 0.014, "shard_size": 5_000_000}
+    note, est = check_scale(sizes=["10M"], spec=IndexSpec(kind="auto"), **paper)
+    assert note.startswith("note: each of the 918 shards is expected to keep about 70,000 pairs (preprocess.shard_size "
+                           "5,000,000 x preprocess.expected_keep 0.014)") and "preprocess.shard_size about 357,142,857" in note
+    assert est.startswith("scoring estimate, encoder dan: 918 job(s), each 1 batch(es) of <= 70,000 pairs")
+    (est,) = check_scale(sizes=["10M"], spec=IndexSpec(kind="auto"), **{**paper, "shard_size": 330_000_000})
+    assert est.startswith("scoring estimate, encoder dan: 14 job(s), each 1 batch(es) of <= 4,620,000 pairs")
+    with pytest.raises(MarginmineError, match=r"selection.sizes: 100M \(100,000,000 pairs\) is not below the "
+                                              r"64,260,000 pairs expected after preprocessing"):
+        check_scale(sizes=["100M"], spec=IndexSpec(kind="auto"), **paper)
+    with pytest.raises(MarginmineError, match=r"preprocess.expected_keep: 0 is not a share"):
+        check_scale(sizes=["1M"], spec=IndexSpec(kind="auto"), **{**plan, "expected_keep": 0})
 
 
 def test_ivf_blas_is_exact_within_the_cells_it_visits_and_deterministic(real) -> None:

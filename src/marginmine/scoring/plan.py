@@ -95,28 +95,53 @@ def planned_dim(model: Mapping[str, Any]) -> tuple[int, bool]:
     return ASSUMED_DIM, False
 
 
-def check_scale(*, expected_pairs: int, sizes: Sequence[str], shard_size: int, batch_size: int, spec: Any,
-                dims: Mapping[str, tuple[int, bool]], device: str, max_cpu_hours: float, k: int = 4) -> list[str]:
+def expected_kept(expected_pairs: int, expected_keep: float) -> int:
+    """The pairs the preprocessing is expected to keep (``corpus.expected_pairs`` x
+    ``preprocess.expected_keep``), at least 1."""
+    return max(1, round(expected_pairs * expected_keep))
+
+
+def check_scale(*, expected_pairs: int, expected_keep: float, sizes: Sequence[str], shard_size: int,
+                batch_size: int, spec: Any, dims: Mapping[str, tuple[int, bool]], device: str,
+                max_cpu_hours: float, k: int = 4) -> list[str]:
     """Plan-time refusals of a run that cannot be meant, naming the config keys, and the scoring
     estimate of each scored encoder (lines to print; :mod:`marginmine.search.cost`):
 
-    * ``selection.sizes`` N >= ``corpus.expected_pairs``: the selection would keep every pair;
+    * ``selection.sizes`` N >= the pairs expected after preprocessing (``corpus.expected_pairs`` x
+      ``preprocess.expected_keep``): the selection would keep every pair;
     * a scoring batch estimated above ``scoring.max_cpu_hours`` CPU-hours on a CPU (an exact 5M-pair
       batch is about 120 with a 320-dimensional encoder): approximate search (``scoring.index:
       auto``), smaller batches, or a higher limit if that run is wanted.
+
+    A shard keeps about ``min(shard_size, expected_pairs) x expected_keep`` pairs, and a scoring
+    batch never spans a shard; with several shards each keeping less than half of
+    ``scoring.batch_size``, a note says that the batches are that small and which shard size gives
+    batches of ``scoring.batch_size`` (the batch size changes the scores: docs/scale.md).
     """
     from marginmine.scoring.selection import parse_count
     from marginmine.search.cost import job_estimate
 
+    if not 0 < expected_keep <= 1:
+        raise MarginmineError(f"preprocess.expected_keep: {expected_keep} is not a share in (0, 1]")
+    kept = expected_kept(expected_pairs, expected_keep)
     for size in sizes:
         n = parse_count(str(size))
-        if n >= expected_pairs:
-            raise MarginmineError(f"selection.sizes: {size} ({n:,} pairs) is not below corpus.expected_pairs "
-                                  f"({expected_pairs:,}): the selection would keep every pair; choose N below "
-                                  "the corpus' size (or correct corpus.expected_pairs)")
-    shard_pairs = min(shard_size, expected_pairs)
+        if n >= kept:
+            of = (f"corpus.expected_pairs ({expected_pairs:,})" if expected_keep == 1 else
+                  f"the {kept:,} pairs expected after preprocessing (corpus.expected_pairs {expected_pairs:,} x "
+                  f"preprocess.expected_keep {expected_keep:g})")
+            raise MarginmineError(f"selection.sizes: {size} ({n:,} pairs) is not below {of}: the selection would "
+                                  "keep every pair; choose N below the corpus' size (or correct corpus.expected_pairs)")
     shards = -(-expected_pairs // shard_size)
+    shard_pairs = max(1, round(min(shard_size, expected_pairs) * expected_keep))
     lines = []
+    if shards > 1 and shard_pairs < batch_size / 2:
+        lines.append(
+            f"note: each of the {shards} shards is expected to keep about {shard_pairs:,} pairs "
+            f"(preprocess.shard_size {shard_size:,} x preprocess.expected_keep {expected_keep:g}) and a scoring batch "
+            f"never spans a shard: batches of about {shard_pairs:,}, not scoring.batch_size {batch_size:,} (the "
+            f"batch size changes the scores, docs/scale.md); for batches of {batch_size:,}, preprocess.shard_size "
+            f"about {round(batch_size / expected_keep):,}")
     try:
         spec.resolved(min(batch_size, shard_pairs))
     except MarginmineError as exc:
