@@ -50,9 +50,8 @@ EVAL_SETS = {
     "test": config["eval"]["test"],
     **config["eval"].get("extra", {}),
 }
-# N as count labels; a share ("10%") is that share of corpus.expected_pairs
-SIZES = resolve_sizes(config["selection"]["sizes"],
-                      expected_kept(config["corpus"]["expected_pairs"], config["preprocess"]["expected_keep"]))
+# N as count labels; a share ("10%") is that share of the pairs expected after preprocessing
+SIZES = resolve_sizes(config["selection"]["sizes"], expected_kept(config["corpus"]["expected_pairs"], PRE["expected_keep"]))
 METHODS = config["selection"]["methods"]
 
 

@@ -171,7 +171,7 @@ rule embed_shard:
     threads: job_threads(2)
     resources:
         mem_mb=4000,
-        runtime=6 * 60,
+        runtime=ENC["embed_runtime_min"],
     conda:
         "../envs/encoder.yaml"
     shell:

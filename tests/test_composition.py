@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from marginmine.cli.main import main
@@ -125,3 +126,55 @@ def test_without_a_margin_and_cosine_scorer_the_density_table_is_empty_and_says_
                  str(tmp_path / "d.tsv"), "--tsv", str(tmp_path / "c.tsv"), "--md", str(tmp_path / "c.md")]) == 0
     assert (tmp_path / "d.tsv").read_text().splitlines() == ["group\tpairs\tcorpus_share\tmean_cosine\tmean_knn_similarity"]
     assert "No density table: it needs a ratio or distance scorer and a cosine scorer" in (tmp_path / "c.md").read_text()
+
+
+def test_density_sums_are_those_of_a_loop_over_the_pairs_bit_for_bit(tmp_path: Path) -> None:
+    """Three shards, ids the sidecar lacks, zero margins (an undefined neighbourhood): every count
+    and mean equals a plain Python loop over the pairs in corpus order, to the last bit."""
+    import random
+
+    from marginmine.scoring.composition import group_density
+    from marginmine.scoring.files import read_scores
+
+    (tmp_path / "labels.tsv").write_text(LABELS, encoding="utf-8")
+    groups = read_groups(tmp_path / "labels.tsv")
+    known = [line.split("\t")[0] for line in LABELS.splitlines()[1:]]
+    rng = random.Random(3)
+    shards, scores = [], []
+    for s in range(3):
+        ids = [rng.choice(known + ["unknown:1", "unknown:2"]) for _ in range(700 + 50 * s)]
+        shard, sc = tmp_path / f"shard{s}.tsv.gz", tmp_path / f"shard{s}.scores.tsv"
+        with gzip.open(shard, "wt", encoding="utf-8") as fh:
+            fh.writelines(f"s\tt\t{pid}\n" for pid in ids)
+        sc.write_text("ratio\tcosine\n" + "".join(
+            f"{0.0 if rng.random() < 0.05 else rng.uniform(0.5, 1.5):.7f}\t{rng.uniform(-0.2, 1):.7f}\n" for _ in ids))
+        shards.append(shard)
+        scores.append(sc)
+    sums: dict[str, list[float]] = {}
+    for shard, sc in zip(shards, scores):  # the loop group_density replaced
+        ids = selection_ids(shard, 2)
+        m, c = read_scores(sc, "ratio"), read_scores(sc, "cosine")
+        with np.errstate(divide="ignore", invalid="ignore"):
+            nb = np.where(m != 0, c / m, np.nan)
+        for i, pid in enumerate(ids):
+            acc = sums.setdefault(groups.group(pid), [0, 0.0, 0.0, 0])
+            acc[0] += 1
+            acc[1] += float(c[i])
+            if not np.isnan(nb[i]):
+                acc[2] += float(nb[i])
+                acc[3] += 1
+    got = group_density(shards, scores, groups, "ratio", "ratio", "cosine")
+    assert [d.group for d in got] == sorted(sums) and UNLABELLED in sums
+    for d in got:
+        n, cos_sum, nb_sum, nb_n = sums[d.group]
+        assert (d.pairs, d.mean_cosine, d.mean_neighbourhood) == (n, cos_sum / n, nb_sum / nb_n)
+
+
+def test_a_header_only_sidecar_or_one_with_an_unlabelled_group_counts_unknown_ids_once(tmp_path: Path) -> None:
+    (tmp_path / "empty.tsv").write_text("id\torigin\tkind\tclean\n", encoding="utf-8")
+    empty = read_groups(tmp_path / "empty.tsv")
+    assert count_groups(["a", "b"], empty) == {UNLABELLED: 2} and empty.group("a") == UNLABELLED
+    (tmp_path / "u.tsv").write_text(LABELS + f"x:1\tweb\t{UNLABELLED}\t0\n", encoding="utf-8")
+    labels = read_groups(tmp_path / "u.tsv")
+    assert count_groups(["x:1", "new:1", "paracrawl:7"], labels) == {UNLABELLED: 2, "paracrawl_E": 1}
+    assert labels.group_names().count(UNLABELLED) == 1

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from marginmine.errors import InputError
-from marginmine.io.labels import UNLABELLED, PairLabels, group_of
+from marginmine.io.labels import MAX_GROUPS, UNLABELLED, PairLabels, group_of
 from marginmine.io.text import read_label_rows
 
 KINDS = ["misaligned", "partial_joined", "boilerplate", "machine_translated"]
@@ -67,6 +67,14 @@ def test_a_repeated_id_or_a_bad_row_names_the_line(tmp_path: Path) -> None:
         PairLabels.read(p)
     p.write_text("id\torigin\tkind\tclean\na\tx\tclean\tyes\n", encoding="utf-8")
     with pytest.raises(InputError, match=r"l.tsv:2: clean is 'yes'"):
+        PairLabels.read(p)
+    p.write_text("id\torigin\tkind\tclean\nb\tx\tk\t0\na\tx\tk\t0\nc\tx\tk\t0\na\tx\tk\t0\nb\tx\tk\t0\n",
+                 encoding="utf-8")
+    with pytest.raises(InputError, match=r"l.tsv:5: repeats the id"):  # the first repeat in file order
+        PairLabels.read(p)
+    p.write_text("id\torigin\tkind\tclean\n" + "".join(f"i{n}\tx\tkind{n}\t0\n" for n in range(MAX_GROUPS + 1)),
+                 encoding="utf-8")
+    with pytest.raises(InputError, match=rf"l.tsv:{MAX_GROUPS + 2}: has more than 65,535 groups"):
         PairLabels.read(p)
     with pytest.raises(InputError, match="file not found"):
         PairLabels.read(tmp_path / "missing.tsv")

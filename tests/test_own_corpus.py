@@ -150,10 +150,14 @@ def test_template_plans_a_5M_corpus_with_its_scoring_estimate_and_refuses_what_c
 
 def test_template_plans_10k_to_50M_pairs_with_only_the_corpus_changed(tmp_path, real_data):
     """Issue 32: the template's N is a share of corpus.expected_pairs (10%), so a corpus of 10k pairs
-    and one of 50M plan without an edit beyond the corpus (N = 1k and 5M), each with its estimate."""
+    and one of 50M plan without an edit beyond the corpus (N = 1k and 5M), each with its estimate;
+    with preprocess.expected_keep the share is of the pairs expected to be kept."""
     d, _, overlay = user_setup(tmp_path, real_data)
-    for pairs, n, index in ((10_000, "1k", "index exact"), (50_000_000, "5M", "index ivf-blas")):
+    # the share is of the pairs expected after preprocessing: half kept, 10% of 10k is N = 500
+    for pairs, keep, n, index in ((10_000, 1, "1k", "index exact"), (50_000_000, 1, "5M", "index ivf-blas"),
+                                  (10_000, 0.5, "500", "index exact")):
         overlay["corpus"]["expected_pairs"] = pairs
+        overlay.setdefault("preprocess", {})["expected_keep"] = keep
         (d / "mine.yaml").write_text(yaml.safe_dump(overlay), encoding="utf-8")
         r = snakemake("-n", "-p", "filtered", "--configfile", "config/own-corpus.yaml", "mine.yaml", cwd=d)
         assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]

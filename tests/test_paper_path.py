@@ -162,8 +162,8 @@ def test_slurm_gpu_profile_plans_the_paper_experiment_with_gpus_where_declared(t
     profile = yaml.safe_load((REPO / "profiles" / "slurm-gpu" / "config.yaml").read_text())
     assert profile["executor"] == "slurm"
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
-    # the paper config cut to 3 shards: the same rules and resources, a tenth of the planning time
-    # (test_paper_config_plans_the_whole_experiment plans all 918)
+    # the paper config cut to 3 shards: the same rules and resources in less planning time
+    # (test_paper_config_plans_the_whole_experiment plans all 14)
     cfg = yaml.safe_load((REPO / "config.yaml").read_text())
     cfg["corpus"]["expected_pairs"] = 3 * cfg["preprocess"]["shard_size"]
     small = tmp_path / "paper-3-shards.yaml"

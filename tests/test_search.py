@@ -204,14 +204,21 @@ def test_the_cost_estimate_grows_as_the_search_does_and_the_plan_refuses_what_ca
     # the paper's corpus: 4.59B raw pairs, 1.4% kept. Shards of 5M raw pairs keep ~70k: said, with the fix
     paper = {**plan, "expected_pairs": 4_590_000_000, "expected_keep": 0.014, "shard_size": 5_000_000}
     note, est = check_scale(sizes=["10M"], spec=IndexSpec(kind="auto"), **paper)
-    assert note.startswith("note: each of the 918 shards is expected to keep about 70,000 pairs (preprocess.shard_size "
-                           "5,000,000 x preprocess.expected_keep 0.014)") and "preprocess.shard_size about 357,142,857" in note
+    assert note.startswith("note: each of the 918 shards is expected to keep about 70,000 pairs (corpus.expected_pairs "
+                           "4,590,000,000 / 918 x preprocess.expected_keep 0.014)") and \
+        "preprocess.shard_size about 357,142,857" in note
     assert est.startswith("scoring estimate, encoder dan: 918 job(s), each 1 batch(es) of <= 70,000 pairs")
     (est,) = check_scale(sizes=["10M"], spec=IndexSpec(kind="auto"), **{**paper, "shard_size": 330_000_000})
-    assert est.startswith("scoring estimate, encoder dan: 14 job(s), each 1 batch(es) of <= 4,620,000 pairs")
+    assert est.startswith("scoring estimate, encoder dan: 14 job(s), each 1 batch(es) of <= 4,590,000 pairs")
     with pytest.raises(MarginmineError, match=r"selection.sizes: 100M \(100,000,000 pairs\) is not below the "
                                               r"64,260,000 pairs expected after preprocessing"):
         check_scale(sizes=["100M"], spec=IndexSpec(kind="auto"), **paper)
+    # the split deals pairs evenly: 5.1M pairs in shards of 5M are two shards of 2.55M, half a batch each
+    (est,) = check_scale(sizes=["1M"], spec=IndexSpec(kind="auto"), **{**plan, "expected_pairs": 5_100_000})
+    assert est.startswith("scoring estimate, encoder dan: 2 job(s), each 1 batch(es) of <= 2,550,000 pairs")  # no note
+    (note, _) = check_scale(sizes=["1M"], spec=IndexSpec(kind="auto"),
+                            **{**plan, "expected_pairs": 5_100_000, "expected_keep": 0.9})
+    assert note.startswith("note: each of the 2 shards is expected to keep about 2,295,000 pairs")
     with pytest.raises(MarginmineError, match=r"preprocess.expected_keep: 0 is not a share"):
         check_scale(sizes=["1M"], spec=IndexSpec(kind="auto"), **{**plan, "expected_keep": 0})
 

@@ -57,7 +57,7 @@ def test_paper_config_plans_the_whole_experiment() -> None:
     # 14 shards of ~328M raw pairs, each keeping ~4.6M: one scoring batch of the paper's size per shard
     assert counts["preprocess_shard"] == 14 == counts["embed_shard"] == counts["score_shard"]
     assert "scoring estimate, encoder laser (dimension not stated: 1024 assumed): 14 job(s), each 1 batch(es) of " \
-           "<= 4,620,000 pairs" in r.stderr
+           "<= 4,590,000 pairs" in r.stderr
     assert "note: each of the" not in r.stderr
     for rule in ("download", "split_corpus", "train_encoder", "select_top", "train_nmt", "evaluate_nmt",
                  "headline_bleu"):

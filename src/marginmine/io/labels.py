@@ -1,5 +1,5 @@
 """The pair-label sidecar (``id, origin, kind, clean``) held in memory that does not grow with the
-length of its ids: about 21 bytes a pair.
+length of its ids: 19 bytes a pair.
 
 The demo and scale corpus builds write one label row per pair; ``composition`` and ``eval-filter``
 look the ids of selections and scored shards up in it. Held as Python dicts, a 5M-pair sidecar took
@@ -29,6 +29,9 @@ UNLABELLED = "unlabelled"
 
 #: ids digested and looked up at a time (bounds the temporary strings)
 LOOKUP_CHUNK = 100_000
+
+#: distinct groups a sidecar may have (group codes are 16-bit)
+MAX_GROUPS = 65_535
 
 
 def digest_ids(ids: Iterable[str]) -> "np.ndarray":
@@ -88,19 +91,21 @@ class PairLabels:
                 if flag not in ("0", "1"):
                     raise InputError(path, f"clean is {flag!r}, not 0 or 1", line=n)
                 group = group_of(cols[co], cols[ck], flag)
-                code = codes.setdefault(group, len(codes))
+                code = codes.get(group)
+                if code is None:
+                    if len(codes) == MAX_GROUPS:
+                        raise InputError(path, f"has more than {MAX_GROUPS:,} groups (origin/kind values)", line=n)
+                    code = codes[group] = len(codes)
                 row_codes += code.to_bytes(2, "little")
                 clean.append(flag == "1")
                 buf += hashlib.blake2b(cols[ci].encode("utf-8"), digest_size=16).digest()
-        if len(codes) > 65535:
-            raise InputError(path, f"has {len(codes)} groups (origin/kind values); at most 65,535")
         digests = np.frombuffer(bytes(buf), dtype="S16")
         del buf
         order = np.argsort(digests, kind="stable")
         digests = digests[order]
         same = np.flatnonzero(digests[1:] == digests[:-1])
         if len(same):
-            row = int(order[same[0] + 1]) + 2
+            row = int(order[same + 1].min()) + 2  # the first row, in file order, that repeats an earlier id
             raise InputError(path, "repeats the id of an earlier row (or one with the same 16-byte digest)", line=row,
                              hint="every pair id must be unique: rebuild the corpus")
         return cls(digests, np.frombuffer(bytes(row_codes), dtype="<u2")[order],
@@ -125,20 +130,28 @@ class PairLabels:
             out.append(np.where(hit, pos, -1).astype(np.int64))
         return np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
 
+    @property
+    def unknown_code(self) -> int:
+        """The code of ids the sidecar does not know: that of a group named :data:`UNLABELLED` if the
+        sidecar has one (so the two are counted together), else ``len(self.groups)``."""
+        return self.groups.index(UNLABELLED) if UNLABELLED in self.groups else len(self.groups)
+
     def group_codes(self, ids: Iterable[str]) -> "np.ndarray":
-        """Each id's group code; ``len(self.groups)`` (:data:`UNLABELLED`) for unknown ids."""
+        """Each id's group code (int64); :attr:`unknown_code` for ids the sidecar does not know."""
         import numpy as np
 
         pos = self.positions(ids)
-        return np.where(pos >= 0, self.codes[np.maximum(pos, 0)].astype(np.int64), len(self.groups))
+        if not len(self):
+            return np.full(len(pos), self.unknown_code, dtype=np.int64)
+        return np.where(pos >= 0, self.codes[np.maximum(pos, 0)].astype(np.int64), self.unknown_code)
 
     def group(self, pair_id: str) -> str:
         """One id's group (:data:`UNLABELLED` if unknown)."""
         return self.group_names()[int(self.group_codes([pair_id])[0])]
 
     def group_names(self) -> tuple[str, ...]:
-        """``groups`` followed by :data:`UNLABELLED` (the code of unknown ids)."""
-        return (*self.groups, UNLABELLED)
+        """The name of each code: ``groups``, then :data:`UNLABELLED` unless it is one of them."""
+        return self.groups if UNLABELLED in self.groups else (*self.groups, UNLABELLED)
 
     def count_groups(self, ids: Iterable[str]) -> dict[str, int]:
         """Ids per group (unknown ids as :data:`UNLABELLED`), groups with none left out."""

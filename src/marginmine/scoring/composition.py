@@ -52,7 +52,7 @@ class Composition:
 
 def read_groups(labels_tsv: str | Path) -> PairLabels:
     """Sidecar ``id, origin, kind, clean`` -> each pair id's group (``clean:<origin>`` or the noise
-    kind), held as :class:`~marginmine.io.labels.PairLabels` (memory ~21 bytes a pair)."""
+    kind), held as :class:`~marginmine.io.labels.PairLabels` (memory 19 bytes a pair)."""
     return PairLabels.read(labels_tsv)
 
 
@@ -116,7 +116,8 @@ def group_density(pairs: Sequence[str | Path], scores: Sequence[str | Path], gro
     """Per group, over every scored corpus pair: count, mean cosine, mean neighbourhood similarity
     (pairs whose neighbourhood is undefined - a zero margin - are left out of that mean only).
     ``margin_column`` (of kind ``margin_kind``) and ``cosine_column`` name the score-file columns.
-    Memory: a group code and two floats a pair (the sums run in corpus order, as a loop would)."""
+    Memory: one shard's scores and group codes at a time; the sums run pair by pair in corpus
+    order (``np.add.at`` is unbuffered), so they are those of a loop over the pairs."""
     import numpy as np
 
     from marginmine.scoring.files import read_scores
@@ -124,26 +125,22 @@ def group_density(pairs: Sequence[str | Path], scores: Sequence[str | Path], gro
     if len(pairs) != len(scores):
         raise InputError(str(scores[0]) if scores else "--scores", f"{len(scores)} score files for {len(pairs)} shards",
                          hint="give one score file per shard, in shard order")
-    codes, cos, nbs = [], [], []
+    names = groups.group_names()
+    size = len(names)
+    count, nb_count = np.zeros(size, dtype=np.int64), np.zeros(size, dtype=np.int64)
+    cos_sum, nb_sum = np.zeros(size), np.zeros(size)
     for pf, sf in zip(pairs, scores):
         code = groups.group_codes(iter_selection_ids(pf, id_column))
         m, c = read_scores(sf, margin_column), read_scores(sf, cosine_column)
         if len(code) != len(m):
             raise InputError(str(sf), f"has {len(m)} lines but the shard {pf} has {len(code)}",
                              hint="rescore the shard: the score file does not belong to it")
-        codes.append(code)
-        cos.append(np.asarray(c, dtype=np.float64))
-        nbs.append(np.asarray(neighbourhood(margin_kind, m, c), dtype=np.float64))
-    if not codes:
-        return []
-    code, c, nb = np.concatenate(codes), np.concatenate(cos), np.concatenate(nbs)
-    names = groups.group_names()
-    size = len(names)
-    count = np.bincount(code, minlength=size)
-    cos_sum = np.bincount(code, weights=c, minlength=size)
-    ok = ~np.isnan(nb)
-    nb_count = np.bincount(code[ok], minlength=size)
-    nb_sum = np.bincount(code[ok], weights=nb[ok], minlength=size)
+        nb = np.asarray(neighbourhood(margin_kind, m, c), dtype=np.float64)
+        ok = ~np.isnan(nb)
+        count += np.bincount(code, minlength=size)
+        nb_count += np.bincount(code[ok], minlength=size)
+        np.add.at(cos_sum, code, np.asarray(c, dtype=np.float64))
+        np.add.at(nb_sum, code[ok], nb[ok])
     return [Density(names[g], int(count[g]), float(cos_sum[g]) / int(count[g]),
                     float(nb_sum[g]) / int(nb_count[g]) if nb_count[g] else float("nan"))
             for g in sorted(range(size), key=lambda g: names[g]) if count[g]]

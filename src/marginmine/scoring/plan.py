@@ -10,6 +10,7 @@ tests/test_scorers.py); one plan per table proves the workflow calls it.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -97,8 +98,8 @@ def planned_dim(model: Mapping[str, Any]) -> tuple[int, bool]:
 
 def expected_kept(expected_pairs: int, expected_keep: float) -> int:
     """The pairs the preprocessing is expected to keep (``corpus.expected_pairs`` x
-    ``preprocess.expected_keep``), at least 1."""
-    return max(1, round(expected_pairs * expected_keep))
+    ``preprocess.expected_keep``, half up), at least 1."""
+    return max(1, math.floor(expected_pairs * expected_keep + 0.5))
 
 
 def check_scale(*, expected_pairs: int, expected_keep: float, sizes: Sequence[str], shard_size: int,
@@ -113,8 +114,8 @@ def check_scale(*, expected_pairs: int, expected_keep: float, sizes: Sequence[st
       batch is about 120 with a 320-dimensional encoder): approximate search (``scoring.index:
       auto``), smaller batches, or a higher limit if that run is wanted.
 
-    A shard keeps about ``min(shard_size, expected_pairs) x expected_keep`` pairs, and a scoring
-    batch never spans a shard; with several shards each keeping less than half of
+    The split deals the pairs to ``ceil(expected_pairs / shard_size)`` shards evenly, so a shard keeps
+    about ``expected_pairs / shards x expected_keep`` pairs, and a scoring batch never spans a shard; with several shards each keeping less than half of
     ``scoring.batch_size``, a note says that the batches are that small and which shard size gives
     batches of ``scoring.batch_size`` (the batch size changes the scores: docs/scale.md).
     """
@@ -131,15 +132,16 @@ def check_scale(*, expected_pairs: int, expected_keep: float, sizes: Sequence[st
                   f"the {kept:,} pairs expected after preprocessing (corpus.expected_pairs {expected_pairs:,} x "
                   f"preprocess.expected_keep {expected_keep:g})")
             raise MarginmineError(f"selection.sizes: {size} ({n:,} pairs) is not below {of}: the selection would "
-                                  "keep every pair; choose N below the corpus' size (or correct corpus.expected_pairs)")
+                                  "keep every pair; choose N below the corpus' size (or correct corpus.expected_pairs"
+                                  + (")" if expected_keep == 1 else " or preprocess.expected_keep)"))
     shards = -(-expected_pairs // shard_size)
-    shard_pairs = max(1, round(min(shard_size, expected_pairs) * expected_keep))
+    shard_pairs = max(1, round(expected_pairs / shards * expected_keep))
     lines = []
     if shards > 1 and shard_pairs < batch_size / 2:
         lines.append(
             f"note: each of the {shards} shards is expected to keep about {shard_pairs:,} pairs "
-            f"(preprocess.shard_size {shard_size:,} x preprocess.expected_keep {expected_keep:g}) and a scoring batch "
-            f"never spans a shard: batches of about {shard_pairs:,}, not scoring.batch_size {batch_size:,} (the "
+            f"(corpus.expected_pairs {expected_pairs:,} / {shards} x preprocess.expected_keep {expected_keep:g}) and a "
+            f"scoring batch never spans a shard: batches of about {shard_pairs:,}, not scoring.batch_size {batch_size:,} (the "
             f"batch size changes the scores, docs/scale.md); for batches of {batch_size:,}, preprocess.shard_size "
             f"about {round(batch_size / expected_keep):,}")
     try:
