@@ -51,7 +51,8 @@ EVAL_SETS = {
     **config["eval"].get("extra", {}),
 }
 # N as count labels; a share ("10%") is that share of the pairs expected after preprocessing
-SIZES = resolve_sizes(config["selection"]["sizes"], expected_kept(config["corpus"]["expected_pairs"], PRE["expected_keep"]))
+SIZES = resolve_sizes(config["selection"]["sizes"],
+                      expected_kept(config["corpus"]["expected_pairs"], PRE["expected_keep"]))
 METHODS = config["selection"]["methods"]
 
 

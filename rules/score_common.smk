@@ -116,9 +116,10 @@ FITTED = [n for n in ALL_SCORERS if is_fitted(n)]
 TRANSLATED_GROUPS = [score_group(n) for n in ALL_SCORERS if kind_says(n, "translated")]
 
 def _check_scale():
-    """Plan-time refusals of a run that cannot be meant (N >= the pairs expected after preprocessing; a scoring batch
-    above scoring.max_cpu_hours on a CPU), naming the keys, and each scored encoder's scoring
-    estimate, printed by every `snakemake -n` (marginmine.scoring.plan.check_scale)."""
+    """Plan-time refusals of a run that cannot be meant (N >= the pairs expected after
+    preprocessing; a scoring batch above scoring.max_cpu_hours on a CPU), naming the keys, and each
+    scored encoder's scoring estimate and shard-size note, printed by every `snakemake -n`
+    (marginmine.scoring.plan.check_scale)."""
     from marginmine.scoring.plan import check_scale, planned_dim
     from marginmine.search.knn import IndexSpec
 

@@ -115,9 +115,10 @@ def check_scale(*, expected_pairs: int, expected_keep: float, sizes: Sequence[st
       auto``), smaller batches, or a higher limit if that run is wanted.
 
     The split deals the pairs to ``ceil(expected_pairs / shard_size)`` shards evenly, so a shard keeps
-    about ``expected_pairs / shards x expected_keep`` pairs, and a scoring batch never spans a shard; with several shards each keeping less than half of
-    ``scoring.batch_size``, a note says that the batches are that small and which shard size gives
-    batches of ``scoring.batch_size`` (the batch size changes the scores: docs/scale.md).
+    about ``expected_pairs / shards x expected_keep`` pairs, and a scoring batch never spans a shard;
+    with several shards each keeping less than half of ``scoring.batch_size``, a note says that the
+    batches are that small and which shard size gives batches of ``scoring.batch_size`` (the batch
+    size changes the scores: docs/scale.md).
     """
     from marginmine.scoring.selection import parse_count
     from marginmine.search.cost import job_estimate
