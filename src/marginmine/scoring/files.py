@@ -97,11 +97,11 @@ def iter_pairs(paths: Sequence[str], columns: tuple[int, int] = (0, 1)) -> Itera
         yield s, t
 
 
-def score_batch(src: Sequence[str] | np.ndarray, tgt: Sequence[str] | np.ndarray, start: int,
-                emb: Embeddings, settings: ScoreSettings, scratch: Path | None = None) -> dict[str, np.ndarray]:
-    """Every scorer's scores of one batch of pairs (lines ``start ..`` of the input; the texts, or
-    their digests when ``emb`` needs no texts); ``scratch``:
-    where its kNN searches keep their finished blocks (:class:`marginmine.search.blocks.BlockStore`)."""
+def make_batch(src: Sequence[str] | np.ndarray, tgt: Sequence[str] | np.ndarray, start: int,
+               emb: Embeddings, settings: ScoreSettings, scratch: Path | None = None) -> Batch:
+    """One batch of pairs (lines ``start ..`` of the input; the texts, or their digests when ``emb``
+    needs no texts) with its distinct sentences' embeddings; ``scratch``: where its kNN searches
+    keep their finished blocks (:class:`marginmine.search.blocks.BlockStore`)."""
     fx, gx = unique_groups(src)
     fy, gy = unique_groups(tgt)
     xu = emb.unique_rows(start, src, fx, "src")
@@ -110,15 +110,25 @@ def score_batch(src: Sequence[str] | np.ndarray, tgt: Sequence[str] | np.ndarray
         return emb.translated_rows(start, src if side == "src" else tgt, fx if side == "src" else fy, side)  # type: ignore[attr-defined]
 
     has_translations = getattr(emb, "translated", None) is not None
-    batch = Batch(src, tgt, xu, yu, gx, gy, settings.index, translated if has_translations else None, scratch)
+    return Batch(src, tgt, xu, yu, gx, gy, settings.index, translated if has_translations else None, scratch)
+
+
+def score_kinds(batch: Batch, settings: ScoreSettings) -> dict[str, np.ndarray]:
+    """Every scorer's scores of ``batch``, one per pair."""
     out = {}
     for name, kind in settings.scorers:
         values = np.asarray(kind.score(batch))
-        if values.shape != (len(src),):
+        if values.shape != (len(batch),):
             raise ValueError(f"scorer {name} ({type(kind).__name__}) returned shape {values.shape} for a batch of "
-                             f"{len(src)} pairs: a score kind must return one score per pair")
+                             f"{len(batch)} pairs: a score kind must return one score per pair")
         out[name] = values
     return out
+
+
+def score_batch(src: Sequence[str] | np.ndarray, tgt: Sequence[str] | np.ndarray, start: int,
+                emb: Embeddings, settings: ScoreSettings, scratch: Path | None = None) -> dict[str, np.ndarray]:
+    """Every scorer's scores of one batch of pairs (:func:`make_batch`, :func:`score_kinds`)."""
+    return score_kinds(make_batch(src, tgt, start, emb, settings, scratch), settings)
 
 
 def header_line(names: Sequence[str]) -> bytes:

@@ -57,6 +57,15 @@ NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
 BUILTIN_METHODS = ("random", "unfiltered")
 
 
+def repairing(n: int, seed: int) -> np.ndarray:
+    """A seeded permutation of ``range(n)`` that is one cycle through all ``n`` (for ``n >= 2`` no
+    index maps to itself; ``n = 1``: the identity)."""
+    order = np.random.default_rng(seed).permutation(n)
+    perm = np.empty(n, dtype=np.int64)
+    perm[order] = np.roll(order, -1)
+    return perm
+
+
 @dataclass
 class Batch:
     """One scoring batch: the pairs' texts, the distinct sentences' embeddings (``xu[gx[i]]`` is
@@ -79,6 +88,8 @@ class Batch:
     _cos: np.ndarray | None = field(default=None, repr=False)
     _means: dict[tuple[str, int], np.ndarray] = field(default_factory=dict, repr=False)
     _votes: dict[int, np.ndarray] = field(default_factory=dict, repr=False)
+    #: the batch this one re-pairs (:meth:`repaired`): its neighbourhood means are used
+    _origin: "Batch | None" = field(default=None, repr=False)
 
     def __len__(self) -> int:
         return len(self.gx)
@@ -91,11 +102,26 @@ class Batch:
             self._cos = gathered_cosines(self.xu, self.yu, self.gx, self.gy)
         return self._cos
 
+    def repaired(self, seed: int) -> "Batch":
+        """The same sentences re-paired at random: pair i's source with the target of pair
+        ``repairing(len(self), seed)[i]``, a seeded single cycle, so no pair keeps its own target
+        (a one-pair batch cannot be re-paired). Pairs that are almost surely not translations,
+        scored against the same neighbourhoods: the new batch takes its k-NN means from this one
+        (each sentence's neighbours among the batch's distinct sentences do not depend on the
+        pairing; an approximate index's candidates are this batch's partners), and computes its
+        cosines and vote sets anew (a vote kind's searches run again)."""
+        perm = repairing(len(self), seed)
+        tgt = self.tgt[perm] if isinstance(self.tgt, np.ndarray) else [self.tgt[i] for i in perm]
+        return dataclasses.replace(self, tgt=tgt, gy=self.gy[perm], _cos=None, _means={}, _votes={},
+                                   _origin=self._origin or self)
+
     def side_mean(self, side: str, k: int) -> np.ndarray:
         """float32 per distinct sentence of ``side`` (``src``: its k-NN among the batch's distinct
         targets; ``tgt``: among the distinct sources): the mean similarity. One kNN search per side
         and k, shared by every scorer; an approximate index always considers the sentence's own
         partners in the batch (:func:`marginmine.search.margin.partners`)."""
+        if self._origin is not None:
+            return self._origin.side_mean(side, k)
         if (side, k) not in self._means:
             from marginmine.search.knn import knn
             from marginmine.search.margin import knn_mean, partners
