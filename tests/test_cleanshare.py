@@ -35,8 +35,8 @@ def test_repairing_is_one_seeded_cycle_through_every_pair() -> None:
 
 @pytest.fixture(scope="module")
 def paracrawl(paracrawl_tsv: Path):
-    """The 2,000 human-labelled ParaCrawl v3 en-de pairs, scored by ratio and cosine over character
-    trigram embeddings, and the same batch re-paired (seed 1)."""
+    """The 2,000 human-labelled ParaCrawl v3 en-de pairs as one batch, scored by ratio and cosine
+    over character trigram embeddings."""
     data = read_paracrawl_eval(paracrawl_tsv)
     settings = ScoreSettings(tuple(parse_scorers({"ratio": {"kind": "ratio"}, "cos": {"kind": "cosine"}}).items()))
     batch = make_batch(data.src, data.tgt, 0, EncoderEmbeddings(TrigramEncoder(), "en", "de"), settings)
@@ -106,3 +106,38 @@ def test_bad_input_is_refused() -> None:
         noise_share(np.array([1.0]), np.array([np.nan]))
     with pytest.raises(ValueError, match="scores: a non-empty"):
         noise_share(np.array([]), np.array([1.0]))
+
+
+def test_exact_values_with_ties_at_the_edges() -> None:
+    """By hand: baseline 0..9 (median 4.5, half of it below); scores: four below 4.5 (noise, by
+    assumption 2: pi0 = 4 / (10 x 0.5)) and six above it, two of them tied at 7."""
+    baseline = np.arange(10.0)
+    scores = np.array([0.0, 1.0, 2.0, 3.0, 5.0, 6.0, 7.0, 7.0, 9.0, 9.5])
+    pi0, lam = noise_share(scores, baseline)
+    assert lam == 4.5 and pi0 == 4 / (10 * 0.5)
+    est = clean_share(scores, baseline, [1, 2, 3, 4, 10])
+    # N = 1: t = 9.5, no baseline score >= 9.5; N = 2: t = 9, 1 of 10; N = 3 and 4: t = 7, the two
+    # tied pairs count (4 at or above), 3 of 10; N = 10: t = 0, all: 1 - 0.8 * 10 / 10
+    assert est.shares == pytest.approx((1.0, 1 - 0.8 * 10 * 0.1 / 2, 1 - 0.8 * 10 * 0.3 / 4,
+                                        1 - 0.8 * 10 * 0.3 / 4, 1 - 0.8))
+    assert largest_n_at(scores, baseline, 0.6) == 2 and largest_n_at(scores, baseline, 1.0) == 1
+    with pytest.raises(ValueError, match="target 0"):
+        largest_n_at(scores, baseline, 0)
+
+
+def test_repeated_sentences_can_re_pair_into_original_pairs_and_are_marked(paracrawl) -> None:
+    """A batch where every pair is one of two pairs repeated: most re-paired lines are original pairs
+    again, and original_pairs() says which; a one-pair batch and re-pairing twice are refused."""
+    data, batch, settings, real = paracrawl
+    from marginmine.scoring.kinds import Batch
+
+    gx, gy = np.array([0, 1] * 50), np.array([0, 1] * 50)
+    twice = Batch(["a", "b"] * 50, ["x", "y"] * 50, batch.xu[:2], batch.yu[:2], gx, gy)
+    noise = twice.repaired(3)
+    same = noise.original_pairs()
+    assert np.array_equal(same, noise.gy == gx) and 0 < same.sum() < 100
+    assert not batch.original_pairs().any() and not batch.repaired(1).original_pairs().any()
+    with pytest.raises(ValueError, match="cannot be re-paired again"):
+        noise.repaired(4)
+    with pytest.raises(ValueError, match="a batch of 1 pair"):
+        Batch(["a"], ["x"], batch.xu[:1], batch.yu[:1], np.array([0]), np.array([0])).repaired(1)

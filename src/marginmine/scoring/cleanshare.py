@@ -11,8 +11,9 @@ false-discovery-rate estimation) takes two assumptions:
 2. *no true pair scores below* ``lam`` (by default the baseline's median).
 
 Then the corpus' pairs below ``lam`` are all noise, ``pi0 = #{scores < lam} / (n * G(lam))``
-(clipped to [0, 1]), and of the top N, whose lowest score is ``t``, about
-``pi0 * n * P_G(score >= t)`` are noise: the clean share at N is one minus that over N.
+(clipped to [0, 1]), and of the pairs scoring ``t`` or more (the top N, whose lowest score is
+``t``, with any pairs tied with it), about ``pi0 * n * P_G(score >= t)`` are noise: the clean share
+at N is one minus that over their count (clipped at 0).
 
 Where the assumptions fail, the direction is known: true pairs below ``lam`` raise ``pi0`` (the
 clean share comes out too low); noise that scores above random re-pairings - near-duplicates of a
@@ -71,20 +72,25 @@ def clean_share(scores: np.ndarray, baseline: np.ndarray, ns: Sequence[int], lam
     for n in ns:
         if not 1 <= n <= len(s):
             raise ValueError(f"N = {n}: outside 1..{len(s)} (the scored pairs)")
-        t = s[len(s) - n]  # the top N's lowest score
+        t = s[len(s) - n]  # the top N's lowest score; pairs tied with it count as the top
+        at_or_above = len(s) - np.searchsorted(s, t, side="left")
         above = (len(b) - np.searchsorted(b, t, side="left")) / len(b)
-        shares.append(float(max(0.0, 1.0 - pi0 * len(s) * above / n)))
+        shares.append(float(max(0.0, 1.0 - pi0 * len(s) * above / at_or_above)))
     return CleanShare(pi0, lam, tuple(int(n) for n in ns), tuple(shares))
 
 
 def largest_n_at(scores: np.ndarray, baseline: np.ndarray, target: float, lam: float | None = None) -> int:
-    """The largest N whose top N has an estimated clean share of at least ``target`` (0 if none)."""
+    """The largest N whose top N has an estimated clean share (:func:`clean_share`) of at least
+    ``target`` (0 < target <= 1; 0 if no N has it)."""
+    if not 0 < target <= 1:
+        raise ValueError(f"target {target}: a share in (0, 1]")
     s = _sorted_finite(scores, "scores")
     b = _sorted_finite(baseline, "baseline")
     pi0, _ = noise_share(s, b, lam)
     n = np.arange(1, len(s) + 1)
     t = s[::-1]  # t[n - 1]: the top n's lowest score
+    at_or_above = len(s) - np.searchsorted(s, t, side="left")
     above = (len(b) - np.searchsorted(b, t, side="left")) / len(b)
-    share = 1.0 - pi0 * len(s) * above / n
+    share = np.maximum(0.0, 1.0 - pi0 * len(s) * above / at_or_above)
     ok = np.flatnonzero(share >= target)
     return int(n[ok[-1]]) if len(ok) else 0

@@ -104,16 +104,30 @@ class Batch:
 
     def repaired(self, seed: int) -> "Batch":
         """The same sentences re-paired at random: pair i's source with the target of pair
-        ``repairing(len(self), seed)[i]``, a seeded single cycle, so no pair keeps its own target
-        (a one-pair batch cannot be re-paired). Pairs that are almost surely not translations,
-        scored against the same neighbourhoods: the new batch takes its k-NN means from this one
-        (each sentence's neighbours among the batch's distinct sentences do not depend on the
-        pairing; an approximate index's candidates are this batch's partners), and computes its
-        cosines and vote sets anew (a vote kind's searches run again)."""
+        ``repairing(len(self), seed)[i]``, a seeded single cycle, so no line keeps its own target.
+        Pairs that are almost surely not translations, scored against the same neighbourhoods: the
+        new batch takes its k-NN means from this one (each sentence's neighbours among the batch's
+        distinct sentences do not depend on the pairing; an approximate index's candidates are this
+        batch's partners), and computes its cosines and vote sets anew (a vote kind's searches run
+        again). Where sentences repeat, a re-paired line can still be a pair of this batch (another
+        line with the same source and target): :meth:`original_pairs` marks those. A batch of fewer
+        than two pairs, or one that is itself re-paired, is refused."""
+        if self._origin is not None:
+            raise ValueError("a re-paired batch cannot be re-paired again (two cycles can restore original pairs)")
+        if len(self) < 2:
+            raise ValueError(f"a batch of {len(self)} pair(s) cannot be re-paired")
         perm = repairing(len(self), seed)
         tgt = self.tgt[perm] if isinstance(self.tgt, np.ndarray) else [self.tgt[i] for i in perm]
-        return dataclasses.replace(self, tgt=tgt, gy=self.gy[perm], _cos=None, _means={}, _votes={},
-                                   _origin=self._origin or self)
+        return dataclasses.replace(self, tgt=tgt, gy=self.gy[perm], _cos=None, _means={}, _votes={}, _origin=self)
+
+    def original_pairs(self) -> np.ndarray:
+        """bool per pair: the pair (its distinct source and target) is also a pair of the batch this
+        one re-pairs (all False for a batch that is not re-paired)."""
+        if self._origin is None:
+            return np.zeros(len(self), dtype=bool)
+        width = np.int64(max(int(self.yu.shape[0]), 1))
+        keys = self._origin.gx.astype(np.int64) * width + self._origin.gy.astype(np.int64)
+        return np.isin(self.gx.astype(np.int64) * width + self.gy.astype(np.int64), keys)
 
     def side_mean(self, side: str, k: int) -> np.ndarray:
         """float32 per distinct sentence of ``side`` (``src``: its k-NN among the batch's distinct
