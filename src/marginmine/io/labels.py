@@ -11,7 +11,6 @@ not in the sidecar and shares a digest with one that is would be taken for it (t
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from itertools import islice
@@ -19,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from marginmine.errors import InputError
-from marginmine.io.text import LABEL_COLUMNS
+from marginmine.io.text import DIGEST_BYTES, LABEL_COLUMNS, check_label_header, text_digests
 
 if TYPE_CHECKING:
     import numpy as np
@@ -28,20 +27,10 @@ if TYPE_CHECKING:
 UNLABELLED = "unlabelled"
 
 #: ids digested and looked up at a time (bounds the temporary strings)
-LOOKUP_CHUNK = 100_000
+LOOKUP_CHUNK = 8_192
 
 #: distinct groups a sidecar may have (group codes are 16-bit)
 MAX_GROUPS = 65_535
-
-
-def digest_ids(ids: Iterable[str]) -> "np.ndarray":
-    """The 16-byte BLAKE2b digests of ``ids`` (UTF-8), as a numpy ``S16`` array."""
-    import numpy as np
-
-    buf = bytearray()
-    for i in ids:
-        buf += hashlib.blake2b(i.encode("utf-8"), digest_size=16).digest()
-    return np.frombuffer(bytes(buf), dtype="S16")
 
 
 def group_of(origin: str, kind: str, clean: str) -> str:
@@ -70,17 +59,15 @@ class PairLabels:
         codes: dict[str, int] = {}
         row_codes = bytearray()  # group codes, uint16 little-endian
         clean = bytearray()
-        buf = bytearray()
+        buf = bytearray()  # the ids' digests, LOOKUP_CHUNK ids at a time
+        pending: list[str] = []
         try:
             fh = open(path, encoding="utf-8", newline="")
         except FileNotFoundError as exc:
             raise InputError(path, "file not found", hint="build the corpus first (it writes the label sidecar)") from exc
         with fh:
             header = fh.readline().rstrip("\r\n").split("\t")
-            missing = set(LABEL_COLUMNS) - set(header)
-            if missing:
-                raise InputError(path, f"lacks the columns {sorted(missing)}",
-                                 hint="expected the demo corpus sidecar: id, origin, kind, clean")
+            check_label_header(path, header)
             ci, co, ck, cc = (header.index(c) for c in LABEL_COLUMNS)
             need = len(header)
             for n, line in enumerate(fh, 2):
@@ -98,8 +85,12 @@ class PairLabels:
                     code = codes[group] = len(codes)
                 row_codes += code.to_bytes(2, "little")
                 clean.append(flag == "1")
-                buf += hashlib.blake2b(cols[ci].encode("utf-8"), digest_size=16).digest()
-        digests = np.frombuffer(bytes(buf), dtype="S16")
+                pending.append(cols[ci])
+                if len(pending) == LOOKUP_CHUNK:
+                    buf += text_digests(pending).tobytes()
+                    pending.clear()
+        buf += text_digests(pending).tobytes()
+        digests = np.frombuffer(bytes(buf), dtype=f"S{DIGEST_BYTES}")
         del buf
         order = np.argsort(digests, kind="stable")
         digests = digests[order]
@@ -122,7 +113,7 @@ class PairLabels:
         out = []
         it = iter(ids)
         while chunk := list(islice(it, LOOKUP_CHUNK)):
-            d = digest_ids(chunk)
+            d = text_digests(chunk)
             pos = np.searchsorted(self.digests, d)
             inside = pos < len(self.digests)
             hit = np.zeros(len(d), dtype=bool)

@@ -35,10 +35,13 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Iterator, Sequence
+from typing import IO, TYPE_CHECKING, Iterable, Iterator, Sequence
 
 from marginmine.errors import InputError
 from marginmine.io.safe import AtomicWriter
+
+if TYPE_CHECKING:
+    import numpy as np
 
 #: characters that some readers treat as line breaks; replaced by a space inside a sentence
 _LINE_SEPARATORS = re.compile("[\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
@@ -287,19 +290,41 @@ def count_lines(path: str | Path) -> int:
         return sum(1 for _ in iter_raw_lines(fh, MAX_LINE_BYTES, str(path)))
 
 
+#: bytes of a sentence's digest (:func:`text_digests`): a collision among 10^9 distinct sentences
+#: has a probability below 10^-20
+DIGEST_BYTES = 16
+
+
+def text_digests(texts: Iterable[str]) -> "np.ndarray":
+    """Each text's BLAKE2b digest (``DIGEST_BYTES`` bytes, dtype ``S16``): the key that says which
+    lines hold the same sentence (or which pair id is which), at 16 bytes a line instead of the text."""
+    from hashlib import blake2b
+
+    import numpy as np
+
+    return np.array([blake2b(t.encode("utf-8"), digest_size=DIGEST_BYTES).digest() for t in texts],
+                    dtype=f"S{DIGEST_BYTES}")
+
+
 #: the pair-label sidecar's columns (the demo corpus and its held-out sets write it)
 LABEL_COLUMNS = ("id", "origin", "kind", "clean")
 
 
+def check_label_header(labels_tsv: str | Path, columns: Sequence[str]) -> None:
+    """Refuse a label sidecar whose header ``columns`` lacks one of :data:`LABEL_COLUMNS`."""
+    missing = set(LABEL_COLUMNS) - set(columns)
+    if missing:
+        raise InputError(str(labels_tsv), f"lacks the columns {sorted(missing)}",
+                         hint="expected the demo corpus sidecar: id, origin, kind, clean")
+
+
 def read_label_rows(labels_tsv: str | Path) -> list[dict[str, str]]:
     """A pair-label sidecar (``id, origin, kind, clean``, what the demo corpus build writes beside
-    the corpus and each held-out set): one dict per pair."""
+    the corpus and each held-out set): one dict per pair (a corpus-sized sidecar:
+    :class:`marginmine.io.labels.PairLabels`)."""
     import csv
 
     with open(labels_tsv, encoding="utf-8", newline="") as fh:
         reader = csv.DictReader(fh, delimiter="\t", quoting=csv.QUOTE_NONE)
-        missing = set(LABEL_COLUMNS) - set(reader.fieldnames or ())
-        if missing:
-            raise InputError(str(labels_tsv), f"lacks the columns {sorted(missing)}",
-                             hint="expected the demo corpus sidecar: id, origin, kind, clean")
+        check_label_header(labels_tsv, reader.fieldnames or ())
         return list(reader)

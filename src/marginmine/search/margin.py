@@ -28,6 +28,7 @@ from typing import Hashable, Iterable, Literal, Sequence
 
 import numpy as np
 
+from marginmine.io.text import DIGEST_BYTES, text_digests  # noqa: F401 (re-exported: the search floor's API)
 from marginmine.search.knn import IndexSpec, knn
 
 Margin = Literal["absolute", "distance", "ratio"]
@@ -170,19 +171,6 @@ def retrieve(nb: Neighbourhoods, margin: str, retrieval: str) -> Mined:
             used_x[i] = used_y[j] = keep[n] = True
     return Mined(cand.src[keep], cand.tgt[keep], cand.score[keep])
 
-
-#: bytes of a sentence's digest (:func:`text_digests`): a collision among 10^9 distinct sentences
-#: has a probability below 10^-20
-DIGEST_BYTES = 16
-
-
-def text_digests(texts: Iterable[str]) -> np.ndarray:
-    """Each text's BLAKE2b digest (``DIGEST_BYTES`` bytes, dtype ``S16``): the key that says which
-    lines hold the same sentence, at 16 bytes a line instead of the text."""
-    from hashlib import blake2b
-
-    return np.array([blake2b(t.encode("utf-8"), digest_size=DIGEST_BYTES).digest() for t in texts],
-                    dtype=f"S{DIGEST_BYTES}")
 
 
 def unique_groups(items: Sequence[Hashable] | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
