@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from marginmine.cli.main import main
-from marginmine.scoring.composition import (UNLABELLED, Composition, count_groups, read_groups, selection_ids,
+from marginmine.scoring.composition import (UNLABELLED, Composition, count_groups, read_groups, iter_selection_ids,
                                     selection_name, write_composition)
 from marginmine.errors import InputError
 
@@ -46,12 +46,12 @@ def test_labels_without_the_columns_are_named(tmp_path: Path) -> None:
 
 def test_selection_ids_and_names(tmp_path: Path) -> None:
     sel = write_selection(tmp_path / "ratio.20k.tsv.gz", ["a", "b"])
-    assert selection_ids(sel) == ["a", "b"]
+    assert list(iter_selection_ids(sel)) == ["a", "b"]
     assert selection_name(sel) == ("ratio", "20k")
     with gzip.open(tmp_path / "bad.1k.tsv.gz", "wt") as fh:
         fh.write("s\tt\t0.5\tid1\ns\tt\n")
     with pytest.raises(InputError, match=r"bad.1k.tsv.gz:2: has 2 columns"):
-        selection_ids(tmp_path / "bad.1k.tsv.gz")
+        list(iter_selection_ids(tmp_path / "bad.1k.tsv.gz"))
     with pytest.raises(InputError, match="is not named"):
         selection_name(tmp_path / "selection.tsv")
 
@@ -152,7 +152,7 @@ def test_density_sums_are_those_of_a_loop_over_the_pairs_bit_for_bit(tmp_path: P
         scores.append(sc)
     sums: dict[str, list[float]] = {}
     for shard, sc in zip(shards, scores):  # the loop group_density replaced
-        ids = selection_ids(shard, 2)
+        ids = list(iter_selection_ids(shard, 2))
         m, c = read_scores(sc, "ratio"), read_scores(sc, "cosine")
         with np.errstate(divide="ignore", invalid="ignore"):
             nb = np.where(m != 0, c / m, np.nan)

@@ -52,8 +52,11 @@ def _sorted_finite(values: np.ndarray, what: str) -> np.ndarray:
 def noise_share(scores: np.ndarray, baseline: np.ndarray, lam: float | None = None) -> tuple[float, float]:
     """``(pi0, lam)``: the estimated share of noise among ``scores`` (module docstring), with
     ``lam`` the baseline's median unless given."""
-    s = _sorted_finite(scores, "scores")
-    b = _sorted_finite(baseline, "baseline")
+    return _noise_share(_sorted_finite(scores, "scores"), _sorted_finite(baseline, "baseline"), lam)
+
+
+def _noise_share(s: np.ndarray, b: np.ndarray, lam: float | None) -> tuple[float, float]:
+    """:func:`noise_share` of sorted finite scores ``s`` and baseline ``b``."""
     lam = float(np.median(b)) if lam is None else float(lam)
     below_baseline = np.searchsorted(b, lam, side="left") / len(b)
     if below_baseline == 0:
@@ -67,7 +70,7 @@ def clean_share(scores: np.ndarray, baseline: np.ndarray, ns: Sequence[int], lam
     len(scores)), from the noise ``baseline`` (module docstring)."""
     s = _sorted_finite(scores, "scores")
     b = _sorted_finite(baseline, "baseline")
-    pi0, lam = noise_share(s, b, lam)
+    pi0, lam = _noise_share(s, b, lam)
     shares = []
     for n in ns:
         if not 1 <= n <= len(s):
@@ -86,7 +89,7 @@ def largest_n_at(scores: np.ndarray, baseline: np.ndarray, target: float, lam: f
         raise ValueError(f"target {target}: a share in (0, 1]")
     s = _sorted_finite(scores, "scores")
     b = _sorted_finite(baseline, "baseline")
-    pi0, _ = noise_share(s, b, lam)
+    pi0, _ = _noise_share(s, b, lam)
     n = np.arange(1, len(s) + 1)
     t = s[::-1]  # t[n - 1]: the top n's lowest score
     at_or_above = len(s) - np.searchsorted(s, t, side="left")

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     import numpy as np
 
 __all__ = ["UNLABELLED", "Composition", "Density", "PairLabels", "count_groups", "group_density",
-           "iter_selection_ids", "read_groups", "selection_ids", "selection_name", "write_composition"]
+           "iter_selection_ids", "read_groups", "selection_name", "write_composition"]
 
 
 @dataclass(frozen=True)
@@ -70,11 +70,6 @@ def iter_selection_ids(path: str | Path, column: int = 3) -> Iterator[str]:
                 raise InputError(str(path), f"has {len(fields)} columns, the pair id is column {column + 1}",
                                  line=no, hint="pass select_top's <method>.<N>.tsv.gz")
             yield fields[column]
-
-
-def selection_ids(path: str | Path, column: int = 3) -> list[str]:
-    """The pair ids of a selection TSV, as a list (:func:`iter_selection_ids`)."""
-    return list(iter_selection_ids(path, column))
 
 
 def selection_name(path: str | Path) -> tuple[str, str]:
@@ -137,10 +132,11 @@ def group_density(pairs: Sequence[str | Path], scores: Sequence[str | Path], gro
                              hint="rescore the shard: the score file does not belong to it")
         nb = np.asarray(neighbourhood(margin_kind, m, c), dtype=np.float64)
         ok = ~np.isnan(nb)
+        code_ok = code[ok]
         count += np.bincount(code, minlength=size)
-        nb_count += np.bincount(code[ok], minlength=size)
+        nb_count += np.bincount(code_ok, minlength=size)
         np.add.at(cos_sum, code, np.asarray(c, dtype=np.float64))
-        np.add.at(nb_sum, code[ok], nb[ok])
+        np.add.at(nb_sum, code_ok, nb[ok])
     return [Density(names[g], int(count[g]), float(cos_sum[g]) / int(count[g]),
                     float(nb_sum[g]) / int(nb_count[g]) if nb_count[g] else float("nan"))
             for g in sorted(range(size), key=lambda g: names[g]) if count[g]]

@@ -90,19 +90,14 @@ def read_paracrawl_eval(path: str | Path) -> LabelledPairs:
                          {k: np.asarray(v) for k, v in shipped.items()})
 
 
-def read_demo_labels(path: str | Path) -> PairLabels:
-    """The demo corpus sidecar (pair id -> clean, ``PairLabels.clean``), in memory that does not grow
-    with the ids' length (:class:`marginmine.io.labels.PairLabels`)."""
-    return PairLabels.read(path)
-
-
 def demo_positives(labels_path: str | Path, pairs: Sequence[str | Path], id_column: int) -> np.ndarray:
     """Whether each pair of the shards ``pairs`` (in order; its id in TSV column ``id_column``) is
-    labelled clean in the sidecar ``labels_path``. A pair id the sidecar lacks is an error naming
-    the first one's shard and line and how many there are."""
+    labelled clean in the sidecar ``labels_path`` (held as :class:`marginmine.io.labels.PairLabels`).
+    A pair id the sidecar lacks is an error naming the first one's shard and line and how many
+    there are."""
     from marginmine.io.text import iter_sentences
 
-    labels = read_demo_labels(labels_path)
+    labels = PairLabels.read(labels_path)
     pos = labels.positions(i for p in pairs for i in iter_sentences(p, column=id_column))
     missing = np.flatnonzero(pos < 0)
     if len(missing):
