@@ -172,8 +172,10 @@ def cmd_score(args: argparse.Namespace) -> int:
         emb = EncoderEmbeddings(cli_encoder(args), args.src_lang, args.tgt_lang)
         ident = {"encoder": read_manifest(args.encoder, verify=False)["sha256"], "langs": [args.src_lang, args.tgt_lang]}
         _check_heads(settings, encoder_identity(args.encoder), f"--encoder {args.encoder}")
-    n = score_file(args.input, args.output, emb, settings, tuple(args.columns), ident, args.allow_empty)
-    log.info("scored %d pairs -> %s (columns: %s)", n, args.output, ", ".join(settings.names))
+    n = score_file(args.input, args.output, emb, settings, tuple(args.columns), ident, args.allow_empty,
+                   args.baseline, args.seed)
+    log.info("scored %d pairs -> %s (columns: %s)%s", n, args.output, ", ".join(settings.names),
+             f"; noise baseline -> {args.baseline}" if args.baseline else "")
     return 0
 
 
@@ -275,6 +277,11 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler], colu
     p.add_argument("--batch-size", type=int, default=BATCH_SIZE,
                    help="pairs per kNN batch (paper 5M, the default); scores depend on it, nothing else")
     p.add_argument("--allow-empty", action="store_true", help=ALLOW_EMPTY_HELP)
+    p.add_argument("--baseline", default=None, metavar="FILE",
+                   help="also write the noise baseline here: each batch re-paired at random (seeded by --seed and "
+                        "the batch's first line), scored by every scorer against the batch's neighbourhoods, in "
+                        "the score file's columns (.gz allowed); `marginmine clean-share` reads it")
+    p.add_argument("--seed", type=int, default=SEED, help="the baseline's seed (default %(default)s)")
     add_knn(p, k=False)
     handlers["score"] = cmd_score
 

@@ -9,6 +9,12 @@ then one line per input line, same order. Readers find a column by name
 
 Batches depend only on their own lines, so a file scored in one job and the same file cut into
 batch-sized pieces scored as separate jobs give byte-identical lines after the header (tested).
+
+A *noise baseline* (``baseline=``) is written beside the scores: each batch re-paired at random
+(:meth:`marginmine.scoring.kinds.Batch.repaired`, seeded by the run's seed and the batch's first
+line) and scored by every scorer against the batch's own neighbourhoods, one line per re-paired
+pair in the same columns; re-paired lines that repeated sentences make pairs of the batch again are
+left out (the log counts them), as is a batch of one pair. The scores file does not change with it.
 Long runs log pairs/s, write each finished batch (a gzip member of its own for ``.gz``) and resume
 after a kill from the last complete batch; within a batch, each kNN search keeps its finished query
 blocks in ``OUTPUT.knn/`` (removed when the file is done), so a kill inside a 5M-pair batch loses
@@ -30,7 +36,7 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
-from marginmine.defaults import BATCH_SIZE, INDEX
+from marginmine.defaults import BATCH_SIZE, INDEX, SEED
 from marginmine.errors import InputError
 from marginmine.search.knn import IndexSpec, first_nonfinite_row
 from marginmine.search.margin import text_digests, unique_groups
@@ -186,47 +192,79 @@ def _check_finite_scores(scores: dict[str, np.ndarray], start: int, path: str) -
                              hint="its embeddings are degenerate (e.g. zero vectors): check the encoder")
 
 
+def _baseline_data(batch: Batch, settings: ScoreSettings, seed: int, start: int,
+                   path: str) -> tuple[bytes, int, int]:
+    """The formatted noise-baseline lines of ``batch`` (module docstring), how many, and how many
+    re-paired lines were left out as original pairs."""
+    if len(batch) < 2:
+        return b"", 0, 0
+    noise = batch.repaired((seed, start))
+    scores = score_kinds(noise, settings)
+    _check_finite_scores(scores, start, path)
+    keep = ~noise.original_pairs()
+    return (format_scores({n: v[keep] for n, v in scores.items()}, settings.names), int(keep.sum()),
+            int((~keep).sum()))
+
+
 def score_file(inputs: Sequence[str], output: str | Path, emb: Embeddings, settings: ScoreSettings,
                columns: tuple[int, int] = (0, 1), fingerprint: dict[str, object] | None = None,
-               allow_empty: bool = False) -> int:
+               allow_empty: bool = False, baseline: str | Path | None = None, baseline_seed: int = SEED) -> int:
     """Score every pair of ``inputs`` into ``output``; returns the number of pairs. Resumes from
-    ``OUTPUT.part`` after an interruption when inputs and settings are unchanged.
+    ``OUTPUT.part`` after an interruption when inputs and settings are unchanged. With ``baseline``,
+    the noise baseline (module docstring, seeded by ``baseline_seed``) goes there in step with it.
 
     Embeddings with another row count than the input has lines are refused before any work, and
     NaN/inf embeddings or scores when met (naming the file and row/line). An empty input is an
     error unless ``allow_empty`` (an empty shard): then ``output`` is empty."""
-    emb.check_input(str(inputs[0]))
     out = Path(output)
+    noise = Path(baseline) if baseline is not None else None
+    if noise is not None and noise.resolve() == out.resolve():
+        raise InputError(str(noise), "is also the score file: give the baseline its own path")
+    emb.check_input(str(inputs[0]))
     part = out.with_name(out.name + ".part")
     state_path = out.with_name(out.name + ".state.json")
+    noise_part = noise.with_name(noise.name + ".part") if noise is not None else None
     fp = {"inputs": [[str(p), os.stat(p).st_size, os.stat(p).st_mtime_ns] for p in inputs],
           "columns": list(columns), "settings": settings.describe(), **(fingerprint or {})}
+    if noise is not None:
+        fp["baseline"] = {"path": str(noise), "seed": int(baseline_seed)}
     fp = json.loads(json.dumps(fp))
     knn_dir = out.with_name(out.name + ".knn")  # the kNN searches' finished blocks (resume within a batch)
     state = json.loads(state_path.read_text()) if state_path.exists() and part.exists() else {}
     if state and state.get("fingerprint") != fp:
         log.warning("%s: inputs or settings changed since the interrupted run: scoring from the start", out)
-    elif state and part.stat().st_size < int(state["bytes"]):  # torn: the state promises more than is there
-        log.warning("%s: %s holds %d bytes, its state says %d: scoring from the start", out, part.name,
-                    part.stat().st_size, int(state["bytes"]))
         state = {}
-    if state.get("fingerprint") == fp:
+    torn = [(p, int(state[key])) for p, key in ((part, "bytes"), (noise_part, "baseline_bytes"))
+            if state and p is not None and (not p.exists() or p.stat().st_size < int(state[key]))]
+    if torn:  # the state promises more than is there
+        log.warning("%s: %s holds less than its state's %d bytes: scoring from the start", out, torn[0][0].name,
+                    torn[0][1])
+        state = {}
+    if state:
         done_lines, done_bytes = int(state["lines"]), int(state["bytes"])
-        with open(part, "r+b") as fh:
-            fh.truncate(done_bytes)  # drops a batch written after the last state update
+        noise_bytes = int(state.get("baseline_bytes", 0))
+        for p, size in ((part, done_bytes), (noise_part, noise_bytes)):
+            if p is not None:
+                with open(p, "r+b") as fh:
+                    fh.truncate(size)  # drops a batch written after the last state update
         log.info("resuming %s after %d scored pairs", out, done_lines)
     else:
         out.parent.mkdir(parents=True, exist_ok=True)
         head = header_line(settings.names)
-        part.write_bytes(gzip.compress(head, compresslevel=3, mtime=0) if out.suffix == ".gz" else head)
+        for p, gz_head in ((part, out.suffix == ".gz"), (noise_part, noise is not None and noise.suffix == ".gz")):
+            if p is not None:
+                p.parent.mkdir(parents=True, exist_ok=True)
+                p.write_bytes(gzip.compress(head, compresslevel=3, mtime=0) if gz_head else head)
         done_lines, done_bytes = 0, part.stat().st_size
+        noise_bytes = noise_part.stat().st_size if noise_part is not None else 0
         shutil.rmtree(knn_dir, ignore_errors=True)
         # the state from the start: a job killed inside its first batch keeps that batch's kNN blocks
-        write_text(state_path, json.dumps({"fingerprint": fp, "lines": 0, "bytes": done_bytes}) + "\n")
+        write_text(state_path, json.dumps({"fingerprint": fp, "lines": 0, "bytes": done_bytes,
+                                           "baseline_bytes": noise_bytes}) + "\n")
     gz = out.suffix == ".gz"
     t0 = time.monotonic()
-    line = 0
-    with open(part, "ab") as fh:
+    line = noise_lines = left_out = 0
+    with open(part, "ab") as fh, open(noise_part if noise_part is not None else os.devnull, "ab") as nh:
         # embeddings read from files and kinds that score vectors need no texts, only which lines
         # hold the same sentence; a kind that does not say texts = False gets them
         texts = getattr(emb, "needs_texts", True) or any(getattr(k, "texts", True) for _, k in settings.scorers)
@@ -236,14 +274,24 @@ def score_file(inputs: Sequence[str], output: str | Path, emb: Embeddings, setti
             start, line = line, line + len(src)
             if line <= done_lines:
                 continue
-            scores = score_batch(src, tgt, start, emb, settings, knn_dir / f"batch{start:012d}")
+            batch = make_batch(src, tgt, start, emb, settings, knn_dir / f"batch{start:012d}")
+            scores = score_kinds(batch, settings)
             _check_finite_scores(scores, start, str(inputs[0]))
             data = format_scores(scores, settings.names)
             fh.write(gzip.compress(data, compresslevel=3, mtime=0) if gz else data)
             fh.flush()
             os.fsync(fh.fileno())
             done_bytes = fh.tell()
-            write_text(state_path, json.dumps({"fingerprint": fp, "lines": line, "bytes": done_bytes}) + "\n")
+            if noise is not None:
+                noise_data, kept, dropped = _baseline_data(batch, settings, baseline_seed, start, str(inputs[0]))
+                noise_lines, left_out = noise_lines + kept, left_out + dropped
+                nh.write(gzip.compress(noise_data, compresslevel=3, mtime=0) if noise.suffix == ".gz" else noise_data)
+                nh.flush()
+                os.fsync(nh.fileno())
+                noise_bytes = nh.tell()
+            del batch
+            write_text(state_path, json.dumps({"fingerprint": fp, "lines": line, "bytes": done_bytes,
+                                               "baseline_bytes": noise_bytes}) + "\n")
             shutil.rmtree(knn_dir / f"batch{start:012d}", ignore_errors=True)
             dt = time.monotonic() - t0
             log.info("%s: %d pairs scored (batch of %d), %.0f pairs/s", out.name, line, len(src),
@@ -253,6 +301,10 @@ def score_file(inputs: Sequence[str], output: str | Path, emb: Embeddings, setti
                          hint="check the previous step's output")
     if line < done_lines:
         raise InputError(", ".join(map(str, inputs)), "is shorter than when scoring started", hint="rerun")
+    if noise is not None:
+        log.info("%s: noise baseline of %d re-paired pairs scored in this run (%d left out: they repeat a pair "
+                 "of their batch)", noise.name, noise_lines, left_out)
+        os.replace(noise_part, noise)  # type: ignore[arg-type]
     os.replace(part, out)
     state_path.unlink(missing_ok=True)
     shutil.rmtree(knn_dir, ignore_errors=True)

@@ -57,9 +57,10 @@ NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
 BUILTIN_METHODS = ("random", "unfiltered")
 
 
-def repairing(n: int, seed: int) -> np.ndarray:
+def repairing(n: int, seed: int | Sequence[int]) -> np.ndarray:
     """A seeded permutation of ``range(n)`` that is one cycle through all ``n`` (for ``n >= 2`` no
-    index maps to itself; ``n = 1``: the identity)."""
+    index maps to itself; ``n = 1``: the identity). ``seed``: an int or a sequence of ints (e.g. the
+    run's seed and the batch's first line)."""
     order = np.random.default_rng(seed).permutation(n)
     perm = np.empty(n, dtype=np.int64)
     perm[order] = np.roll(order, -1)
@@ -102,7 +103,7 @@ class Batch:
             self._cos = gathered_cosines(self.xu, self.yu, self.gx, self.gy)
         return self._cos
 
-    def repaired(self, seed: int) -> "Batch":
+    def repaired(self, seed: int | Sequence[int]) -> "Batch":
         """The same sentences re-paired at random: pair i's source with the target of pair
         ``repairing(len(self), seed)[i]``, a seeded single cycle, so no line keeps its own target.
         Pairs that are almost surely not translations, scored against the same neighbourhoods: the
