@@ -102,3 +102,57 @@ def test_cli_baseline_and_its_errors(pairs: Path, tmp_path: Path, capsys) -> Non
     assert (tmp_path / "b.tsv").read_text() == "cosine\n"  # a batch of one pair has no re-pairing
     with pytest.raises(InputError, match="also the score file"):
         score_file([str(one)], tmp_path / "o.tsv", None, settings_of(5), baseline=tmp_path / "o.tsv")  # type: ignore[arg-type]
+
+
+def test_clean_share_over_shards_equals_the_estimate_on_the_whole(pairs: Path, tmp_path: Path, capsys) -> None:
+    """Two shards' score files and baselines: marginmine clean-share's numbers are the estimator's on
+    the concatenated scores (cleanshare, arrays), its curve is monotone, and its errors name the cause."""
+    from marginmine.scoring.cleanshare import ScoreCounts, clean_share, largest_n_at
+
+    lines = pairs.read_text(encoding="utf-8").splitlines(keepends=True)
+    files = {}
+    for k, part in enumerate((lines[:1200], lines[1200:])):
+        shard = tmp_path / f"shard{k}.tsv"
+        shard.write_text("".join(part), encoding="utf-8")
+        files[k] = (tmp_path / f"shard{k}.scores.tsv.gz", tmp_path / f"shard{k}.noise.tsv.gz")
+        score_file([str(shard)], files[k][0], emb(), settings_of(700), baseline=files[k][1])
+    out = {x: tmp_path / f"cs.{x}" for x in ("tsv", "md", "curve.tsv", "png")}
+    args = ["clean-share", "--scores", str(files[0][0]), str(files[1][0]), "--baselines", str(files[0][1]),
+            str(files[1][1]), "--names", "ratio", "cosine", "--sizes", "500", "1k", "--thresholds", "ratio=1.05",
+            "--tsv", str(out["tsv"]), "--md", str(out["md"]), "--curve", str(out["curve.tsv"]), "--png", str(out["png"])]
+    assert main(args) == 0
+    rows = [ln.split("\t") for ln in out["tsv"].read_text().splitlines()]
+    head, rows = rows[0], [dict(zip(rows[0], r)) for r in rows[1:]]
+    assert [(r["scorer"], r["by"], r["at"]) for r in rows] == [
+        ("ratio", "N", "500"), ("ratio", "N", "1k"), ("ratio", "threshold", "1.05"), ("ratio", "target", "90%"),
+        ("ratio", "target", "50%"), ("cosine", "N", "500"), ("cosine", "N", "1k"), ("cosine", "target", "90%"),
+        ("cosine", "target", "50%")]
+    for name in ("ratio", "cosine"):
+        s = np.concatenate([read_scores(files[k][0], name) for k in (0, 1)])
+        b = np.concatenate([read_scores(files[k][1], name) for k in (0, 1)])
+        est = clean_share(s, b, [500, 1000])
+        mine = [r for r in rows if r["scorer"] == name]
+        assert [float(r["est_clean_share"]) for r in mine[:2]] == pytest.approx(est.shares, abs=1e-6)
+        assert float(mine[0]["noise_share"]) == pytest.approx(est.pi0, abs=1e-6)
+        n90 = largest_n_at(s, b, 0.9)
+        assert int(mine[-2]["kept"]) == n90 and float(mine[-2]["est_clean_share"]) >= 0.9
+        # the threshold row keeps what the scores say
+        assert ScoreCounts.of(s).n == 2010
+    t = next(r for r in rows if r["by"] == "threshold")
+    ratio = np.concatenate([read_scores(files[k][0], "ratio") for k in (0, 1)])
+    assert int(t["kept"]) == int((ratio >= 1.05).sum())
+    curve = [ln.split("\t") for ln in out["curve.tsv"].read_text().splitlines()[1:]]
+    kept = [int(c[2]) for c in curve if c[0] == "ratio"]
+    assert kept == sorted(kept, reverse=True) and kept[0] == 2010 and len(kept) > 50
+    assert out["png"].stat().st_size > 10_000 and "Storey" in out["md"].read_text()
+    # errors: a baseline of other columns, an unknown scorer, mismatched groups
+    assert main(args[:2] + [str(files[0][0])] + ["--baselines", str(files[0][0].with_suffix(".x"))]
+                + ["--tsv", str(tmp_path / "e.tsv"), "--md", str(tmp_path / "e.md")]) == 2
+    assert main(["clean-share", "--scores", str(files[0][0]), "--baselines", str(files[0][1]), "--names", "bleu",
+                 "--tsv", str(tmp_path / "e.tsv"), "--md", str(tmp_path / "e.md")]) == 2
+    assert "no score column bleu" in capsys.readouterr().err
+    assert main(["clean-share", "--scores", str(files[0][0]), "--baselines", str(files[0][1]), str(files[1][1]),
+                 "--tsv", str(tmp_path / "e.tsv"), "--md", str(tmp_path / "e.md")]) == 2
+    assert "2 file(s) for 1 score files" in capsys.readouterr().err
+    assert main(["clean-share", "--scores", str(files[0][0]), "--baselines", str(files[0][1]),
+                 "--tsv", str(files[0][1]), "--md", str(tmp_path / "e.md")]) == 2  # would overwrite its input

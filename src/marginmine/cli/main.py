@@ -334,6 +334,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     register_report(sub, _HANDLERS)
 
+    from marginmine.cli.cleanshare import register as register_clean_share
+
+    register_clean_share(sub, _HANDLERS)
+
     for stage, issue in PLANNED.items():
         p = sub.add_parser(stage, help=f"(not implemented yet: issue #{issue})")
         p.add_argument("rest", nargs=argparse.REMAINDER)

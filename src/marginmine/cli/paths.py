@@ -117,10 +117,12 @@ PATHS: dict[str, tuple[tuple[tuple[str, str], ...], tuple[Derived, ...]]] = {
     "eval-encoder": ((("encoder", "indir"), ("output", "out")), ()),
     "encoder-report": ((("inputs", "in"), ("votes", "in"), ("tsv", "out"), ("md", "out")), ()),
     "score": ((("input", "in"), ("encoder", "indir"), ("src_embeddings", "in"), ("tgt_embeddings", "in"),
-               ("src_translated", "in"), ("tgt_translated", "in"), ("output", "out")), ()),
+               ("src_translated", "in"), ("tgt_translated", "in"), ("output", "out"), ("baseline", "out")), ()),
     "mine": ((("src", "in"), ("tgt", "in"), ("encoder", "indir"), ("output", "out"), ("ledger", "out")),
              (_ledger_tsv("ledger"),)),
     "select": ((("pairs", "in"), ("scores", "in"), ("output", "out"), ("report", "out")), ()),
+    "clean-share": ((("scores", "in"), ("baselines", "in"), ("tsv", "out"), ("md", "out"), ("curve", "out"),
+                     ("png", "out")), ()),
     "export-filtered": ((("selection", "in"), ("tsv", "out"), ("src", "out"), ("tgt", "out")), ()),
     "composition": ((("labels", "in"), ("selections", "in"), ("pairs", "in"), ("scores", "in"), ("tsv", "out"),
                      ("md", "out"), ("density_tsv", "out")), ()),
@@ -161,8 +163,8 @@ _NAMED_CSV = {"vote-report": ("set",)}
 def _values(value: object) -> list[str]:
     if value is None or value is False:
         return []
-    if isinstance(value, (list, tuple)):
-        return [str(v) for v in value if v]
+    if isinstance(value, (list, tuple)):  # flag repeated with nargs (action="append"): lists of lists
+        return [x for v in value for x in (_values(v) if isinstance(v, (list, tuple)) else [str(v)] if v else [])]
     return [str(value)]
 
 

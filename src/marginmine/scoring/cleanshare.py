@@ -19,6 +19,10 @@ Where the assumptions fail, the direction is known: true pairs below ``lam`` rai
 clean share comes out too low); noise that scores above random re-pairings - near-duplicates of a
 translation, partial translations, misalignments between related sentences - is not counted in the
 top N (too high). The estimate is checked against labels where a corpus has them.
+
+Scores are held as :class:`ScoreCounts` (their distinct values and counts), so a corpus of any size
+is summarised in memory bounded by its distinct scores: score files hold six decimals, so a margin
+score between 0 and 2 has at most two million distinct values, whatever the corpus' size.
 """
 
 from __future__ import annotations
@@ -40,60 +44,97 @@ class CleanShare:
     shares: tuple[float, ...]
 
 
-def _sorted_finite(values: np.ndarray, what: str) -> np.ndarray:
-    v = np.asarray(values, dtype=np.float64)
-    if v.ndim != 1 or not len(v):
-        raise ValueError(f"{what}: a non-empty 1-d array of scores is needed")
-    if not np.all(np.isfinite(v)):
-        raise ValueError(f"{what}: scores must be finite")
-    return np.sort(v)
+@dataclass(frozen=True)
+class ScoreCounts:
+    """A score distribution: its sorted distinct ``values`` (float64) and their ``counts``."""
+
+    values: np.ndarray
+    counts: np.ndarray
+
+    @classmethod
+    def of(cls, scores: "np.ndarray | ScoreCounts", what: str = "scores") -> "ScoreCounts":
+        """The distribution of ``scores`` (finite, 1-d; an empty one is refused)."""
+        if isinstance(scores, ScoreCounts):
+            return scores
+        v = np.asarray(scores, dtype=np.float64)
+        if v.ndim != 1 or not len(v):
+            raise ValueError(f"{what}: a non-empty 1-d array of scores is needed")
+        if not np.all(np.isfinite(v)):
+            raise ValueError(f"{what}: scores must be finite")
+        values, counts = np.unique(v, return_counts=True)
+        return cls(values, counts.astype(np.int64))
+
+    def merged(self, other: "ScoreCounts") -> "ScoreCounts":
+        """One distribution of both."""
+        values, inverse = np.unique(np.concatenate([self.values, other.values]), return_inverse=True)
+        counts = np.zeros(len(values), dtype=np.int64)
+        np.add.at(counts, inverse, np.concatenate([self.counts, other.counts]))
+        return ScoreCounts(values, counts)
+
+    @property
+    def n(self) -> int:
+        return int(self.counts.sum())
+
+    def below(self, t: "float | np.ndarray") -> "int | np.ndarray":
+        """How many scores are below ``t`` (each of ``t``)."""
+        cum = np.concatenate([[0], np.cumsum(self.counts)])
+        return cum[np.searchsorted(self.values, t, side="left")]
+
+    def at_least(self, t: "float | np.ndarray") -> "int | np.ndarray":
+        """How many scores are ``t`` or more."""
+        return self.n - self.below(t)
+
+    def lowest_of_top(self, n: int) -> float:
+        """The lowest score of the top ``n`` (1 <= n <= the count)."""
+        if not 1 <= n <= self.n:
+            raise ValueError(f"N = {n}: outside 1..{self.n} (the scored pairs)")
+        from_top = np.cumsum(self.counts[::-1])
+        return float(self.values[::-1][np.searchsorted(from_top, n, side="left")])
 
 
-def noise_share(scores: np.ndarray, baseline: np.ndarray, lam: float | None = None) -> tuple[float, float]:
+def noise_share(scores: "np.ndarray | ScoreCounts", baseline: "np.ndarray | ScoreCounts",
+                lam: float | None = None) -> tuple[float, float]:
     """``(pi0, lam)``: the estimated share of noise among ``scores`` (module docstring), with
     ``lam`` the baseline's median unless given."""
-    return _noise_share(_sorted_finite(scores, "scores"), _sorted_finite(baseline, "baseline"), lam)
-
-
-def _noise_share(s: np.ndarray, b: np.ndarray, lam: float | None) -> tuple[float, float]:
-    """:func:`noise_share` of sorted finite scores ``s`` and baseline ``b``."""
-    lam = float(np.median(b)) if lam is None else float(lam)
-    below_baseline = np.searchsorted(b, lam, side="left") / len(b)
+    s, b = ScoreCounts.of(scores, "scores"), ScoreCounts.of(baseline, "baseline")
+    if lam is None:
+        cum = np.cumsum(b.counts)  # the median: the middle value, or the mean of the two middle ones
+        lo = b.values[np.searchsorted(cum, (b.n - 1) // 2 + 1, side="left")]
+        hi = b.values[np.searchsorted(cum, b.n // 2 + 1, side="left")]
+        lam = (float(lo) + float(hi)) / 2
+    below_baseline = b.below(float(lam)) / b.n
     if below_baseline == 0:
-        return 1.0, lam
-    pi0 = np.searchsorted(s, lam, side="left") / (len(s) * below_baseline)
-    return float(min(1.0, pi0)), lam
+        return 1.0, float(lam)
+    return float(min(1.0, s.below(float(lam)) / (s.n * below_baseline))), float(lam)
 
 
-def clean_share(scores: np.ndarray, baseline: np.ndarray, ns: Sequence[int], lam: float | None = None) -> CleanShare:
+def share_at(s: ScoreCounts, b: ScoreCounts, pi0: float, t: "float | np.ndarray") -> "float | np.ndarray":
+    """The estimated clean share of the pairs scoring ``t`` or more (of each ``t``; 0 where none)."""
+    kept = s.at_least(t)
+    noise = pi0 * s.n * b.at_least(t) / b.n
+    share = np.maximum(0.0, 1.0 - noise / np.maximum(kept, 1))
+    return np.where(kept > 0, share, 0.0) if np.ndim(t) else (float(share) if kept > 0 else 0.0)
+
+
+def clean_share(scores: "np.ndarray | ScoreCounts", baseline: "np.ndarray | ScoreCounts", ns: Sequence[int],
+                lam: float | None = None) -> CleanShare:
     """The estimated clean share of the top N of ``scores`` for each N of ``ns`` (1 <= N <=
-    len(scores)), from the noise ``baseline`` (module docstring)."""
-    s = _sorted_finite(scores, "scores")
-    b = _sorted_finite(baseline, "baseline")
-    pi0, lam = _noise_share(s, b, lam)
-    shares = []
-    for n in ns:
-        if not 1 <= n <= len(s):
-            raise ValueError(f"N = {n}: outside 1..{len(s)} (the scored pairs)")
-        t = s[len(s) - n]  # the top N's lowest score; pairs tied with it count as the top
-        at_or_above = len(s) - np.searchsorted(s, t, side="left")
-        above = (len(b) - np.searchsorted(b, t, side="left")) / len(b)
-        shares.append(float(max(0.0, 1.0 - pi0 * len(s) * above / at_or_above)))
-    return CleanShare(pi0, lam, tuple(int(n) for n in ns), tuple(shares))
+    len(scores)), from the noise ``baseline`` (module docstring); the pairs tied with the top N's
+    lowest score count as the top N."""
+    s, b = ScoreCounts.of(scores, "scores"), ScoreCounts.of(baseline, "baseline")
+    pi0, lam = noise_share(s, b, lam)
+    shares = tuple(float(share_at(s, b, pi0, s.lowest_of_top(int(n)))) for n in ns)
+    return CleanShare(pi0, lam, tuple(int(n) for n in ns), shares)
 
 
-def largest_n_at(scores: np.ndarray, baseline: np.ndarray, target: float, lam: float | None = None) -> int:
+def largest_n_at(scores: "np.ndarray | ScoreCounts", baseline: "np.ndarray | ScoreCounts", target: float,
+                 lam: float | None = None) -> int:
     """The largest N whose top N has an estimated clean share (:func:`clean_share`) of at least
     ``target`` (0 < target <= 1; 0 if no N has it)."""
     if not 0 < target <= 1:
         raise ValueError(f"target {target}: a share in (0, 1]")
-    s = _sorted_finite(scores, "scores")
-    b = _sorted_finite(baseline, "baseline")
-    pi0, _ = _noise_share(s, b, lam)
-    n = np.arange(1, len(s) + 1)
-    t = s[::-1]  # t[n - 1]: the top n's lowest score
-    at_or_above = len(s) - np.searchsorted(s, t, side="left")
-    above = (len(b) - np.searchsorted(b, t, side="left")) / len(b)
-    share = np.maximum(0.0, 1.0 - pi0 * len(s) * above / at_or_above)
-    ok = np.flatnonzero(share >= target)
-    return int(n[ok[-1]]) if len(ok) else 0
+    s, b = ScoreCounts.of(scores, "scores"), ScoreCounts.of(baseline, "baseline")
+    pi0, _ = noise_share(s, b, lam)
+    # every N whose lowest score is t has the share of t; the largest of them counts every tie of t
+    ok = share_at(s, b, pi0, s.values) >= target
+    return int(s.at_least(s.values)[ok].max()) if ok.any() else 0

@@ -1,0 +1,183 @@
+"""How many pairs to keep: each scorer's estimated clean share (:mod:`marginmine.scoring.cleanshare`)
+over a whole corpus, from its score files and the noise baselines written beside them
+(``marginmine score --baseline``), as tables and a retained-count curve.
+
+For every scorer: the estimated noise share of the corpus, the estimated clean share of the top N
+at each configured N and of the pairs at or above each configured threshold, and the largest N
+whose estimated clean share is at least each target (90%, 50%); the curve gives, at thresholds
+spread over the corpus' scores, how many pairs a threshold keeps, how many of them the baseline
+says are noise, and the estimated clean share. Memory: the distinct scores of one column at a time
+(:class:`marginmine.scoring.cleanshare.ScoreCounts`), read one shard at a time.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from marginmine.errors import InputError, MarginmineError
+from marginmine.io.safe import write_text
+from marginmine.scoring.cleanshare import ScoreCounts, largest_n_at, noise_share, share_at
+from marginmine.scoring.files import read_score_names, read_scores
+
+log = logging.getLogger(__name__)
+
+#: the estimated clean shares whose largest N the tables give
+TARGETS = (0.9, 0.5)
+#: thresholds of the retained-count curve (quantiles of the corpus' scores)
+CURVE_POINTS = 101
+
+
+def read_counts(files: Sequence[str | Path], name: str) -> ScoreCounts | None:
+    """The distribution of column ``name`` over ``files`` (one shard at a time; empty shards add
+    nothing; ``None`` if every file is empty)."""
+    total: ScoreCounts | None = None
+    for f in files:
+        values = read_scores(f, name)
+        if len(values):
+            part = ScoreCounts.of(values, str(f))
+            total = part if total is None else total.merged(part)
+    return total
+
+
+def scorer_columns(groups: Sequence[Sequence[str | Path]], baselines: Sequence[Sequence[str | Path]],
+                   names: Sequence[str] = ()) -> dict[str, tuple[list[str], list[str]]]:
+    """``{scorer: (score files, baseline files)}`` from groups of shard files (one group per
+    encoder, shard order) and their baselines; ``names`` (if given) chooses and orders the scorers."""
+    if len(groups) != len(baselines):
+        raise MarginmineError(f"{len(groups)} group(s) of score files but {len(baselines)} of baselines: give "
+                              "one baseline group per score group, in the same order")
+    out: dict[str, tuple[list[str], list[str]]] = {}
+    for files, noise in zip(groups, baselines):
+        if len(files) != len(noise):
+            raise MarginmineError(f"--baselines {noise[0] if noise else ''} ...: {len(noise)} file(s) for "
+                                  f"{len(files)} score files (one baseline per score file, same order)")
+        if not files:
+            continue
+        cols = read_score_names(files[0])
+        for f, b in zip(files, noise):
+            if read_score_names(b) != cols:
+                raise InputError(str(b), f"names the columns {read_score_names(b)}, its score file {f} {cols}",
+                                 line=1, hint="score the shard again with --baseline (the two are written together)")
+        for c in cols:
+            out.setdefault(c, ([str(f) for f in files], [str(b) for b in noise]))
+    if names:
+        missing = [n for n in names if n not in out]
+        if missing:
+            raise MarginmineError(f"no score column {', '.join(missing)} in the score files (their columns: "
+                                  f"{', '.join(out)})")
+        out = {n: out[n] for n in names}
+    return out
+
+
+@dataclass(frozen=True)
+class ScorerEstimate:
+    """One scorer's estimates: ``rows`` for the summary table, ``curve`` for the retained-count curve."""
+
+    name: str
+    rows: list[dict[str, object]]
+    curve: list[dict[str, object]]
+
+
+def estimate(name: str, s: ScoreCounts, b: ScoreCounts, sizes: Mapping[str, int],
+             thresholds: Sequence[float] = (), targets: Sequence[float] = TARGETS,
+             points: int = CURVE_POINTS) -> ScorerEstimate:
+    """The summary rows (one per N, threshold and target) and the curve of one scorer."""
+    pi0, lam = noise_share(s, b)
+    common = {"scorer": name, "pairs": s.n, "baseline_pairs": b.n, "noise_share": pi0, "lambda": lam}
+    rows: list[dict[str, object]] = []
+
+    def row(kind: str, label: str, t: float) -> dict[str, object]:
+        kept = int(s.at_least(t))
+        return {**common, "by": kind, "at": label, "threshold": t, "kept": kept,
+                "est_clean_share": float(share_at(s, b, pi0, t)), "est_clean_pairs": None}
+
+    for label, n in sizes.items():
+        if n > s.n:
+            log.warning("%s: N = %s is above the %d scored pairs: not estimated", name, label, s.n)
+            continue
+        rows.append(row("N", label, s.lowest_of_top(n)))
+    for t in thresholds:
+        rows.append(row("threshold", f"{t:g}", float(t)))
+    for target in targets:
+        n = largest_n_at(s, b, target)
+        r = row("target", f"{target:.0%}", s.lowest_of_top(n)) if n else {
+            **common, "by": "target", "at": f"{target:.0%}", "threshold": None, "kept": 0,
+            "est_clean_share": None, "est_clean_pairs": None}
+        rows.append(r)
+    for r in rows:
+        if r["est_clean_share"] is not None:
+            r["est_clean_pairs"] = int(round(float(r["est_clean_share"]) * int(r["kept"])))  # type: ignore[arg-type]
+    curve = []
+    cum = np.cumsum(s.counts)
+    qs = np.linspace(0, 1, points)
+    ts = np.unique(s.values[np.minimum(np.searchsorted(cum, np.ceil(qs * s.n), side="left"), len(s.values) - 1)])
+    for t in ts:
+        kept = int(s.at_least(t))
+        noise = pi0 * s.n * int(b.at_least(t)) / b.n
+        curve.append({"scorer": name, "threshold": float(t), "kept": kept,
+                      "baseline_at_or_above": float(b.at_least(t) / b.n), "est_noise_kept": noise,
+                      "est_clean_share": float(share_at(s, b, pi0, float(t)))})
+    return ScorerEstimate(name, rows, curve)
+
+
+def _fmt(v: object) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, float):
+        return f"{v:.6f}" if abs(v) < 1e3 else f"{v:.1f}"
+    return str(v)
+
+
+def write_tsv(rows: Sequence[Mapping[str, object]], path: str | Path) -> None:
+    fields = list(rows[0]) if rows else []
+    write_text(path, "\n".join(["\t".join(fields)] + ["\t".join(_fmt(r[f]) for f in fields) for r in rows]) + "\n")
+
+
+def summary_md(estimates: Sequence[ScorerEstimate], title: str) -> str:
+    """The Markdown table of the summary rows, with the estimator's assumptions stated."""
+    lines = [f"# {title}", "",
+             "Estimated share of true translations among the pairs a scorer keeps, from a noise baseline: every "
+             "scoring batch re-paired at random (seeded) and scored by the same scorer against the same "
+             "neighbourhoods. Estimator: Storey's pi0 with lambda = the baseline's median. Assumptions: the "
+             "corpus' noise scores like random re-pairings, and no true pair scores below lambda. Noise that "
+             "scores above random re-pairings (near-translations, misalignments of related sentences, "
+             "near-duplicates) is not seen, so the estimate is an upper bound where such noise exists; true "
+             "pairs below lambda make it too low. `target` rows: the largest N whose estimate reaches the "
+             "share. docs/choosing-n.md explains the columns.", "",
+             "| scorer | pairs | est. noise share | by | at | threshold | kept | est. clean share | est. clean pairs |",
+             "|---|---:|---:|---|---|---:|---:|---:|---:|"]
+    for e in estimates:
+        for r in e.rows:
+            share = "" if r["est_clean_share"] is None else f"{float(r['est_clean_share']):.1%}"  # type: ignore[arg-type]
+            t = "" if r["threshold"] is None else f"{float(r['threshold']):.4f}"  # type: ignore[arg-type]
+            ncl = "" if r["est_clean_pairs"] is None else f"{int(r['est_clean_pairs']):,}"  # type: ignore[call-overload]
+            lines.append(f"| {r['scorer']} | {int(r['pairs']):,} | {float(r['noise_share']):.1%} | {r['by']} | "  # type: ignore[call-overload, arg-type]
+                         f"{r['at']} | {t} | {int(r['kept']):,} | {share} | {ncl} |")  # type: ignore[call-overload]
+    return "\n".join(lines) + "\n"
+
+
+def clean_share_report(columns: Mapping[str, tuple[Sequence[str], Sequence[str]]], sizes: Mapping[str, int],
+                       thresholds: Mapping[str, Sequence[float]], tsv: str | Path, md: str | Path,
+                       curve: str | Path | None = None, title: str = "",
+                       targets: Sequence[float] = TARGETS) -> list[ScorerEstimate]:
+    """Every scorer's estimates (:func:`estimate`) written as TSV + Markdown, the curve as TSV
+    (:func:`marginmine.report.curves.plot_curves` draws it)."""
+    out = []
+    for name, (files, noise) in columns.items():
+        s, b = read_counts(files, name), read_counts(noise, name)
+        if s is None or b is None:
+            raise InputError(str(files[0]), f"no {'scores' if s is None else 'baseline scores'} of {name} in "
+                             f"{len(files)} file(s)", hint="the corpus has fewer than two pairs per batch")
+        out.append(estimate(name, s, b, sizes, thresholds.get(name, ()), targets))
+        log.info("%s: %d pairs, %d baseline pairs, estimated noise share %.3f", name, s.n, b.n,
+                 out[-1].rows[0]["noise_share"])
+    write_tsv([r for e in out for r in e.rows], tsv)
+    write_text(md, summary_md(out, title or "Estimated clean share by N and threshold"))
+    if curve is not None:
+        write_tsv([c for e in out for c in e.curve], curve)
+    return out
