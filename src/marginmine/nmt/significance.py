@@ -10,6 +10,11 @@ Contract
   sufficient statistics (hypothesis and reference length, matched and total n-grams, n = 1..4,
   from sacreBLEU itself); a corpus score is the BLEU of summed statistics (:func:`bleu_from_stats`),
   equal to ``sacrebleu.corpus_bleu`` on the same lines (tested to 1e-6).
+* chrF is sacreBLEU's ``CHRF()`` (chrF2: character order 6, word order 0, beta 2), also a score of
+  summed per-sentence statistics; the test is the same for any :class:`~marginmine.nmt.metrics.Metric`
+  (``metric=``), and with the same settings every metric sees the same resampled rounds (the draws
+  depend on the numbers of seeds and sentences only), so BLEU's and chrF's tests of one pair of
+  methods resample the same test sets and seeds.
 * :func:`summarize_seeds`: mean and sample standard deviation (n - 1) over seeds; the sd of a single
   seed is ``None`` (undefined, never shown as 0).
 * :func:`seed_bootstrap`: method A vs B on one test set, each with one hypothesis file per seed.
@@ -53,13 +58,13 @@ from typing import TYPE_CHECKING
 
 from marginmine.errors import InputError, MarginmineError
 from marginmine.io.text import read_lines
+# NGRAM, STAT_COLUMNS, bleu_from_stats and sentence_stats are imported from here too (their old home)
+from marginmine.nmt.metrics import (BLEU_METRIC, CHRF_METRIC, NGRAM, STAT_COLUMNS, Metric,  # noqa: F401
+                                    bleu_from_stats, sentence_stats)
 
 if TYPE_CHECKING:
     import numpy as np
 
-#: columns of a statistics row: hyp_len, ref_len, correct_1..4, total_1..4 (sacreBLEU's order)
-NGRAM = 4
-STAT_COLUMNS = 2 + 2 * NGRAM
 _CHUNK = 100  # resamples per matrix product (memory: _CHUNK x sentences weights)
 
 
@@ -94,12 +99,6 @@ def validate_seeds(seeds: Sequence[int], what: str = "nmt.seeds") -> tuple[int, 
     return tuple(seeds)
 
 
-def _bleu_metric():  # noqa: ANN202 - sacrebleu is imported lazily
-    from sacrebleu.metrics import BLEU
-
-    return BLEU()
-
-
 def read_hypotheses(hyp_file: str | Path, n_ref: int, ref_file: str | Path) -> list[str]:
     """The lines of ``hyp_file``; refused if it is missing or its line count differs from ``n_ref``."""
     p = Path(hyp_file)
@@ -123,39 +122,10 @@ def read_reference(ref_file: str | Path) -> list[str]:
     return refs
 
 
-def sentence_stats(hyps: Sequence[str], refs: Sequence[str]) -> np.ndarray:
-    """Per-sentence sacreBLEU statistics, shape ``(len(refs), STAT_COLUMNS)``, int64."""
-    import numpy as np
-
-    if len(hyps) != len(refs):
-        raise MarginmineError(f"{len(hyps)} hypotheses for {len(refs)} references")
-    rows = _bleu_metric()._extract_corpus_statistics(list(hyps), [list(refs)])
-    return np.asarray(rows, dtype=np.int64).reshape(len(refs), STAT_COLUMNS)
-
-
 def file_stats(hyp_file: str | Path, ref_file: str | Path, refs: Sequence[str] | None = None) -> np.ndarray:
     """:func:`sentence_stats` of a hypothesis file against a reference file (checked line counts)."""
     refs = read_reference(ref_file) if refs is None else refs
     return sentence_stats(read_hypotheses(hyp_file, len(refs), ref_file), refs)
-
-
-def bleu_from_stats(stats: np.ndarray) -> np.ndarray:
-    """Corpus BLEU (0-100) of summed statistics, vectorised over leading axes: ``(..., STAT_COLUMNS)``
-    gives ``(...)``. Exactly sacreBLEU's ``compute_bleu`` with ``exp`` smoothing, no effective order."""
-    import numpy as np
-
-    s = np.asarray(stats, dtype=np.float64)
-    sys_len, ref_len = s[..., 0], s[..., 1]
-    correct, total = s[..., 2:2 + NGRAM], s[..., 2 + NGRAM:2 + 2 * NGRAM]
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        bp = np.where(sys_len >= ref_len, 1.0, np.where(sys_len > 0, np.exp(1 - ref_len / sys_len), 0.0))
-        zero = correct == 0
-        halvings = np.cumsum(zero, axis=-1)  # 'exp' smoothing: 1/2, 1/4, ... of a match per empty order
-        prec = np.where(zero, 100.0 / (2.0 ** halvings * total), 100.0 * correct / total)
-        logp = np.log(np.where(total > 0, prec, 1.0)).mean(axis=-1)
-        score = bp * np.exp(logp)
-    dead = (total == 0).any(axis=-1) | zero.all(axis=-1)  # sacreBLEU: log(0) -> score 0
-    return np.where(dead, 0.0, score)
 
 
 @dataclass(frozen=True)
@@ -179,9 +149,9 @@ def summarize_seeds(bleu_by_seed: Mapping[int, float]) -> SeedSummary:
 
 @dataclass(frozen=True)
 class SignificanceResult:
-    bleu_a: float  # mean over A's seeds of its corpus BLEU on the full test set
-    bleu_b: float
-    diff: float  # bleu_a - bleu_b
+    score_a: float  # mean over A's seeds of its corpus score (BLEU, chrF: ``metric``) on the full test set
+    score_b: float
+    diff: float  # score_a - score_b
     low: float  # percentile interval of the difference at settings.confidence
     high: float
     p_value: float  # two-sided, H0: no difference
@@ -191,10 +161,24 @@ class SignificanceResult:
     resamples: int
     levels: str  # "seeds+sentences" or "sentences"
     note: str = ""
+    metric: str = "BLEU"  # Metric.name
+
+    @property
+    def bleu_a(self) -> float:  # the names of the BLEU-only result
+        return self._bleu(self.score_a)
+
+    @property
+    def bleu_b(self) -> float:
+        return self._bleu(self.score_b)
+
+    def _bleu(self, value: float) -> float:
+        if self.metric != "BLEU":
+            raise AttributeError(f"a {self.metric} test has no BLEU: use score_a/score_b")
+        return value
 
 
 def _seed_means(scores: np.ndarray, picks: np.ndarray | None, correction: bool) -> np.ndarray:
-    """Per round, the mean BLEU of the drawn seeds (``scores``: rounds x seeds)."""
+    """Per round, the mean score of the drawn seeds (``scores``: rounds x seeds)."""
     import numpy as np
 
     full = scores.mean(axis=1)
@@ -207,15 +191,17 @@ def _seed_means(scores: np.ndarray, picks: np.ndarray | None, correction: bool) 
 
 
 def seed_bootstrap_stats(stats_a: np.ndarray, stats_b: np.ndarray,
-                         settings: SignificanceSettings = SignificanceSettings()) -> SignificanceResult:
-    """The two-level paired bootstrap on precomputed statistics ``(seeds, sentences, STAT_COLUMNS)``."""
+                         settings: SignificanceSettings = SignificanceSettings(),
+                         metric: Metric = BLEU_METRIC) -> SignificanceResult:
+    """The two-level paired bootstrap on precomputed statistics ``(seeds, sentences, metric.columns)``
+    (BLEU's by default). The draws depend on ``settings`` and the shapes only, never on the metric."""
     import numpy as np
 
     a, b = np.asarray(stats_a), np.asarray(stats_b)
     for name, x in (("A", a), ("B", b)):
-        if x.ndim != 3 or x.shape[2] != STAT_COLUMNS:
-            raise MarginmineError(f"method {name}: statistics must be seeds x sentences x {STAT_COLUMNS}, "
-                                  f"got shape {x.shape}")
+        if x.ndim != 3 or x.shape[2] != metric.columns:
+            raise MarginmineError(f"method {name}: {metric.name} statistics must be seeds x sentences x "
+                                  f"{metric.columns}, got shape {x.shape}")
         if x.shape[0] == 0:
             raise MarginmineError(f"method {name} has no seeds: nothing to compare")
     n = a.shape[1]
@@ -224,8 +210,8 @@ def seed_bootstrap_stats(stats_a: np.ndarray, stats_b: np.ndarray,
     sa, sb = a.shape[0], b.shape[0]
     # sentences x (seeds * columns): one matrix product sums every seed's statistics per resample
     both = np.concatenate([a, b]).astype(np.float64).transpose(1, 0, 2).reshape(n, -1)
-    observed = bleu_from_stats(both.sum(axis=0).reshape(sa + sb, STAT_COLUMNS))
-    bleu_a, bleu_b = float(observed[:sa].mean()), float(observed[sa:].mean())
+    observed = metric.score(both.sum(axis=0).reshape(sa + sb, metric.columns))
+    score_a, score_b = float(observed[:sa].mean()), float(observed[sa:].mean())
     rng = np.random.default_rng(settings.seed)
     r_total = settings.resamples
     picks_a = rng.integers(0, sa, size=(r_total, sa)) if settings.resample_seeds else None
@@ -235,13 +221,13 @@ def seed_bootstrap_stats(stats_a: np.ndarray, stats_b: np.ndarray,
         r = min(_CHUNK, r_total - start)
         idx = rng.integers(0, n, size=(r, n)) + (np.arange(r) * n)[:, None]
         weights = np.bincount(idx.ravel(), minlength=r * n).reshape(r, n).astype(np.float64)
-        scores = bleu_from_stats((weights @ both).reshape(r, sa + sb, STAT_COLUMNS))  # rounds x seeds
+        scores = metric.score((weights @ both).reshape(r, sa + sb, metric.columns))  # rounds x seeds
         sl = slice(start, start + r)
         fix = settings.seed_correction
         mean_a = _seed_means(scores[:, :sa], None if picks_a is None else picks_a[sl], fix)
         mean_b = _seed_means(scores[:, sa:], None if picks_b is None else picks_b[sl], fix)
         diffs[sl] = mean_a - mean_b
-    d_obs = bleu_a - bleu_b
+    d_obs = score_a - score_b
     alpha = 1 - settings.confidence
     low, high = np.quantile(diffs, [alpha / 2, 1 - alpha / 2])
     extreme = int(np.count_nonzero(np.abs(diffs - diffs.mean()) >= abs(d_obs) - 1e-9))
@@ -254,12 +240,13 @@ def seed_bootstrap_stats(stats_a: np.ndarray, stats_b: np.ndarray,
             notes.append(f"method {' and '.join(single)} has one seed: its seed variance is not seen")
         if 2 in (sa, sb):
             notes.append("two seeds: seed variance rests on one degree of freedom")
-    return SignificanceResult(bleu_a, bleu_b, d_obs, float(low), float(high), float(min(p, 1.0)), sa, sb, n,
-                              r_total, levels, "; ".join(notes))
+    return SignificanceResult(score_a, score_b, d_obs, float(low), float(high), float(min(p, 1.0)), sa, sb, n,
+                              r_total, levels, "; ".join(notes), metric.name)
 
 
 def seed_bootstrap(hyps_a: Mapping[int, str | Path], hyps_b: Mapping[int, str | Path], ref_file: str | Path,
-                   settings: SignificanceSettings = SignificanceSettings()) -> SignificanceResult:
+                   settings: SignificanceSettings = SignificanceSettings(),
+                   metric: Metric = BLEU_METRIC) -> SignificanceResult:
     """Method A vs B on one test set: ``{seed: hypothesis file}`` per method and the reference file."""
     import numpy as np
 
@@ -269,8 +256,8 @@ def seed_bootstrap(hyps_a: Mapping[int, str | Path], hyps_b: Mapping[int, str | 
     refs = read_reference(ref_file)
     # every file is checked before any is scored: a bad file fails at once
     lines = [[read_hypotheses(h[s], len(refs), ref_file) for s in sorted(h)] for h in (hyps_a, hyps_b)]
-    stats = [np.stack([sentence_stats(x, refs) for x in method]) for method in lines]
-    return seed_bootstrap_stats(stats[0], stats[1], settings)
+    stats = [np.stack([metric.extract(x, refs) for x in method]) for method in lines]
+    return seed_bootstrap_stats(stats[0], stats[1], settings, metric)
 
 
 @dataclass(frozen=True)
@@ -293,6 +280,8 @@ class SeedTableRow:
     summary: SeedSummary
     versus: str | None = None  # the headline method this row is tested against (None: it is the headline)
     test: SignificanceResult | None = None
+    chrf: SeedSummary | None = None  # chrF's summary and test, as ``summary`` and ``test`` are BLEU's
+    chrf_test: SignificanceResult | None = None
 
     @property
     def note(self) -> str:
@@ -304,8 +293,10 @@ class SeedTableRow:
 
 def seed_comparison(runs: Iterable[SeedRun], headline: str,
                     settings: SignificanceSettings = SignificanceSettings(),
-                    subsets: Mapping[str, Mapping[str, Sequence[int]]] | None = None) -> list[SeedTableRow]:
-    """Per (test set, N, method): mean, sd and seeds of corpus BLEU, and the two-level bootstrap of the
+                    subsets: Mapping[str, Mapping[str, Sequence[int]]] | None = None,
+                    chrf: bool = True) -> list[SeedTableRow]:
+    """Per (test set, N, method): mean, sd and seeds of corpus BLEU (and chrF unless ``chrf`` is False:
+    ``SeedTableRow.chrf``, ``.chrf_test``, on the same bootstrap rounds), and the two-level bootstrap of the
     method against ``headline`` at the same N on the same test set (none for the headline itself, or
     where the headline has no run at that N); in each test, A is the row's method and B the headline, so
     ``diff`` > 0 means the method beats the headline. Each hypothesis file is read and scored once.
@@ -341,7 +332,9 @@ def seed_comparison(runs: Iterable[SeedRun], headline: str,
     # all files are checked before any is scored
     hyps = {key: [read_hypotheses(by_seed[s].hyp, len(ref_lines[key[0]]), by_seed[s].ref)
                   for s in sorted(by_seed)] for key, by_seed in systems.items()}
-    stats = {key: np.stack([sentence_stats(h, ref_lines[key[0]]) for h in hs]) for key, hs in hyps.items()}
+    metrics = (BLEU_METRIC, CHRF_METRIC) if chrf else (BLEU_METRIC,)
+    stats = {key: [np.stack([m.extract(h, ref_lines[key[0]]) for h in hs]) for m in metrics]
+             for key, hs in hyps.items()}
     for test_set, parts in (subsets or {}).items():
         if test_set not in ref_lines:
             raise MarginmineError(f"subsets of {test_set!r}: no run decoded that test set "
@@ -354,25 +347,28 @@ def seed_comparison(runs: Iterable[SeedRun], headline: str,
                                       f"and be at least one (got {len(idx)} lines)")
             for key in [k for k in stats if k[0] == test_set]:
                 sub = (f"{test_set}/{part}", key[1], key[2])
-                stats[sub] = stats[key][:, idx]
+                stats[sub] = [x[:, idx] for x in stats[key]]
                 systems[sub] = systems[key]
     rows = []
     order = sorted(systems, key=lambda k: (k[0], parse_count(k[1]), k[2] != headline, k[2]))
     for key in order:
         test_set, n, method = key
-        bleu = bleu_from_stats(stats[key].sum(axis=1))
-        summary = summarize_seeds(dict(zip(sorted(systems[key]), map(float, bleu))))
+        seeds = sorted(systems[key])
+        summaries = [summarize_seeds(dict(zip(seeds, map(float, m.score(x.sum(axis=1))))))
+                     for m, x in zip(metrics, stats[key])]
         head = (test_set, n, headline)
-        if method == headline or head not in stats:
-            rows.append(SeedTableRow(method, n, test_set, summary))
-            continue
-        rows.append(SeedTableRow(method, n, test_set, summary, headline,
-                                 seed_bootstrap_stats(stats[key], stats[head], settings)))
+        tested = method != headline and head in stats
+        tests = [seed_bootstrap_stats(x, y, settings, m) if tested else None
+                 for m, x, y in zip(metrics, stats[key], stats.get(head, [None] * len(metrics)))]
+        rows.append(SeedTableRow(method, n, test_set, summaries[0], headline if tested else None, tests[0],
+                                 *(summaries[1:] + tests[1:])))
     return rows
 
 
+#: BLEU's columns (diff, ci_low, ci_high, p_value are BLEU's), then chrF's (empty without chrF), then the note
 SEED_TABLE_HEADER = ("test_set", "method", "N", "n_seeds", "seeds", "bleu_mean", "bleu_sd", "versus",
-                     "diff", "ci_low", "ci_high", "p_value", "note")
+                     "diff", "ci_low", "ci_high", "p_value", "chrf_mean", "chrf_sd", "chrf_diff", "chrf_low",
+                     "chrf_high", "chrf_p", "note")
 
 
 def seed_table_tsv(rows: Sequence[SeedTableRow]) -> str:
@@ -382,10 +378,11 @@ def seed_table_tsv(rows: Sequence[SeedTableRow]) -> str:
 
     lines = ["\t".join(SEED_TABLE_HEADER)]
     for r in rows:
-        t, s = r.test, r.summary
+        t, s, c, ct = r.test, r.summary, r.chrf, r.chrf_test
         cells = [r.test_set, r.method, r.n, str(s.n_seeds), ",".join(map(str, s.seeds)), f(s.mean), f(s.sd),
                  r.versus or "", f(t.diff if t else None), f(t.low if t else None), f(t.high if t else None),
-                 f(t.p_value if t else None, 4),
-                 r.note]
+                 f(t.p_value if t else None, 4), f(c.mean if c else None), f(c.sd if c else None),
+                 f(ct.diff if ct else None), f(ct.low if ct else None), f(ct.high if ct else None),
+                 f(ct.p_value if ct else None, 4), r.note]
         lines.append("\t".join(cells))
     return "\n".join(lines) + "\n"
