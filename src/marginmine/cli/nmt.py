@@ -82,8 +82,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
                             max_len_b=args.max_len_b, decoder=args.decoder)
     for (name, _, ref), hyp, st in zip(sets, hyps, stats):
         results[name] = {**st, **score_bleu(hyp, ref, lang=tgt)}
-        log.info("evaluate: %s sacreBLEU %.2f, tokenised BLEU %.2f", name, results[name]["bleu"],
-                 results[name]["tok_bleu"])
+        log.info("evaluate: %s sacreBLEU %.2f, tokenised BLEU %.2f, chrF %.2f", name, results[name]["bleu"],
+                 results[name]["tok_bleu"], results[name]["chrf"])
     info = manifest["info"]
     p = manifest["params"]
     meta = {"workdir": str(args.workdir), "direction": f"{manifest['src_lang']}-{tgt}", "arch": manifest["arch"],
@@ -100,7 +100,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
                          "max_len_a": args.max_len_a, "max_len_b": args.max_len_b}}
     write_bleu_report(out, results["test"], results.get("dev"),
                       {name: results[name] for name, _, _ in sets if name not in ("test", "dev")}, meta)
-    log.info("evaluate: test sacreBLEU %.2f -> %s", results["test"]["bleu"], out)
+    log.info("evaluate: test sacreBLEU %.2f, chrF %.2f -> %s", results["test"]["bleu"], results["test"]["chrf"], out)
     return 0
 
 

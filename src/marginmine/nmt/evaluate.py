@@ -7,11 +7,13 @@
   ``ctranslate2`` (the default, 2.67x faster end to end: :mod:`marginmine.nmt.ctdecode`) and ``fairseq``
   (one ``fairseq-generate`` call; ``--required-batch-size-multiple 1``: with fairseq's default of 8
   we measured 496 hypotheses for 500 sources).
-* :func:`score_bleu` - detokenised sacreBLEU (13a, mixed case; the number to report) and tokenised
+* :func:`score_bleu` - detokenised sacreBLEU (13a, mixed case; the number to report), tokenised
   BLEU as ``multi-bleu.perl`` computes it (Moses-tokenised hypothesis and reference, case-sensitive,
-  whitespace n-grams, no smoothing).
+  whitespace n-grams, no smoothing), and sacreBLEU's chrF (``CHRF()``: chrF2) with its signature.
 * :func:`write_bleu_report` - ``results/bleu_N.txt`` (first line: the test sacreBLEU, e.g. ``12.34``;
-  then details) and ``results/bleu_N.json`` with the same numbers.
+  then details, chrF among them) and ``results/bleu_N.json`` with the same numbers (``chrf`` and
+  ``chrf_signature`` per set; reports written before chrF lack them, and the comparison computes chrF
+  from the hypothesis files instead, so no reader needs them).
 """
 
 from __future__ import annotations
@@ -283,13 +285,14 @@ def _translate_chunks(dec: _Decoder, src_file: Path, out: Path, n_lines: int, hy
 
 
 def score_bleu(hyp_file: str | Path, ref_file: str | Path, *, lang: str = "en") -> dict[str, Any]:
-    """Detokenised sacreBLEU and tokenised (multi-bleu.perl) BLEU of one hypothesis file.
+    """Detokenised sacreBLEU, tokenised (multi-bleu.perl) BLEU and sacreBLEU's chrF of one hypothesis file.
 
     ``lang`` is the target language (Moses tokenizer rules). The tokenised score is Moses-tokenised
     hypothesis and reference (sacremoses, no escaping), then BLEU over whitespace tokens, case-
-    sensitive, no smoothing, as ``multi-bleu.perl`` without ``-lc``.
+    sensitive, no smoothing, as ``multi-bleu.perl`` without ``-lc``. chrF: ``CHRF()`` (character
+    n-grams up to 6, no word n-grams, beta 2), ``chrf`` and ``chrf_signature``.
     """
-    from sacrebleu.metrics import BLEU
+    from sacrebleu.metrics import BLEU, CHRF
 
     hyps, refs = read_lines(hyp_file), read_lines(ref_file)
     if len(hyps) != len(refs):
@@ -304,7 +307,10 @@ def score_bleu(hyp_file: str | Path, ref_file: str | Path, *, lang: str = "en") 
     tok_r = [tok.tokenize(r, escape=False, return_str=True) for r in refs]
     multi = BLEU(tokenize="none", force=True, smooth_method="none")
     t = multi.corpus_score(tok_h, [tok_r])
+    chrf = CHRF()
+    c = chrf.corpus_score(hyps, [refs])
     return {"bleu": s.score, "signature": str(sacre.get_signature()),
+            "chrf": c.score, "chrf_signature": str(chrf.get_signature()),
             "precisions": [round(x, 2) for x in s.precisions], "bp": round(s.bp, 4),
             "ratio": round(s.sys_len / max(s.ref_len, 1), 4), "hyp_len": s.sys_len, "ref_len": s.ref_len,
             "tok_bleu": t.score, "tok_precisions": [round(x, 2) for x in t.precisions],
@@ -319,6 +325,8 @@ def _bleu_lines(name: str, r: Mapping[str, Any]) -> list[str]:
            (f"  precisions {p}  BP {r['bp']:.3f}  ratio {r['ratio']:.3f}  hyp_len {r['hyp_len']}  "
             f"ref_len {r['ref_len']}"),
            f"  tokenised: {r['tok_method']}",
+           *([f"  chrF {r['chrf']:.2f}  chrF signature: {r.get('chrf_signature', '?')}"]
+             if "chrf" in r else []),  # reports written before chrF have none
            f"  hypotheses {r.get('hyp_file', '?')}  reference {r.get('ref_file', '?')}"]
     if "src" in r:
         out.append(f"  source {r['src']}  (empty {r.get('empty_sources', 0)}, truncated "
@@ -328,8 +336,8 @@ def _bleu_lines(name: str, r: Mapping[str, Any]) -> list[str]:
 
 def write_bleu_report(path: str | Path, test: Mapping[str, Any], dev: Mapping[str, Any] | None,
                       extra: Mapping[str, Mapping[str, Any]], meta: Mapping[str, Any]) -> Path:
-    """The BLEU report: first line the test sacreBLEU alone (``12.34``), then details; plus a JSON
-    sidecar (``path`` with suffix ``.json``) holding the same numbers. Returns the sidecar's path."""
+    """The BLEU report: first line the test sacreBLEU alone (``12.34``), then details (chrF among them);
+    plus a JSON sidecar (``path`` with suffix ``.json``) holding the same numbers. Returns the sidecar's path."""
     path = Path(path)
     lines = [f"{test['bleu']:.2f}", ""]
     lines += _bleu_lines("test", test)
@@ -342,7 +350,8 @@ def write_bleu_report(path: str | Path, test: Mapping[str, Any], dev: Mapping[st
         lines.append(f"  {k}: {json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else v}")
     sidecar = path.with_suffix(".json")
     path.parent.mkdir(parents=True, exist_ok=True)
-    obj = {"bleu": round(float(test["bleu"]), 2), "test": dict(test), "dev": dict(dev) if dev is not None else None,
+    chrf = {"chrf": round(float(test["chrf"]), 2)} if "chrf" in test else {}
+    obj = {"bleu": round(float(test["bleu"]), 2), **chrf, "test": dict(test), "dev": dict(dev) if dev is not None else None,
            "extra": {k: dict(v) for k, v in extra.items()}, "meta": dict(meta)}
     for target, text in ((sidecar, json.dumps(obj, indent=1, sort_keys=True) + "\n"), (path, "\n".join(lines) + "\n")):
         part = target.with_name(target.name + ".part")
