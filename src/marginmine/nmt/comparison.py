@@ -1,5 +1,6 @@
 """The comparison of selection methods over training seeds: ``comparison.{tsv,md}``, the per-run table,
-the BLEU-vs-N plot, and the headline file ``bleu_<N>.txt``.
+the BLEU-vs-N plot, and the headline file ``bleu_<N>.txt``. BLEU and chrF (sacreBLEU's, defaults) side by
+side: chrF is computed here from the hypothesis files, so reports written before chrF need no re-decoding.
 
 Inputs are the ``bleu.json`` sidecars of ``marginmine evaluate``, laid out as
 ``.../nmt/<method>.<N>/seed<S>/bleu.json`` (the directories name the method, the size and the seed;
@@ -11,7 +12,7 @@ the tables comes from the files the systems wrote (never from a hand computation
   origin when ``subsets`` are given, then the extra sets), per N and method: mean and sample sd of
   sacreBLEU over seeds, and the two-level bootstrap (training seeds and test sentences,
   :mod:`marginmine.nmt.significance`) of the method against the headline method: difference,
-  95% interval, p-value. ``dev`` is not tested (it chose nothing, but it is not a test set either).
+  95% interval, p-value; the same for chrF (``chrf_*`` columns), on the same bootstrap rounds. ``dev`` is not tested (it chose nothing, but it is not a test set either).
   The Markdown names the machines the systems were trained and decoded on (BLEU differs between
   CPU models).
 * ``comparison_runs.tsv``: one row per trained system (method, N, seed): pairs, updates, training
@@ -30,8 +31,10 @@ from pathlib import Path
 from marginmine.errors import InputError, MarginmineError
 from marginmine.io.safe import atomic_path, write_text
 from marginmine.scoring.selection import parse_count
-from marginmine.nmt.significance import (SeedRun, SeedTableRow, SignificanceSettings, seed_comparison, seed_table_tsv,
-                           summarize_seeds)
+from marginmine.nmt.metrics import BLEU_METRIC, CHRF_METRIC
+from marginmine.nmt.significance import (SeedRun, SeedSummary, SeedTableRow, SignificanceResult, SignificanceSettings,
+                                         read_hypotheses, read_reference, seed_comparison, seed_table_tsv,
+                                         summarize_seeds)
 
 _SEED_DIR = re.compile(r"^seed(\d+)$")
 
@@ -44,6 +47,7 @@ class SetScore:
     ref: str
     lines: int
     signature: str = ""
+    chrf: float | None = None  # None in reports written before chrF (the tables compute it from ``hyp``)
 
 
 @dataclass(frozen=True)
@@ -77,7 +81,8 @@ def read_run(path: str | Path) -> Run:
         meta = obj.get("meta", {})
         sets = {"test": obj["test"], **({"dev": obj["dev"]} if obj.get("dev") else {}), **(obj.get("extra") or {})}
         scores = {k: SetScore(float(v["bleu"]), float(v["tok_bleu"]), str(v["hyp_file"]), str(v["ref_file"]),
-                              int(v["lines"]), str(v.get("signature", ""))) for k, v in sets.items()}
+                              int(v["lines"]), str(v.get("signature", "")),
+                              None if v.get("chrf") is None else float(v["chrf"])) for k, v in sets.items()}
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise InputError(str(p), f"not a marginmine evaluate report ({exc!r})",
                          hint="rerun the evaluate_nmt rule that wrote it") from exc
@@ -177,14 +182,17 @@ def run_machines(runs: Iterable[Run]) -> list[SystemMachines]:
 def comparison_md(rows: Sequence[SeedTableRow], runs: Sequence[Run], headline: str, title: str = "",
                   settings: SignificanceSettings = SignificanceSettings()) -> str:
     per_seed = {(r.method, r.n, r.seed, name): s.bleu for r in runs for name, s in r.sets.items()}
-    out = [f"# BLEU by selection method{': ' + title if title else ''}", "",
-           f"sacreBLEU (13a, mixed case) per test set: mean and sample sd over training seeds; each method "
+    out = [f"# BLEU and chrF by selection method{': ' + title if title else ''}", "",
+           f"sacreBLEU's BLEU (13a, mixed case) and chrF (chrF2: character n-grams up to 6, no word n-grams, "
+           f"beta 2) per test set: mean and sample sd over training seeds; each method "
            f"against the headline method **{headline}** at the same N by a two-level paired bootstrap "
            f"({settings.resamples} rounds: test sentences drawn with replacement, shared by both methods, "
-           "and each method's seeds drawn with replacement), difference with its "
+           "and each method's seeds drawn with replacement; BLEU and chrF on the same rounds), difference with its "
            f"{settings.confidence:.0%} interval and two-sided p-value. `test/<origin>` rows score the "
            "clean-mix test's lines of one clean origin. Computed from the hypothesis files by "
-           "`marginmine compare` (workflow rule compare_methods).", "", machines_line(run_machines(runs))]
+           "`marginmine compare` (workflow rule compare_methods).", "",
+           f"Signatures: BLEU `{BLEU_METRIC.signature()}`, chrF `{CHRF_METRIC.signature()}`.", "",
+           machines_line(run_machines(runs))]
     current = None
     notes: list[str] = []
 
@@ -198,23 +206,31 @@ def comparison_md(rows: Sequence[SeedTableRow], runs: Sequence[Run], headline: s
             flush()
             current = r.test_set
             out += ["", f"## {current}", "",
-                    f"| method | N | seeds | BLEU mean ± sd | per seed | vs {headline} [CI] | p |",
-                    "|---|---|---|---|---|---|---|"]
+                    f"| method | N | seeds | BLEU mean ± sd | per seed | vs {headline} [CI] | p "
+                    f"| chrF mean ± sd | chrF vs {headline} [CI] | chrF p |",
+                    "|---|---|---|---|---|---|---|---|---|---|"]
         s, t = r.summary, r.test
         base = r.test_set.split("/")[0]
         seeds = ", ".join(_f(per_seed.get((r.method, r.n, x, base))) if "/" not in r.test_set else "" for x in s.seeds)
-        mean = f"{s.mean:.2f} ± {s.sd:.2f}" if s.sd is not None else f"{s.mean:.2f}"
-        if r.method == headline:
-            mean = f"**{mean}**"
-        vs = "" if t is None else f"{t.diff:+.2f} [{t.low:+.2f}, {t.high:+.2f}]"
-        p = "" if t is None else f"{t.p_value:.3f}"
+        mean, vs, p = _cells(s, t, r.method == headline)
+        c_mean, c_vs, c_p = _cells(r.chrf, r.chrf_test, r.method == headline)
         if r.note:
             if r.note not in notes:
                 notes.append(r.note)
             p += f" ({notes.index(r.note) + 1})"
-        out.append(f"| {r.method} | {r.n} | {s.n_seeds} | {mean} | {seeds.strip(', ')} | {vs} | {p} |")
+        out.append(f"| {r.method} | {r.n} | {s.n_seeds} | {mean} | {seeds.strip(', ')} | {vs} | {p} "
+                   f"| {c_mean} | {c_vs} | {c_p} |")
     flush()
     return "\n".join(out) + "\n"
+
+
+def _cells(s: SeedSummary | None, t: SignificanceResult | None, bold: bool) -> tuple[str, str, str]:
+    """Mean ± sd (bold for the headline), difference [interval] and p of one metric; empty where none."""
+    if s is None:
+        return "", "", ""
+    mean = f"{s.mean:.2f} ± {s.sd:.2f}" if s.sd is not None else f"{s.mean:.2f}"
+    vs = "" if t is None else f"{t.diff:+.2f} [{t.low:+.2f}, {t.high:+.2f}]"
+    return (f"**{mean}**" if bold else mean), vs, ("" if t is None else f"{t.p_value:.3f}")
 
 
 def write_comparison(rows: Sequence[SeedTableRow], runs: Sequence[Run], headline: str, tsv: str | Path,
@@ -269,9 +285,18 @@ def read_subsets(specs: Mapping[str, str | Path]) -> dict[str, dict[str, list[in
     return {name: origin_lines([row["origin"] for row in read_label_rows(path)]) for name, path in specs.items()}
 
 
+def chrf_of_test(run: Run) -> float:
+    """A run's test chrF, computed from its hypothesis and reference files (as the comparison does: a
+    report written before chrF has none, and needs no re-decoding for it)."""
+    s = run.sets["test"]
+    refs = read_reference(s.ref)
+    stats = CHRF_METRIC.extract(read_hypotheses(s.hyp, len(refs), s.ref), refs)
+    return float(CHRF_METRIC.score(stats.sum(axis=0)))
+
+
 def headline_text(runs: Sequence[Run]) -> str:
     """``bleu_<N>.txt``: the mean test sacreBLEU over the headline method's seeds on the first line,
-    then each seed's number and report."""
+    then the mean chrF, and each seed's numbers and report."""
     if not runs:
         raise MarginmineError("no runs for the headline")
     systems = {(r.method, r.n) for r in runs}
@@ -279,11 +304,15 @@ def headline_text(runs: Sequence[Run]) -> str:
         raise MarginmineError(f"the headline is one method at one N, got {sorted(systems)}")
     check_runs(runs, runs[0].method)
     summary = summarize_seeds({r.seed: r.sets["test"].bleu for r in runs})
+    chrf = {r.seed: chrf_of_test(r) for r in runs}
+    chrf_summary = summarize_seeds(chrf)
     method, n = next(iter(systems))
     lines = [f"{summary.mean:.2f}", "",
              f"{method}.{n}: test sacreBLEU, mean over {summary.n_seeds} training seed(s)"
              + (f", sd {summary.sd:.2f}" if summary.sd is not None else "") + " (see comparison.md for the tests)",
-             f"  sacreBLEU signature: {runs[0].sets['test'].signature}"]
+             f"  sacreBLEU signature: {runs[0].sets['test'].signature}",
+             f"  chrF {chrf_summary.mean:.2f}" + (f", sd {chrf_summary.sd:.2f}" if chrf_summary.sd is not None else "")
+             + f"  (chrF signature: {CHRF_METRIC.signature()})"]
     for r in sorted(runs, key=lambda r: r.seed):
-        lines.append(f"  seed {r.seed}: {r.sets['test'].bleu:.2f}  ({r.path})")
+        lines.append(f"  seed {r.seed}: {r.sets['test'].bleu:.2f}  chrF {chrf[r.seed]:.2f}  ({r.path})")
     return "\n".join(lines) + "\n"
