@@ -73,6 +73,7 @@ CLASHES: dict[str, list[str]] = {
     "mine": ["--src", "in.txt", "--tgt", "in2.txt", "--src-lang", "en", "--tgt-lang", "de", "--encoder", "data",
              "--output", "in2.tsv", "--ledger", "in2.json"],  # the .tsv written beside the ledger is the output
     "select": ["--pairs", "in.tsv", "--method", "random", "-n", "1", "--output", "o.tsv", "--report", "o.tsv"],
+    "clean-share": ["--scores", "s.tsv", "--baselines", "in.tsv", "--tsv", "o.tsv", "--md", "m.md", "--curve", "in.tsv"],
     "composition": ["--labels", "l.tsv", "--selections", "in.tsv", "--tsv", "l.tsv", "--md", "o.md"],
     "bucc-data": ["--gold-train", "train.src,in2.txt", "--gold-test", "a,b", "--mono-src", "m", "--mono-tgt",
                   "n", "--output-dir", "."],
@@ -90,6 +91,9 @@ CLASHES: dict[str, list[str]] = {
     "wall-times": ["in.tsv", "--md", "in.tsv"],
     "docs-results": ["--results", "data", "--output", "data/in.tsv"],
     "report-figures": ["--work", "w", "--outdir", ".", "--ledger", "tables.html"],
+    "removed-sample": ["--rejects", "in.tsv", "--shard", "0", "--output", "in.tsv"],
+    "report-samples": ["--pairs", "in.tsv", "--scores", "a=in2.txt", "--html", "o.html", "--scores-tsv", "o.tsv",
+                       "--disagree-tsv", "d.tsv", "--removed-tsv", "in2.txt"],
     "export-encoder": ["--encoder", "data", "--output", "data"],
     "export-filtered": ["--selection", "in.tsv", "--tsv", "o.tsv", "--src", "in.tsv", "--tgt", "o.de"],
     "translate": ["--workdir", "data", "--src-lang", "en", "--tgt-lang", "de", "--input", "in.tsv", "--column", "0",

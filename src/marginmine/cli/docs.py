@@ -26,6 +26,7 @@ GROUPS = {
     "marginmine.cli.score_eval": "Evaluations of the scorers",
     "marginmine.cli.nmt": "NMT and translation",
     "marginmine.cli.report": "Reports",
+    "marginmine.cli.samples": "Reports",
 }
 
 CLI_INTRO = """\

@@ -334,6 +334,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     register_report(sub, _HANDLERS)
 
+    from marginmine.cli.samples import register as register_samples
+
+    register_samples(sub, _HANDLERS)
+
     from marginmine.cli.cleanshare import register as register_clean_share
 
     register_clean_share(sub, _HANDLERS)

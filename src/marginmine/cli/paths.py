@@ -150,13 +150,17 @@ PATHS: dict[str, tuple[tuple[tuple[str, str], ...], tuple[Derived, ...]]] = {
                       ("page", "out")), ()),
     # --work, --results, --benchmarks are where it looks for files, not inputs as a whole
     "report-figures": ((("ledger", "in"), ("select", "in"), ("tables", "in")), (_report_files,)),
+    "removed-sample": ((("rejects", "in"), ("output", "out")), ()),
+    "report-samples": ((("pairs", "in"), ("removed", "in"), ("split_rejects", "in"), ("html", "out"),
+                        ("scores_tsv", "out"), ("disagree_tsv", "out"), ("removed_tsv", "out")), ()),
 }
 
 #: commands whose ``--gold-*`` / ``--extra`` values pack several paths into one argument
 _PACKED = {"bucc-data": ("gold_train", "gold_test"), "evaluate": ("extra",), "compare": ("subsets",),
            "fit-scorer": ("held_out", "corpus")}
 #: ... or name their paths: ``NAME=FILE[,FILE...]`` (files after the ``=``), ``NAME,FILE,FILE...``
-_NAMED = {"eval-mining": ("translated",), "vote-report": ("translator", "stats", "scores"), "eval-filter": ("corpus",)}
+_NAMED = {"eval-mining": ("translated",), "vote-report": ("translator", "stats", "scores"), "eval-filter": ("corpus",),
+          "report-samples": ("scores",)}
 _NAMED_CSV = {"vote-report": ("set",)}
 
 
