@@ -146,7 +146,7 @@ DAG_SMK = $(SNAKEMAKE) $(DAG_TARGETS) $(if $(filter config.yaml,$(DAG_CONFIG)),,
 REPORT_CONFIG ?= config/demo.yaml
 REPORT_RESULTS ?= results/demo
 REPORT_HTML ?= $(REPORT_RESULTS)/report.html
-REPORT_TARGETS ?= report_figures $(wildcard $(REPORT_RESULTS)/comparison.tsv)
+REPORT_TARGETS ?= report_figures report_samples $(wildcard $(REPORT_RESULTS)/comparison.tsv)
 
 .PHONY: graphviz report report-check
 
@@ -173,7 +173,7 @@ dag: $(STAMP) graphviz
 	@ls -1 $(DAG_DIR)/$(DAG_NAME).*
 
 report: $(STAMP) unlock-stale
-	$(SNAKEMAKE) report_figures --configfile $(REPORT_CONFIG) --cores $(CORES) --forcerun report_figures
+	$(SNAKEMAKE) report_figures report_samples --configfile $(REPORT_CONFIG) --cores $(CORES) --forcerun report_figures
 	$(SNAKEMAKE) $(REPORT_TARGETS) --report $(REPORT_HTML) --configfile $(REPORT_CONFIG)
 
 # headless Chromium: screenshots + DOM check of the report (installs chromium as root if missing)

@@ -93,6 +93,7 @@ rule demo:
         rules.encoders.input,
         rules.scoring.input,
         rules.nmt.input,
+        rules.report_samples.output,
 
 
 rule published:

@@ -76,6 +76,32 @@ rule preprocess_shard:
         "{params.langid_min_prob:q} --cache-mb {params.cache_mb:q} --protect {input.protect:q} > {log:q} 2>&1"
 
 
+rule removed_sample:
+    """A seeded sample of one shard's removed pairs, per step (marginmine.preprocess.removed): drawn
+    by a priority of the seed, shard and line, so a repeated run or any worker count gives the same
+    sample; report_samples merges the shards' into the corpus' sample."""
+    input:
+        rules.preprocess_shard.output.rejects,
+    output:
+        f"{WORK}/preprocess/removed_sample/shard{{shard}}.tsv",
+    log:
+        f"{LOGS}/removed_sample/shard{{shard}}.log",
+    benchmark:
+        f"{BENCH}/removed_sample/shard{{shard}}.tsv"
+    params:
+        seed=config["seed"],
+        shard=lambda wildcards: int(wildcards.shard),
+    threads: 1
+    resources:
+        mem_mb=500,
+        runtime=PRE["runtime_min"],
+    conda:
+        "../envs/preprocess.yaml"
+    shell:
+        "marginmine removed-sample --rejects {input:q} --shard {params.shard} --seed {params.seed:q} "
+        "--output {output:q} > {log:q} 2>&1"
+
+
 rule preprocess_ledger:
     """One ledger for the whole corpus: the split's read/dedup steps chained with all shards."""
     input:

@@ -64,3 +64,58 @@ rule report_figures:
         "marginmine report-figures --ledger {input.ledger:q} --select {input.select:q} --tables "
         "{input.encoders:q} {input.evals:q} --work {params.work:q} --benchmarks {params.benchmarks:q} "
         "--methods {params.methods:q} --title {params.title:q} --outdir {params.outdir:q} > {log:q} 2>&1"
+
+
+rule report_samples:
+    """Pairs to read (marginmine.report.samples): a seeded sample of the pairs each preprocessing step
+    removed, pairs at score quantiles and at each N's boundary per scorer, pairs the config's first
+    two scorers disagree on; one report page and its TSVs."""
+    input:
+        pairs=expand(rules.preprocess_shard.output.kept, shard=SHARDS),
+        scores=lambda w: list(dict.fromkeys(f for n in SCORERS for f in score_files(score_group(n)))),
+        removed=expand(rules.removed_sample.output, shard=SHARDS),
+        split_rejects=rules.split_corpus.output.rejects,
+    output:
+        html=report(
+            f"{RESULTS}/report/samples.html",
+            category="Samples",
+            caption="../docs/report/samples.rst",
+        ),
+        scores=report(
+            f"{RESULTS}/samples/scores.tsv",
+            category="Samples",
+            caption="../docs/report/samples.rst",
+        ),
+        disagree=report(
+            f"{RESULTS}/samples/disagree.tsv",
+            category="Samples",
+            caption="../docs/report/samples.rst",
+        ),
+        removed=report(
+            f"{RESULTS}/samples/removed.tsv",
+            category="Samples",
+            caption="../docs/report/samples.rst",
+        ),
+    log:
+        f"{LOGS}/report_samples.log",
+    benchmark:
+        f"{BENCH}/report_samples.tsv"
+    params:
+        # SCORER=FILE,... of every scorer of the config (its score group's shard files)
+        scores=lambda w: " ".join(shlex.quote(f"{n}=" + ",".join(score_files(score_group(n)))) for n in SCORERS),
+        sizes=SIZES,
+        seed=config["seed"],
+        block=PRE["block"],
+        title=f"Samples: {EXP}",
+    threads: 1
+    resources:
+        # one scorer's scores and ranking, and the two compared scorers' (~80 bytes a pair at most)
+        mem_mb=max(2000, 1000 + expected_kept(config["corpus"]["expected_pairs"], PRE["expected_keep"]) * 80 // 2**20),
+        runtime=PRE["runtime_min"],
+    conda:
+        "../envs/score.yaml"
+    shell:
+        "marginmine report-samples --pairs {input.pairs:q} --scores {params.scores} --sizes {params.sizes:q} "
+        "--removed {input.removed:q} --split-rejects {input.split_rejects:q} --block {params.block:q} "
+        "--seed {params.seed:q} --title {params.title:q} --html {output.html:q} --scores-tsv {output.scores:q} "
+        "--disagree-tsv {output.disagree:q} --removed-tsv {output.removed:q} > {log:q} 2>&1"
