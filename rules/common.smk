@@ -54,11 +54,18 @@ EVAL_SETS = {
 SIZES = resolve_sizes(config["selection"]["sizes"],
                       expected_kept(config["corpus"]["expected_pairs"], PRE["expected_keep"]))
 METHODS = config["selection"]["methods"]
+#: scorer -> the score thresholds it also selects by (selection.thresholds): selections {method}.t{T}
+THRESHOLDS = {name: [float(t) for t in ts] for name, ts in config["selection"].get("thresholds", {}).items()}
+
+
+def threshold_label(t):
+    """The {N} of a selection by threshold: t1.06."""
+    return f"t{t:g}"
 
 
 wildcard_constraints:
     shard=r"\d\d\d\d+",
-    N=r"[0-9.]+[kKmMbB]?",
+    N=r"[0-9.]+[kKmMbB]?|t-?[0-9.]+",
 
 
 def data_path(rel):

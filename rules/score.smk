@@ -8,25 +8,30 @@ SCORE_SHELL = (
     "marginmine score --input {input.shard:q} --src-embeddings {input.src:q} --tgt-embeddings "
     "{input.tgt:q} --scorers {params.scorers:q} {params.plugins} -k {params.k:q} --batch-size "
     "{params.batch_size:q} --index {params.index:q} --nlist {params.nlist:q} --nprobe {params.nprobe:q} --refine {params.refine:q} --device {params.device:q} "
-    "--threads {threads} --allow-empty --output {output:q} > {log:q} 2>&1"
+    "--threads {threads} --allow-empty --output {output.scores:q} --baseline {output.baseline:q} --seed "
+    "{params.seed:q} > {log:q} 2>&1"
 )
 
 
 rule score_shard:
     """kNN within batches of the shard (both directions, distinct sentences) and every scorer over
-    this encoder, one column each under a header naming them; resumes from the last finished batch."""
+    this encoder, one column each under a header naming them; beside it the noise baseline (each
+    batch re-paired at random, seeded, scored against the same neighbourhoods); resumes from the last
+    finished batch."""
     input:
         src=lambda wc: rules.embed_shard.output.src.format(encoder=group_encoder(wc.group), shard=wc.shard),
         tgt=lambda wc: rules.embed_shard.output.tgt.format(encoder=group_encoder(wc.group), shard=wc.shard),
         shard=rules.preprocess_shard.output.kept,
         heads=lambda wc: head_inputs([n for n in ALL_SCORERS if score_group(n) == wc.group]),
     output:
-        f"{WORK}/score/{{group}}/shard{{shard}}.scores.tsv.gz",
+        scores=f"{WORK}/score/{{group}}/shard{{shard}}.scores.tsv.gz",
+        baseline=f"{WORK}/score/{{group}}/shard{{shard}}.baseline.tsv.gz",
     log:
         f"{LOGS}/score/{{group}}/shard{{shard}}.log",
     benchmark:
         f"{BENCH}/score/{{group}}/shard{{shard}}.tsv"
     params:
+        seed=config["seed"],
         scorers=lambda wc: group_scorers_json(wc.group),
         plugins=plugin_args,
         k=SCORING["k"],
@@ -179,6 +184,36 @@ rule selection_composition:
         "--tsv {output.tsv:q} --md {output.md:q} --title {params.title:q} > {log:q} 2>&1"
 
 
+rule clean_share:
+    """How many pairs to keep: each scorer's estimated noise share, the estimated clean share of its
+    top N (selection.sizes) and above its thresholds (selection.thresholds), the largest N at 90% and
+    50%, and the retained-count curve, from the score files and their noise baselines."""
+    input:
+        unpack(clean_share_inputs),
+    output:
+        tsv=report(f"{RESULTS}/select/clean_share.tsv", category="Selection"),
+        md=f"{RESULTS}/select/clean_share.md",
+        curve=f"{RESULTS}/select/clean_share_curve.tsv",
+        png=report(f"{RESULTS}/select/clean_share.png", category="Selection",
+                   caption="../docs/report/clean_share.rst"),
+    log:
+        f"{LOGS}/select/clean_share.log",
+    benchmark:
+        f"{BENCH}/select/clean_share.tsv"
+    params:
+        args=clean_share_args,
+        title=f"{EXP}: estimated clean share (noise baseline)",
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=30,
+    conda:
+        "../envs/score.yaml"
+    shell:
+        "marginmine clean-share {params.args} --title {params.title:q} --tsv {output.tsv:q} --md {output.md:q} "
+        "--curve {output.curve:q} --png {output.png:q} > {log:q} 2>&1"
+
+
 rule mining_benchmark_data:
     """BUCC-style benchmark: gold pairs hidden in monolingual pools (train split for thresholds)."""
     input:
@@ -249,12 +284,17 @@ rule eval_mining:
 
 rule eval_filter:
     """ROC-AUC and precision at top-N of every scorer beside BiCleaner/Zipporah (ParaCrawl human
-    labels) and on the demo corpus' own labels."""
+    labels) and on the demo corpus' own labels; the clean share estimated from the noise baseline
+    beside the labelled one (clean_share_check)."""
     input:
         unpack(filter_eval_inputs("main")),
     output:
         tsv=report(f"{RESULTS}/filtering/quality.tsv", category="Filtering"),
         md=f"{RESULTS}/filtering/quality.md",
+        check_tsv=report(f"{RESULTS}/filtering/clean_share_check.tsv", category="Filtering"),
+        check_md=f"{RESULTS}/filtering/clean_share_check.md",
+        groups_tsv=f"{RESULTS}/filtering/baseline_groups.tsv",
+        groups_md=f"{RESULTS}/filtering/baseline_groups.md",
     log:
         f"{LOGS}/filter_eval.log",
     benchmark:
@@ -267,6 +307,7 @@ rule eval_filter:
         k=SCORING["k"],
         top_n=lambda w: f"--top-n {' '.join(map(str, FILTER_EVAL['top_n']))}" if FILTER_EVAL else "",
         langs=f"--src-lang {SRC} --tgt-lang {TGT}",
+        seed=config["seed"],
     threads: job_threads(2)
     resources:
         mem_mb=4000,
@@ -275,5 +316,6 @@ rule eval_filter:
         "../envs/score.yaml"
     shell:
         "marginmine eval-filter --encoder {params.encoders:q} --scorers {params.scorers:q} {params.plugins} "
-        "-k {params.k:q} {params.args} {params.langs} {params.top_n} --threads {threads} "
-        "--tsv {output.tsv:q} --md {output.md:q} > {log:q} 2>&1"
+        "-k {params.k:q} {params.args} {params.langs} {params.top_n} --threads {threads} --seed {params.seed:q} "
+        "--tsv {output.tsv:q} --md {output.md:q} --check-tsv {output.check_tsv:q} --check-md {output.check_md:q} "
+        "--groups-tsv {output.groups_tsv:q} --groups-md {output.groups_md:q} > {log:q} 2>&1"

@@ -180,6 +180,12 @@ def pair_intrinsic_set_args(wildcards=None):
     return " ".join(args)
 
 
+_unknown_thresholds = [m for m in THRESHOLDS if m not in SCORERS]
+if _unknown_thresholds:
+    raise ValueError(f"selection.thresholds: {_unknown_thresholds} are not scorers of this config ({', '.join(SCORERS)}): "
+                     "a threshold belongs to one scorer's scores")
+
+
 def suite_groups(suite):
     return list(dict.fromkeys(score_group(n) for n in SUITES[suite]["scorers"]))
 
@@ -210,7 +216,12 @@ def scored_encoder_args(suite):
 
 
 def score_files(group):
-    return expand(rules.score_shard.output, group=group, shard=SHARDS)
+    return expand(rules.score_shard.output.scores, group=group, shard=SHARDS)
+
+
+def baseline_files(group):
+    """The noise baselines written beside score_files(group), same order."""
+    return expand(rules.score_shard.output.baseline, group=group, shard=SHARDS)
 
 
 def select_scores(wildcards):
@@ -220,7 +231,33 @@ def select_scores(wildcards):
 def select_args(wildcards):
     if wildcards.method == "unfiltered":
         return "--method unfiltered"
+    if wildcards.N.startswith("t"):  # a selection by threshold (selection.thresholds)
+        return f"--method {shlex.quote(wildcards.method)} --threshold {shlex.quote(wildcards.N[1:])}"
     return f"--method {shlex.quote(wildcards.method)} -n {wildcards.N}"
+
+
+def threshold_selections():
+    """The selections by threshold (selection.thresholds): their report files."""
+    return [rules.select_top.output.report.format(method=m, N=threshold_label(t))
+            for m, ts in THRESHOLDS.items() for t in ts]
+
+
+def clean_share_inputs(wildcards=None):
+    groups = suite_groups("main")
+    return {"scores": [f for g in groups for f in score_files(g)],
+            "baselines": [f for g in groups for f in baseline_files(g)]}
+
+
+def clean_share_args(wildcards, input):
+    """--scores / --baselines per score group of the main suite, sizes and thresholds."""
+    out = []
+    for g in suite_groups("main"):
+        out += [f"--scores {_quoted(score_files(g))}", f"--baselines {_quoted(baseline_files(g))}"]
+    out.append(f"--names {_quoted(SUITES['main']['scorers'])} --sizes {_quoted(SIZES)}")
+    if THRESHOLDS:
+        pairs = _quoted(f"{m}={','.join(f'{t:g}' for t in ts)}" for m, ts in THRESHOLDS.items())
+        out.append(f"--thresholds {pairs}")
+    return " ".join(out)
 
 
 def density_scorers():
@@ -263,6 +300,7 @@ def filter_eval_inputs(suite):
             out["labels"] = CORPUS_LABELS
             out["pairs"] = expand(rules.preprocess_shard.output.kept, shard=SHARDS)
             out["scores"] = [f for g in suite_groups(suite) for f in score_files(g)]
+            out["baselines"] = [f for g in suite_groups(suite) for f in baseline_files(g)]
             corpus = negatives_corpus(suite)
             if corpus:
                 out["corpus"] = [f for triples in corpus.values() for t in triples for f in t]
@@ -294,6 +332,7 @@ def filter_eval_args(suite):
         if "labels" in input.keys():
             out.append(f"--demo-labels {shlex.quote(input.labels)} --pairs {_quoted(input.pairs)}")
             out += [f"--scores {_quoted(score_files(g))}" for g in suite_groups(suite)]
+            out += [f"--baselines {_quoted(baseline_files(g))}" for g in suite_groups(suite)]
             corpus = negatives_corpus(suite)
             if corpus:
                 triples = _quoted(f"{e}={','.join(t)}" for e, ts in corpus.items() for t in ts)
@@ -330,7 +369,8 @@ def plugin_args(wildcards=None):
 
 def scoring_targets():
     """Selections for every scorer, method and size, and the scorers' evaluations where configured."""
-    out = expand(rules.select_top.output.report, method=SELECTED, N=SIZES)
+    out = expand(rules.select_top.output.report, method=SELECTED, N=SIZES) + threshold_selections()
+    out += [rules.clean_share.output.md]
     if MINING_EVAL:
         out += rules.eval_mining.output
     if FILTER_EVAL or LABELLED_CORPUS:

@@ -197,12 +197,14 @@ rule score_translated:
         shard=rules.preprocess_shard.output.kept,
         translated=lambda wc: shard_translation_embeddings(wc.group, wc.shard),
     output:
-        f"{WORK}/score/{{group}}/shard{{shard}}.scores.tsv.gz",
+        scores=f"{WORK}/score/{{group}}/shard{{shard}}.scores.tsv.gz",
+        baseline=f"{WORK}/score/{{group}}/shard{{shard}}.baseline.tsv.gz",
     log:
         f"{LOGS}/score/{{group}}/shard{{shard}}.log",
     benchmark:
         f"{BENCH}/score/{{group}}/shard{{shard}}.tsv"
     params:
+        seed=config["seed"],
         scorers=lambda wc: group_scorers_json(wc.group),
         plugins=plugin_args,
         k=SCORING["k"],

@@ -138,6 +138,33 @@ def test_ratio_selection_lets_through_less_noise_than_random(smoke: Path) -> Non
     assert ratio < random - 0.05, (ratio, random)
 
 
+def tsv_rows(path: Path) -> list[dict[str, str]]:
+    with open(path, encoding="utf-8") as fh:
+        head, *rows = [line.rstrip("\n").split("\t") for line in fh]
+    return [dict(zip(head, r)) for r in rows]
+
+
+def test_the_noise_baseline_scores_like_misaligned_pairs_and_below_clean_ones(smoke: Path) -> None:
+    """Real data through the workflow: the trained DAN's ratio scores of every shard re-paired at
+    random lie where the corpus' misaligned pairs (English of one pair, German of another) lie and
+    below its clean pairs, so the estimate counts misaligned pairs as noise; copies and machine
+    translations score like clean pairs (the labelled clean share is below the estimate by them)."""
+    groups = {r["group"]: r for r in tsv_rows(smoke / "results/test/filtering/baseline_groups.tsv")
+              if r["scorer"] == "ratio" and r["data"].startswith("demo corpus")}
+    clean = [g for g in groups if g.startswith("clean:") and int(groups[g]["pairs"]) >= 100]
+    assert clean and all(float(groups[g]["auc vs baseline"]) > 0.9 for g in clean), groups
+    assert float(groups["misaligned"]["auc vs baseline"]) < 0.8, groups["misaligned"]
+    assert float(groups["misaligned"]["below lambda"]) > 0.15, groups["misaligned"]
+    check = [r for r in tsv_rows(smoke / "results/test/filtering/clean_share_check.tsv")
+             if r["scorer"] == "ratio" and r["data"].startswith("demo corpus") and r["N"] == "all"]
+    assert check and float(check[0]["estimated"]) > float(check[0]["labelled"]), check
+    table = tsv_rows(smoke / "results/test/select/clean_share.tsv")
+    ratio = {r["at"]: r for r in table if r["scorer"] == "ratio"}
+    assert int(ratio["2k"]["kept"]) == 2000 and 0 < float(ratio["2k"]["est_clean_share"]) <= 1
+    assert int(ratio["90%"]["kept"]) >= int(ratio["2k"]["kept"]) or float(ratio["2k"]["est_clean_share"]) < 0.9
+    assert (smoke / "results/test/select/clean_share.png").stat().st_size > 10_000
+
+
 def test_mining_benchmark_and_report_figures_are_written(smoke: Path) -> None:
     with open(smoke / "results/test/mining/bucc.tsv", encoding="utf-8") as fh:
         head, *rows = [line.rstrip("\n").split("\t") for line in fh]

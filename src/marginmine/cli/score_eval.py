@@ -101,101 +101,6 @@ def cmd_eval_mining(args: argparse.Namespace) -> int:
     return 0
 
 
-def _without_own_negatives(args: argparse.Namespace, scores: dict, positive) -> list[dict]:  # noqa: ANN001
-    """Rows for the scorers fitted against corpus negatives (``mlp``): the demo corpus without the
-    pairs that were its own negatives (chosen again from --corpus, checked against the head)."""
-    import numpy as np
-
-    from marginmine.scoring.filtereval import quality_rows, read_paracrawl_eval
-    from marginmine.scoring.heads import CorpusShard, fitted_negatives
-
-    shards: dict[str, list] = {}
-    for item in args.corpus:
-        enc, sep, triple = item.partition("=")
-        if not sep:
-            raise MarginmineError(f"--corpus {item!r}: give ENCODER=SHARD_TSV,SRC_NPY,TGT_NPY")
-        shards.setdefault(enc, []).append(CorpusShard.parse(triple))
-    if not shards:
-        return []
-    labelled = read_paracrawl_eval(args.paracrawl) if args.paracrawl else None
-    exclude = list(zip(labelled.src, labelled.tgt)) if labelled else []
-    rows = []
-    for name, (enc, kind) in _named_scorers(args, _encoder_dirs(args)).items():
-        if getattr(kind, "corpus_negatives", False) and name in scores and enc in shards:
-            idx = fitted_negatives(kind.head, kind, shards[enc], exclude)  # type: ignore[attr-defined]
-            keep = np.ones(len(scores[name]), bool)
-            keep[idx] = False
-            rows += quality_rows("demo corpus, not its own negatives", {name: scores[name][keep]}, positive[keep],
-                                 args.top_n)
-    return rows
-
-
-def cmd_eval_filter(args: argparse.Namespace) -> int:
-    import numpy as np
-
-    from marginmine.scoring.filtereval import (demo_positives, quality_rows, read_paracrawl_eval,
-                                               write_quality_table)
-    from marginmine.scoring.files import (EncoderEmbeddings, ScoreSettings, read_score_names, read_scores,
-                                          score_batch)
-
-    torch_threads(args.threads)
-    rows = []
-    if args.paracrawl:
-        dirs = _encoder_dirs(args)
-        scorers = _named_scorers(args, dirs)
-        encoders = _load_encoders(dirs, args, {e for e, _ in scorers.values()})
-        data = read_paracrawl_eval(args.paracrawl)
-        translated = None
-        if args.paracrawl_translated:
-            from marginmine.errors import InputError
-            from marginmine.io.text import read_lines
-
-            translated = tuple(read_lines(p) for p in args.paracrawl_translated)
-            for p, lines in zip(args.paracrawl_translated, translated):
-                if len(lines) != len(data.src):
-                    raise InputError(p, f"has {len(lines)} lines, {args.paracrawl} has {len(data.src)} pairs",
-                                     hint="translate the labelled file's column again (one line per pair)")
-        scores: dict[str, np.ndarray] = {}
-        for enc_name, encoder in encoders.items():  # one batch: the whole file, as the paper's filtering
-            mine = tuple((n, kind) for n, (e, kind) in scorers.items() if e == enc_name)
-            emb = EncoderEmbeddings(encoder, args.src_lang, args.tgt_lang, translated=translated)  # type: ignore[arg-type]
-            settings = ScoreSettings(mine, batch_size=max(1, len(data.src)), index=index_spec(args))  # type: ignore[arg-type]
-            scores.update(score_batch(data.src, data.tgt, 0, emb, settings))
-        scores = {n: scores[n] for n in scorers}  # config order
-        scores.update({f"{k} (shipped)": v for k, v in data.shipped.items()})
-        rows += quality_rows(Path(args.paracrawl).parent.name, scores, data.positive, args.top_n)
-    if args.demo_labels:
-        groups = args.scores or []
-        if not groups:
-            raise MarginmineError("--demo-labels needs --scores (one group of shard score files per encoder)")
-        values: dict[str, list[np.ndarray]] = {}
-        for files in groups:
-            if len(files) != len(args.pairs):
-                raise MarginmineError(f"--scores {files[0]} ...: {len(files)} score files for {len(args.pairs)} "
-                                      "--pairs shards (give one group per encoder, one file per shard, shard order)")
-            for f in files:
-                for name in read_score_names(f):
-                    values.setdefault(name, []).append(read_scores(f, name))
-        positive = demo_positives(args.demo_labels, args.pairs, args.id_column)
-        demo_scores = {k: np.concatenate(v) for k, v in values.items()}
-        for name, v in demo_scores.items():
-            if len(v) != len(positive):
-                raise MarginmineError(f"score column {name}: {len(v)} scores for {len(positive)} pairs in --pairs "
-                                      "(two score-file groups hold the same column name, or a file is stale)")
-        rows += quality_rows("demo corpus (preprocessed)", demo_scores, positive, args.top_n)
-        rows += _without_own_negatives(args, demo_scores, positive)
-    if not rows:
-        raise MarginmineError("nothing to evaluate: give --paracrawl and/or --demo-labels")
-    write_quality_table(rows, args.tsv, args.md, "Filtering quality (ROC-AUC, precision of the top N)")
-    for r in rows:
-        log.info("%s / %s: AUC %.3f", r["data"], r["scorer"], r["auc"])
-    if args.json:
-        from marginmine.io.safe import write_text
-
-        write_text(args.json, json.dumps(rows, indent=1) + "\n")
-    return 0
-
-
 def cmd_fit_scorer(args: argparse.Namespace) -> int:
     from marginmine.scoring import parse_scorers
     from marginmine.scoring.heads import fit_head
@@ -317,35 +222,9 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> N
     add_knn(p, k=False)
     handlers["eval-mining"] = cmd_eval_mining
 
-    p = sub.add_parser("eval-filter", help="ROC-AUC / precision@N of every scorer vs BiCleaner/Zipporah")
-    p.add_argument("--encoder", nargs="+", action="extend", default=[], metavar="NAME=DIR",
-                   help="an encoder the scorers name (for --paracrawl); repeatable")
-    add_scorers(p)
-    p.add_argument("--paracrawl", default=None, help="ParaCrawl human-evaluation TSV (9 columns)")
-    p.add_argument("--corpus", nargs="*", default=[], metavar="ENCODER=SHARD_TSV,SRC_NPY,TGT_NPY",
-                   help="the corpus shards (--pairs order) with an encoder's embeddings: scorers fitted against "
-                        "corpus negatives (mlp) also get rows without their own negatives")
-    p.add_argument("--paracrawl-translated", nargs=2, default=None, metavar=("SRC_TRANSLATED", "TGT_TRANSLATED"),
-                   help="its sources translated into the target language and its targets into the source "
-                        "language, one line per pair (for vote scorers)")
-    p.add_argument("--src-lang", default="en", help="language code of --paracrawl's source side")
-    p.add_argument("--tgt-lang", default="de", help="language code of --paracrawl's target side")
-    p.add_argument("--demo-labels", default=None, help="demo corpus sidecar labels TSV")
-    p.add_argument("--pairs", nargs="*", default=[], help="preprocessed shards (with the id column)")
-    p.add_argument("--scores", nargs="+", action="append", default=None, metavar="FILE",
-                   help="score files, one per shard in shard order; repeat the flag per encoder's group. Every "
-                        "named column becomes a row")
-    p.add_argument("--id-column", type=int, default=2,
-                   help="0-based column of --pairs holding the pair id (looked up in --demo-labels)")
-    p.add_argument("--top-n", type=int, nargs="+", default=[500, 1000],
-                   help="precision is reported for the N best-scored pairs, for each N")
-    p.add_argument("--tsv", required=True,
-                   help="output: one row per data set and scorer: pairs, positives, ROC-AUC, "
-                        "precision at each N")
-    p.add_argument("--md", required=True, help="output: the same as a Markdown table")
-    p.add_argument("--json", default=None, help="output: the same rows as JSON")
-    add_knn(p, k=False)
-    handlers["eval-filter"] = cmd_eval_filter
+    from marginmine.cli.eval_filter import register as register_eval_filter
+
+    register_eval_filter(sub, handlers)
 
     p = sub.add_parser("fit-scorer", help="fit a fitted score kind's head (e.g. calibrated) on held-out pairs")
     add_scorers(p, default=None)

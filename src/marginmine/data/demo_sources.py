@@ -43,6 +43,10 @@ DERIVED_KINDS = ("misaligned", "wrong_language", "untranslated_copy", "truncated
 KINDS = (KIND_CLEAN, "machine_translated") + DERIVED_KINDS
 PARACRAWL_PREFIX = "paracrawl_"
 PARACRAWL_CLEAN_LABEL = "V"
+#: noise kinds whose pairs are translations of each other by construction: copies of clean pairs
+#: (exact, or differing in whitespace) and machine translations (built here, or labelled MT in
+#: ParaCrawl) - what a translation score and the noise baseline cannot tell from clean pairs
+TRANSLATION_KINDS = ("duplicate", "near_duplicate", "machine_translated", f"{PARACRAWL_PREFIX}MT")
 
 #: default number of pairs per noise component at scale 1.0 (clean sources are used whole).
 #: Clean is ~70k pairs, so noise (~86k) keeps the noise share above 0.5.

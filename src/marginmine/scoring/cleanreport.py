@@ -23,6 +23,7 @@ from marginmine.errors import InputError, MarginmineError
 from marginmine.io.safe import write_text
 from marginmine.scoring.cleanshare import ScoreCounts, largest_n_at, noise_share, share_at
 from marginmine.scoring.files import read_score_names, read_scores
+from marginmine.scoring.filtereval import roc_auc
 
 log = logging.getLogger(__name__)
 
@@ -123,6 +124,55 @@ def estimate(name: str, s: ScoreCounts, b: ScoreCounts, sizes: Mapping[str, int]
                       "baseline_at_or_above": float(b.at_least(t) / b.n), "est_noise_kept": noise,
                       "est_clean_share": float(share_at(s, b, pi0, float(t)))})
     return ScorerEstimate(name, rows, curve)
+
+
+def labelled_check(data: str, scores: Mapping[str, np.ndarray], noise: Mapping[str, np.ndarray],
+                   positive: np.ndarray, top_n: Sequence[int],
+                   also: Mapping[str, np.ndarray] | None = None) -> list[dict[str, object]]:
+    """The estimate beside labels: for each scorer with a baseline in ``noise``, the whole set's
+    clean share (labelled; estimated: one minus the noise share) and, for each N of ``top_n`` up to
+    the set's size, the top N's (its lowest score's ties included, as the estimate counts them).
+    ``also``: further labellings (a column each: the share of the kept pairs they mark)."""
+    positive = np.asarray(positive, bool)
+    rows: list[dict[str, object]] = []
+    for name, s in scores.items():
+        if name not in noise:
+            continue
+        ns = [n for n in top_n if n <= len(s)]
+        counts, base = ScoreCounts.of(s, name), ScoreCounts.of(noise[name], f"{name} baseline")
+        pi0, _ = noise_share(counts, base)
+        kept = [(f"{n}", s >= counts.lowest_of_top(n)) for n in ns]
+        for at, top in [("all", np.ones(len(s), bool)), *kept]:
+            t = float(s[top].min())
+            est = float(share_at(counts, base, pi0, t)) if at != "all" else 1.0 - pi0
+            lab = float(positive[top].mean())
+            rows.append({"data": data, "scorer": name, "N": at, "kept": int(top.sum()), "labelled": lab,
+                         "estimated": est, "estimated - labelled": est - lab,
+                         **{k: float(np.asarray(v, bool)[top].mean()) for k, v in (also or {}).items()}})
+    return rows
+
+
+def baseline_by_group(data: str, scores: Mapping[str, np.ndarray], noise: Mapping[str, np.ndarray],
+                      codes: np.ndarray, groups: Sequence[str], top_n: Sequence[int]) -> list[dict[str, object]]:
+    """Why the estimate is off where it is: per scorer and labelled group (``codes`` index
+    ``groups``), the group's pairs, their median score, the share below lambda (the baseline's
+    median: 0.5 for pairs that score like random re-pairings, 0 for pairs well above), the ROC-AUC of
+    the group against the baseline, and the group's share of each top N."""
+    rows: list[dict[str, object]] = []
+    for name, s in scores.items():
+        if name not in noise:
+            continue
+        b = np.asarray(noise[name], np.float64)
+        lam = float(np.median(b))
+        tops = {n: s >= ScoreCounts.of(s, name).lowest_of_top(n) for n in top_n if n <= len(s)}
+        for code in np.unique(codes):
+            v = s[codes == code]
+            auc = roc_auc(np.r_[v, b], np.r_[np.ones(len(v), bool), np.zeros(len(b), bool)])
+            rows.append({"data": data, "scorer": name, "group": groups[code] if code < len(groups) else "unlabelled",
+                         "pairs": len(v), "median": float(np.median(v)), "below lambda": float(np.mean(v < lam)),
+                         "auc vs baseline": auc,
+                         **{f"share of top {n}": float(np.mean(codes[t] == code)) for n, t in tops.items()}})
+    return rows
 
 
 def _fmt(v: object) -> str:

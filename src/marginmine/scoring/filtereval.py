@@ -66,6 +66,8 @@ class LabelledPairs:
     tgt: list[str]
     positive: np.ndarray
     shipped: dict[str, np.ndarray]
+    #: each pair's human label as given (V valid; the others name what is wrong)
+    labels: tuple[str, ...] = ()
 
 
 def read_paracrawl_eval(path: str | Path) -> LabelledPairs:
@@ -87,7 +89,7 @@ def read_paracrawl_eval(path: str | Path) -> LabelledPairs:
                 except ValueError as exc:
                     raise InputError(str(path), f"column {k} is not a number: {row[k]!r}", line=n) from exc
     return LabelledPairs(src, tgt, np.array([lab == "V" for lab in labels]),
-                         {k: np.asarray(v) for k, v in shipped.items()})
+                         {k: np.asarray(v) for k, v in shipped.items()}, tuple(labels))
 
 
 def demo_positives(labels_path: str | Path, pairs: Sequence[str | Path], id_column: int) -> np.ndarray:
@@ -95,6 +97,13 @@ def demo_positives(labels_path: str | Path, pairs: Sequence[str | Path], id_colu
     labelled clean in the sidecar ``labels_path`` (held as :class:`marginmine.io.labels.PairLabels`).
     A pair id the sidecar lacks is an error naming the first one's shard and line and how many
     there are."""
+    return demo_labels(labels_path, pairs, id_column)[0]
+
+
+def demo_labels(labels_path: str | Path, pairs: Sequence[str | Path],
+                id_column: int) -> tuple[np.ndarray, np.ndarray, tuple[str, ...]]:
+    """:func:`demo_positives`, each pair's group code and the groups' names (``clean:<origin>`` or
+    the noise kind, :func:`marginmine.io.labels.group_of`)."""
     from marginmine.io.text import iter_sentences
 
     labels = PairLabels.read(labels_path)
@@ -108,7 +117,7 @@ def demo_positives(labels_path: str | Path, pairs: Sequence[str | Path], id_colu
                     raise InputError(str(p), f"{len(missing)} pair ids (e.g. {pid!r}) are not in {labels_path}",
                                      line=line, hint="score the shards of the corpus this sidecar belongs to")
                 index -= 1
-    return labels.clean[pos]
+    return labels.clean[pos], labels.codes[pos].astype(np.int64), labels.groups
 
 
 def quality_rows(name: str, scores: dict[str, np.ndarray], positive: np.ndarray,
