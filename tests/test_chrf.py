@@ -218,3 +218,45 @@ def test_compare_and_headline_compute_chrf_from_reports_written_before_chrf(tmp_
     assert text[0] == head["bleu_mean"]  # the first line is BLEU, as before
     assert text[4].startswith(f"  chrF {head['chrf_mean']}, sd {head['chrf_sd']}  (chrF signature: nrefs:1|")
     assert text[5] == f"  seed 1: {runs[0].sets['test'].bleu:.2f}  chrF {chrf[('ratio', 1)]:.2f}  ({files[0]})"
+
+
+def _tsv(path: Path, header: list[str], *rows: list[str]) -> Path:
+    path.write_text("\n".join("\t".join(x) for x in (header, *rows)) + "\n", encoding="utf-8")
+    return path
+
+
+def test_the_summary_shows_chrf_and_refuses_a_comparison_written_before_chrf(tmp_path: Path,
+                                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    from marginmine.cli.main import main
+    from marginmine.nmt.significance import SEED_TABLE_HEADER
+
+    old = _tsv(tmp_path / "old.tsv", list(SEED_TABLE_HEADER[:12]) + ["note"],
+               ["test", "ratio", "20k", "2", "1,2", "6.01", "0.16", "", "", "", "", "", ""])
+    new = _tsv(tmp_path / "new.tsv", list(SEED_TABLE_HEADER),
+               ["test", "ratio", "20k", "2", "1,2", "6.01", "0.16", "", "", "", "", "", "24.70", "0.93", "", "", "", "",
+                ""],
+               ["test", "random", "20k", "1", "1", "2.19", "", "ratio", "-3.82", "-4.36", "-3.30", "0.0010", "14.43",
+                "", "-10.27", "-11.57", "-8.85", "0.0030", "one seed"])
+    args = ["summary", "--scorers", '{"ratio": {"kind": "ratio", "encoder": "dan"}}', "--methods", "ratio", "random",
+            "--sizes", "20k", "--tsv", str(tmp_path / "s.tsv"), "--md", str(tmp_path / "s.md"), "--comparison"]
+    assert main([*args, str(old)]) == 2
+    err = capsys.readouterr().err
+    assert f"{old}:1: no column chrf_mean, chrf_sd, chrf_p" in err and "rebuild it with the workflow" in err
+    assert main([*args, str(new)]) == 0
+    lines = (tmp_path / "s.tsv").read_text().splitlines()
+    rows = {r["system"]: r for r in (dict(zip(lines[0].split("\t"), x.split("\t"))) for x in lines[1:])}
+    assert (rows["ratio"]["test_bleu"], rows["ratio"]["test_chrf"], rows["ratio"]["chrf_sd"]) == ("6.0", "24.7", "0.9")
+    assert (rows["random"]["test_chrf"], rows["random"]["chrf_p"], rows["random"]["p_value"]) == ("14.4", "0.0030",
+                                                                                                  "0.0010")
+    assert "test BLEU and chrF" in (tmp_path / "s.md").read_text()
+
+
+def test_the_readme_key_result_refuses_a_comparison_written_before_chrf(tmp_path: Path) -> None:
+    from marginmine.errors import InputError
+    from marginmine.nmt.significance import SEED_TABLE_HEADER
+    from marginmine.report.docsresults import key_result
+
+    _tsv(tmp_path / "comparison.tsv", list(SEED_TABLE_HEADER[:12]) + ["note"],
+         ["test", "ratio", "20k", "2", "1,2", "6.01", "0.16", "", "", "", "", "", ""])
+    with pytest.raises(InputError, match="no column chrf_mean, chrf_sd, chrf_diff, chrf_low, chrf_high, chrf_p"):
+        key_result(tmp_path, "abc")

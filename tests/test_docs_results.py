@@ -151,7 +151,7 @@ def test_every_demo_table_is_a_section_with_its_source_and_stamp(demo: Path, cap
     assert stamps["results/demo/comparison.md"]["machine"].startswith(f"machine: {EPYC} (where its NMT systems")
     assert stamps["results/demo/mining/bucc.md"]["machine"].startswith(f"machine: {XEON} (the make invocation that")
     # each file's Markdown under its own title, its notes kept, its headings below the section's
-    for heading in ("### BLEU by selection method: demo: en-de", "### Preprocessing ledger",
+    for heading in ("### BLEU and chrF by selection method: demo: en-de", "### Preprocessing ledger",
                     "### Encoder intrinsic evaluation", "### BUCC-style mining (demo)", "### Filtering quality (demo)",
                     "### What each selection is made of: demo", "### Wall time per part: `"):
         assert f"\n{heading}" in page, heading
@@ -213,11 +213,12 @@ def test_readme_key_result_block_is_replaced_and_nothing_else(demo: Path, capsys
     assert tail.split(marker("demo-time", "end"))[1] == after.split(marker("demo-time", "end"))[1]
     assert "an old table" not in block
     rows = [line for line in block.splitlines() if line.startswith("| ")]
-    assert rows[0] == "| method | N | training seeds | test BLEU | vs ratio | p |"
+    assert rows[0] == "| method | N | training seeds | test BLEU | vs ratio | p | test chrF | chrF vs ratio | chrF p |"
     assert [r.split(" | ")[0] for r in rows[1:]] == ["| ratio", "| cosine", "| random"]
-    assert re.search(r"^\| ratio \| 20k \| 1, 2 \| \*\*\d+\.\d\d ± \d+\.\d\d\*\* \|  \|  \|$", rows[1], re.M), rows[1]
-    assert re.search(r"^\| cosine \| 20k \| 1, 2 \| \d+\.\d\d ± \d+\.\d\d \| [+-]\d+\.\d\d \[[+-]\d+\.\d\d, [+-]\d+\.\d\d\] "
-                     r"\| \d\.\d{4}( \(\d\))? \|$", rows[2], re.M), rows[2]
+    mean, vs = r"\d+\.\d\d ± \d+\.\d\d", r"[+-]\d+\.\d\d \[[+-]\d+\.\d\d, [+-]\d+\.\d\d\]"  # BLEU's and chrF's
+    assert re.search(rf"^\| ratio \| 20k \| 1, 2 \| \*\*{mean}\*\* \|  \|  \| \*\*{mean}\*\* \|  \|  \|$", rows[1], re.M), rows[1]
+    assert re.search(rf"^\| cosine \| 20k \| 1, 2 \| {mean} \| {vs} \| \d\.\d{{4}}( \(\d\))? \| {mean} \| {vs} "
+                     r"\| \d\.\d{4} \|$", rows[2], re.M), rows[2]
     stamp = STAMP.search(block)
     assert stamp and stamp["path"] == "results/demo/comparison.tsv" and stamp["machine"].startswith(f"machine: {EPYC}")
     time = text.split(marker("demo-time") + "\n", 1)[1].split(marker("demo-time", "end"))[0]

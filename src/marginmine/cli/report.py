@@ -61,9 +61,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
     rows = compare_runs(runs, args.headline, subsets, settings)
     write_comparison(rows, runs, args.headline, args.tsv, args.md, args.runs, args.png, args.title, settings)
     for r in rows:
-        t = r.test
-        log.info("%s %s %s: %.2f over %d seed(s)%s", r.test_set, r.method, r.n, r.summary.mean, r.summary.n_seeds,
-                 "" if t is None else f", {t.diff:+.2f} vs {args.headline} (p {t.p_value:.3f})")
+        t, c, ct = r.test, r.chrf, r.chrf_test
+        log.info("%s %s %s: BLEU %.2f over %d seed(s)%s%s", r.test_set, r.method, r.n, r.summary.mean,
+                 r.summary.n_seeds, "" if t is None else f", {t.diff:+.2f} vs {args.headline} (p {t.p_value:.3f})",
+                 "" if c is None else f"; chrF {c.mean:.2f}" + (
+                     "" if ct is None else f", {ct.diff:+.2f} vs {args.headline} (p {ct.p_value:.3f})"))
     return 0
 
 
@@ -91,12 +93,13 @@ def cmd_summary(args: argparse.Namespace) -> int:
         read_table(args.intrinsic, ["encoder", "set", "margin", "err_avg"]) if args.intrinsic else [],
         read_table(args.bucc, ["scorer", "retrieval", "f1"]) if args.bucc else [],
         read_table(args.quality, ["data", "scorer", "auc"]) if args.quality else [],
-        read_table(args.comparison, ["test_set", "method", "N", "bleu_mean", "bleu_sd", "seeds", "p_value"]),
+        read_table(args.comparison, ["test_set", "method", "N", "bleu_mean", "bleu_sd", "seeds", "p_value",
+                                     "chrf_mean", "chrf_sd", "chrf_p"]),
         selected_counts(args.select))
     sources = [p for p in (args.intrinsic, args.bucc, args.quality, args.comparison, args.runs) if p] + list(args.select)
     write_summary(fields, rows, args.tsv, args.md, args.title, sources, runs_machines(args.runs) if args.runs else None)
     for r in rows:
-        log.info("%s %s: BLEU %s", r["system"], r["N"], r["test_bleu"])
+        log.info("%s %s: BLEU %s, chrF %s", r["system"], r["N"], r["test_bleu"], r["test_chrf"])
     return 0
 
 

@@ -41,9 +41,10 @@ class Table:
 
 
 DEMO = (
-    Table("comparison", "comparison.md", "BLEU by selection method",
-          "BLEU of the NMT systems trained on each selection: mean and sd over training seeds, and the two-level "
-          "paired bootstrap against the headline method. Written by the workflow rule compare_methods.",
+    Table("comparison", "comparison.md", "BLEU and chrF by selection method",
+          "BLEU and chrF of the NMT systems trained on each selection: mean and sd over training seeds, and the "
+          "two-level paired bootstrap against the headline method (for both metrics). Written by the workflow rule "
+          "compare_methods.",
           "runs:comparison_runs.tsv"),
     Table("ledger", "preprocess/ledger.json", "Preprocessing ledger",
           "What preprocessing removed, by step and reason and by source length; every removed pair is counted "
@@ -71,8 +72,8 @@ PUBLISHED = (
     Table("summary", "summary.md", "The suite's summary",
           "One row per system of the suite, joined from the tables below. Written by the workflow rule "
           "published_summary.", "runs:comparison_runs.tsv"),
-    Table("comparison", "comparison.md", "BLEU by selection method",
-          "BLEU of the suite's NMT systems beside the demo's baselines. Written by the workflow rule "
+    Table("comparison", "comparison.md", "BLEU and chrF by selection method",
+          "BLEU and chrF of the suite's NMT systems beside the demo's baselines. Written by the workflow rule "
           "published_compare.", "runs:comparison_runs.tsv"),
     Table("intrinsic", "intrinsic.md", "Encoder intrinsic evaluation",
           "The suite's encoders (the ladder, hard negatives) on the intrinsic sets. Written by the workflow rule "
@@ -243,36 +244,42 @@ def missing_demo(results: Path) -> list[Path]:
 
 
 def key_result(results: Path, commit: str) -> str:
-    """The comparison's clean-mix test rows (``test``): each method's mean ± sd over training seeds,
-    and against the headline method the difference with its interval and p, under a stamp line."""
+    """The comparison's clean-mix test rows (``test``): each method's BLEU and chrF mean ± sd over
+    training seeds, and against the headline method each metric's difference with its interval and p,
+    under a stamp line. A comparison.tsv written before chrF is refused naming its missing columns
+    (rerunning compare_methods adds them from the stored hypotheses, without decoding again)."""
     from marginmine.report.summary import read_table
 
     path = results / "comparison.tsv"
     rows = [r for r in read_table(path, ["test_set", "method", "N", "n_seeds", "seeds", "bleu_mean", "bleu_sd",
-                                         "versus", "diff", "ci_low", "ci_high", "p_value", "note"])
+                                         "versus", "diff", "ci_low", "ci_high", "p_value", "chrf_mean", "chrf_sd",
+                                         "chrf_diff", "chrf_low", "chrf_high", "chrf_p", "note"])
             if r["test_set"] == "test"]
     if not rows:
         raise InputError(str(path), "holds no row of the test set 'test'", hint="rerun the compare_methods rule")
     headline = next((r["versus"] for r in rows if r["versus"]), "")
     notes: list[str] = []
     out = []
+    def cells(mean: str, sd: str, diff: str, low: str, high: str, p: str, bold: bool) -> list[str]:
+        text = f"{mean} ± {sd}" if sd else mean
+        vs = f"{float(diff):+.2f} [{float(low):+.2f}, {float(high):+.2f}]" if diff else ""
+        return [f"**{text}**" if bold else text, vs, p]
+
     for r in rows:
-        mean = f"{r['bleu_mean']} ± {r['bleu_sd']}" if r["bleu_sd"] else r["bleu_mean"]
-        vs, p = "", r["p_value"]
-        if r["diff"]:
-            vs = f"{float(r['diff']):+.2f} [{float(r['ci_low']):+.2f}, {float(r['ci_high']):+.2f}]"
-        if not r["versus"]:
-            mean = f"**{mean}**"
+        bleu = cells(*(r[c] for c in ("bleu_mean", "bleu_sd", "diff", "ci_low", "ci_high", "p_value")), not r["versus"])
+        chrf = cells(*(r[c] for c in ("chrf_mean", "chrf_sd", "chrf_diff", "chrf_low", "chrf_high", "chrf_p")),
+                     not r["versus"])
         if r["note"]:
             if r["note"] not in notes:
                 notes.append(r["note"])
-            p += f" ({notes.index(r['note']) + 1})"
-        out.append([r["method"], r["N"], r["seeds"].replace(",", ", "), mean, vs, p])
+            bleu[2] += f" ({notes.index(r['note']) + 1})"
+        out.append([r["method"], r["N"], r["seeds"].replace(",", ", "), *bleu, *chrf])
     machine = machine_text(DEMO[0], path, results, results, results / "wall_times.tsv")
-    lines = [f"Clean-mix test set, sacreBLEU: each selection method's mean ± sd over training seeds; against "
-             f"**{headline}** the difference [interval] and p of the two-level paired bootstrap "
-             f"(`{display(results / 'comparison.md')}` states its settings).", "",
-             *md_table(["method", "N", "training seeds", "test BLEU", f"vs {headline}", "p"], out)]
+    lines = [f"Clean-mix test set, sacreBLEU's BLEU and chrF: each selection method's mean ± sd over training "
+             f"seeds; against **{headline}** the difference [interval] and p of the two-level paired bootstrap, "
+             f"for each metric (`{display(results / 'comparison.md')}` states its settings and signatures).", "",
+             *md_table(["method", "N", "training seeds", "test BLEU", f"vs {headline}", "p", "test chrF",
+                        f"chrF vs {headline}", "chrF p"], out)]
     lines += ["", *(f"{i}. {n}" for i, n in enumerate(notes, 1))] if notes else []
     lines += ["", stamp(path, machine, commit)]
     return "\n".join(lines) + "\n"

@@ -64,7 +64,8 @@ def summary_rows(scorers: Mapping[str, Mapping[str, object]], methods: Sequence[
            for r in quality if r["data"].startswith(PARACRAWL_PREFIX) or r["data"] == DEMO_DATA}
     bleu = {(r["method"], r["N"]): r for r in comparison if r["test_set"] == "test"}
     fields = ["system", "kind", "encoder", "N", "pairs", "paracrawl_auc", "demo_auc", "bucc_f1", "bucc_retrieval",
-              *[f"err_{s}" for s in sets], "test_bleu", "bleu_sd", "seeds", "p_value"]
+              *[f"err_{s}" for s in sets], "test_bleu", "bleu_sd", "seeds", "p_value", "test_chrf", "chrf_sd",
+              "chrf_p"]
     rows: list[dict[str, object]] = []
     names = list(scorers) + [m for m in methods if m not in scorers]
     for name in names:
@@ -80,6 +81,8 @@ def summary_rows(scorers: Mapping[str, Mapping[str, object]], methods: Sequence[
                 "bucc_retrieval": f1[name][1] if name in f1 else None,
                 "test_bleu": _num(b.get("bleu_mean")), "bleu_sd": _num(b.get("bleu_sd")),
                 "seeds": b.get("seeds") or None, "p_value": _num(b.get("p_value")),
+                "test_chrf": _num(b.get("chrf_mean")), "chrf_sd": _num(b.get("chrf_sd")),
+                "chrf_p": _num(b.get("chrf_p")),
             }
             for st in sets:
                 row[f"err_{st}"] = err.get((str(enc), st, margin)) if enc else None
@@ -87,11 +90,14 @@ def summary_rows(scorers: Mapping[str, Mapping[str, object]], methods: Sequence[
     return fields, rows
 
 
+P_FIELDS = ("p_value", "chrf_p")
+
+
 def _fmt(field: str, v: object) -> str:
     if v is None:
         return ""
     if isinstance(v, float):
-        return f"{v:.3f}" if field.endswith("auc") else (f"{v:.4f}" if field == "p_value" else f"{v:.1f}" if
+        return f"{v:.3f}" if field.endswith("auc") else (f"{v:.4f}" if field in P_FIELDS else f"{v:.1f}" if
                                                           not field.startswith("err_") else f"{v:.2f}")
     return str(v)
 
@@ -107,7 +113,8 @@ def write_summary(fields: Sequence[str], rows: Sequence[Mapping[str, object]], t
              "One row per system and N. AUC: ROC-AUC on the ParaCrawl human labels and on the demo corpus' "
              "own labels; BUCC F1: test split, thresholds from train, the scorer's best retrieval; err_*: the "
              "scorer's encoder's intrinsic error (%, mean of both directions) under the scorer's margin; "
-             "test BLEU: mean (sd) over training seeds, p against the comparison's reference. Empty: the "
+             "test BLEU and chrF: mean (sd) over training seeds, p against the comparison's reference (p_value "
+             "BLEU's, chrf_p chrF's). Empty: the "
              "table holds no value for it.", "",
              "| " + " | ".join(fields) + " |", "|" + "---|" * len(fields)]
     lines += ["| " + " | ".join(_fmt(f, r.get(f)) for f in fields) + " |" for r in rows]

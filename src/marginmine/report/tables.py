@@ -16,7 +16,7 @@ TABLE_TITLES = {
     "intrinsic.tsv": "Encoders: intrinsic evaluation (error %, cosine and ratio margin)",
     "bucc.tsv": "Mining benchmark (BUCC-style): precision / recall / F1 on the test split",
     "quality.tsv": "Filtering quality: ROC-AUC and precision at top-N",
-    "comparison.tsv": "BLEU by selection method and size",
+    "comparison.tsv": "BLEU and chrF by selection method and size",
     "composition.tsv": "What each selection is made of: pairs and share by origin (clean) or noise kind",
 }
 
