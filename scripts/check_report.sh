@@ -4,14 +4,19 @@
 #   2. a DOM check: the single-page app rendered (navbar, result categories, workflow text), no
 #      JavaScript error was raised, every embedded result decodes (images load with a size > 0,
 #      HTML/TSV/JSON are non-empty) and no page resource points outside the file;
-#   3. screenshots of chosen results opened inside the report viewer (images and HTML tables).
+#   3. screenshots of chosen results opened inside the report viewer (images and HTML tables);
+#   4. the samples page (samples.html, rule report_samples) loaded on its own: its sections render,
+#      the parsed DOM holds no <script> element (corpus text is escaped) and no raw bidirectional
+#      override or line separator (they are shown as [U+XXXX] markers); a full-page screenshot.
 #
 #   bash scripts/check_report.sh [REPORT.html] [OUTDIR]        (make report-check)
 #
 # REPORT defaults to results/demo/report.html, OUTDIR to <REPORT dir>/report_check (screenshots
-# report.png and report-<result>.png, dom.html, check.json). CHECK_RESULTS: space-separated result
-# names to screenshot (default: ledger.png score_histograms.png tables.html benchmarks.html, the
-# ones present). Needs chromium; as root with apt-get it is installed when missing.
+# report.png and report-<result>.png, dom.html, check.json, samples.png, samples-dom.html).
+# CHECK_RESULTS: space-separated result names to screenshot (default: ledger.png score_histograms.png
+# tables.html benchmarks.html samples.html, the ones present). A report without samples.html fails
+# unless SAMPLES_OPTIONAL=1 (a report made before rule report_samples existed). Needs chromium; as
+# root with apt-get it is installed when missing.
 # Exit status 0 only when every check passed.
 set -euo pipefail
 
@@ -23,7 +28,7 @@ REPORT=${1:-results/demo/report.html}
 REPORT=$(cd "$(dirname "$REPORT")" && pwd)/$(basename "$REPORT")
 OUTDIR=${2:-$(dirname "$REPORT")/report_check}
 mkdir -p "$OUTDIR"
-CHECK_RESULTS=${CHECK_RESULTS:-ledger.png score_histograms.png tables.html benchmarks.html}
+CHECK_RESULTS=${CHECK_RESULTS:-ledger.png score_histograms.png tables.html benchmarks.html samples.html}
 PY=$(command -v python3 || command -v python) || fail "python3 not found"
 
 CHROME=$(command -v chromium || command -v chromium-browser || command -v google-chrome || true)
@@ -103,6 +108,17 @@ for name in names:
             "app.setView({content:img?'img':'html',contentPath:results[k].data_uri,resultPath:k});"
             "},1000);});</script>") % (json.dumps(name), name)
     (tmp / f"view-{name}.html").write_text(before_body_end(html, view), encoding="utf-8")
+
+# the samples page as the report embeds it (a base64 data URI), decoded to a file of its own
+import base64, re
+m = re.search(r'"name": "samples\.html".*?"data_uri": "data:text/html[^",]*;base64,([A-Za-z0-9+/=]*)"', html, re.S)
+if m:
+    page = base64.b64decode(m.group(1)).decode("utf-8")
+    (tmp / "samples.html").write_text(page, encoding="utf-8")
+    height = ("<script id=\"mm-probe\">window.addEventListener('load',function(){const p=document.createElement('pre');"
+              "p.id='mm-height';p.textContent=String(document.documentElement.scrollHeight);"
+              "document.body.appendChild(p);});</script>")
+    (tmp / "samples-probe.html").write_text(before_body_end(page, height), encoding="utf-8")
 EOF
 
 say "screenshot of the landing page"
@@ -148,4 +164,40 @@ for name in $CHECK_RESULTS; do
     chrome --screenshot="$OUTDIR/report-${name%.*}.png" --window-size=1400,1400 "file://$TMP/view-$name.html" > /dev/null
     [[ -s $OUTDIR/report-${name%.*}.png ]] || fail "no screenshot of $name"
 done
+if [[ -s $TMP/samples.html ]]; then
+    say "samples page: DOM check and full-page screenshot"
+    chrome --dump-dom --window-size=1400,2000 "file://$TMP/samples-probe.html" > "$OUTDIR/samples-dom.html"
+    HEIGHT=$("$PY" - "$OUTDIR/samples-dom.html" << 'EOF'
+import re, sys
+
+dom = open(sys.argv[1], encoding="utf-8").read()
+problems = []
+if len(re.findall(r"<script[\s>/]", dom, re.I)) != 1:  # the probe's own, which measures the page
+    problems.append("a <script> element in the parsed samples page (text not escaped)")
+for section in ("removed", "scores", "disagree"):
+    if f'id="{section}"' not in dom:
+        problems.append(f"section #{section} is missing")
+rows = dom.count("<tr>")
+if rows < 2:
+    problems.append("no sample rows")
+raw = sorted({f"U+{ord(c):04X}" for c in re.findall("[\u202a-\u202e\u2066-\u2069\u2028\u2029]", dom)})
+if raw:
+    problems.append(f"raw bidirectional overrides or line separators in the page: {raw}")
+print(f"samples page: {rows} table rows, {dom.count('[U+')} [U+XXXX] markers", file=sys.stderr)
+if problems:
+    sys.exit("\n".join(problems))
+m = re.search(r'<pre id="mm-height">(\d+)</pre>', dom)
+if not m:
+    sys.exit("the samples page did not finish loading (no height measured)")
+height = int(m.group(1))
+if height > 20000:
+    print(f"samples page: {height} px tall, the screenshot shows the first 20000", file=sys.stderr)
+print(min(20000, height))  # every row in one screenshot, up to Chromium's limit
+EOF
+    ) || fail "the samples page does not pass its check"
+    chrome --screenshot="$OUTDIR/samples.png" --window-size="1400,$HEIGHT" "file://$TMP/samples.html" > /dev/null
+    [[ -s $OUTDIR/samples.png ]] || fail "no screenshot of the samples page"
+elif [[ ${SAMPLES_OPTIONAL:-0} != 1 ]]; then
+    fail "no samples.html in the report (rule report_samples, make report; SAMPLES_OPTIONAL=1 skips this check)"
+fi
 say "OK: $REPORT renders; screenshots and check.json in $OUTDIR"

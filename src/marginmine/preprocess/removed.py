@@ -26,6 +26,7 @@ from typing import Iterable, Iterator, Sequence
 
 from marginmine.errors import InputError
 from marginmine.io.text import format_tsv_line, iter_sentences, open_text_out
+from marginmine.preprocess.pipeline import STEPS
 
 #: the file index of ``split``'s rejects (raw-corpus line numbers); shards count from 0
 SPLIT = -1
@@ -78,8 +79,8 @@ def iter_rejects(path: str | Path, file: int, seed: int) -> Iterator[Removed]:
 
 
 def bottom_k(rows: Iterable[Removed], per_step: int = PER_STEP) -> list[Removed]:
-    """The ``per_step`` rows of smallest priority of each step, sorted by step, then priority;
-    memory: ``per_step`` rows per step."""
+    """The ``per_step`` rows of smallest priority of each step, the steps in pipeline order (others
+    after, by name), each by priority; memory: ``per_step`` rows per step."""
     heaps: dict[str, list[tuple[int, int, int, Removed]]] = {}
     for r in rows:
         heap = heaps.setdefault(r.step, [])
@@ -88,7 +89,9 @@ def bottom_k(rows: Iterable[Removed], per_step: int = PER_STEP) -> list[Removed]
             heapq.heappush(heap, item)
         elif item > heap[0]:
             heapq.heapreplace(heap, item)
-    return sorted((i[3] for h in heaps.values() for i in h), key=lambda r: (r.step, r.priority, r.file, r.line))
+    rank = {s: i for i, s in enumerate(STEPS)}
+    return sorted((i[3] for h in heaps.values() for i in h),
+                  key=lambda r: (rank.get(r.step, len(rank)), r.step, r.priority, r.file, r.line))
 
 
 def sample_rejects(path: str | Path, file: int, seed: int, per_step: int = PER_STEP) -> list[Removed]:
