@@ -94,6 +94,10 @@ use rule eval_filter as published_eval_filter with:
     output:
         tsv=f"{PUBLISHED_DIR}/quality.tsv",
         md=f"{PUBLISHED_DIR}/quality.md",
+        check_tsv=f"{PUBLISHED_DIR}/clean_share_check.tsv",
+        check_md=f"{PUBLISHED_DIR}/clean_share_check.md",
+        groups_tsv=f"{PUBLISHED_DIR}/baseline_groups.tsv",
+        groups_md=f"{PUBLISHED_DIR}/baseline_groups.md",
     log:
         f"{LOGS}/published/quality.log",
     benchmark:

@@ -370,7 +370,7 @@ def plugin_args(wildcards=None):
 def scoring_targets():
     """Selections for every scorer, method and size, and the scorers' evaluations where configured."""
     out = expand(rules.select_top.output.report, method=SELECTED, N=SIZES) + threshold_selections()
-    out += [rules.clean_share.output.md]
+    out += [rules.clean_share.output.md, rules.clean_share.output.tsv]
     if MINING_EVAL:
         out += rules.eval_mining.output
     if FILTER_EVAL or LABELLED_CORPUS:

@@ -81,6 +81,21 @@ def write_tables(out: Path, intrinsic_name: str = "intrinsic.md") -> None:
     write_composition([Composition("ratio", "20k", {"clean:tatoeba": 12, "mt": 3}),
                        Composition("random", "20k", {"clean:tatoeba": 5, "mt": 10})],
                       out / "composition.tsv", out / "composition.md", "demo", density_tsv=out / "density.tsv")
+    import numpy as np
+
+    from marginmine.scoring.cleanreport import baseline_by_group, estimate, labelled_check, summary_md
+    from marginmine.scoring.cleanshare import ScoreCounts
+
+    rng = np.random.default_rng(1)
+    scores, noise = np.r_[rng.normal(1.2, 0.1, 300), rng.normal(0.5, 0.2, 700)], rng.normal(0.5, 0.2, 1000)
+    truth = np.arange(1000) < 300
+    (out / "clean_share.md").write_text(summary_md([estimate("ratio", ScoreCounts.of(scores), ScoreCounts.of(noise),
+                                                             {"200": 200})], "demo: estimated clean share"))
+    write_quality_table(labelled_check("demo corpus", {"ratio": scores}, {"ratio": noise}, truth, [200]),
+                        out / "clean_share_check.tsv", out / "clean_share_check.md", "Estimated vs labelled")
+    write_quality_table(baseline_by_group("demo corpus", {"ratio": scores}, {"ratio": noise}, truth.astype(int),
+                                          ["noise", "clean"], [200]),
+                        out / "baseline_groups.tsv", out / "baseline_groups.md", "Groups against the baseline")
 
 
 def build_demo(root: Path) -> Path:
@@ -92,8 +107,9 @@ def build_demo(root: Path) -> Path:
     write_comparison(root / "runs", res, {"ratio": 0.10, "cosine": 0.12, "random": 0.5}, (EPYC, EPYC))
     write_tables(res)
     for sub, names in (("encoders", ("intrinsic.md", "intrinsic.tsv")), ("mining", ("bucc.md", "bucc.tsv")),
-                       ("filtering", ("quality.md", "quality.tsv")),
-                       ("select", ("composition.md", "composition.tsv", "density.tsv"))):
+                       ("filtering", ("quality.md", "quality.tsv", "clean_share_check.md", "clean_share_check.tsv",
+                                      "baseline_groups.md", "baseline_groups.tsv")),
+                       ("select", ("composition.md", "composition.tsv", "density.tsv", "clean_share.md"))):
         (res / sub).mkdir(exist_ok=True)
         for n in names:
             (res / n).rename(res / sub / n)

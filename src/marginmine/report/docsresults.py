@@ -62,6 +62,17 @@ DEMO = (
     Table("composition", "select/composition.md", "Selection composition",
           "What each selection is made of, by clean origin and noise kind, from the corpus' labels. Written by "
           "the workflow rule selection_composition."),
+    Table("clean-share", "select/clean_share.md", "Estimated clean share by N and threshold",
+          "Each scorer's estimated noise share and the estimated clean share of its top N, above its thresholds "
+          "and at 90% / 50%, from the noise baseline (docs/choosing-n.md). Written by the workflow rule "
+          "clean_share."),
+    Table("clean-share-check", "filtering/clean_share_check.md", "Estimated vs labelled clean share",
+          "The estimate beside the labelled clean share and the labelled share of translations, on the "
+          "ParaCrawl human labels and the demo corpus' labels. Written by the workflow rule eval_filter."),
+    Table("baseline-groups", "filtering/baseline_groups.md", "Labelled groups against the noise baseline",
+          "Why the estimate is off where it is: each labelled group's median score, share below the "
+          "baseline's median, ROC-AUC against the baseline and share of each top N. Written by the workflow "
+          "rule eval_filter."),
     Table("wall-times", "wall_times.md", "Wall time",
           "The wall time of each `make demo` invocation (scripts/wall_time.sh)."),
 )

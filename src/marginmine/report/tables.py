@@ -18,6 +18,9 @@ TABLE_TITLES = {
     "quality.tsv": "Filtering quality: ROC-AUC and precision at top-N",
     "comparison.tsv": "BLEU and chrF by selection method and size",
     "composition.tsv": "What each selection is made of: pairs and share by origin (clean) or noise kind",
+    "clean_share.tsv": "Estimated clean share by N, threshold and target (noise baseline; an upper bound)",
+    "clean_share_check.tsv": "Estimated (noise baseline) vs labelled clean share",
+    "baseline_groups.tsv": "Each labelled group's scores against the noise baseline",
 }
 
 
