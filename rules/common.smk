@@ -63,6 +63,16 @@ def threshold_label(t):
     return f"t{t:g}"
 
 
+for _name, _ts in THRESHOLDS.items():
+    _labels = [threshold_label(t) for t in _ts]
+    for _t, _label in zip(_ts, _labels):
+        # the label is the file name and what select_top passes back: it must give the same number
+        if not re.fullmatch(r"t-?[0-9.]+", _label) or float(_label[1:]) != _t:
+            raise ValueError(f"selection.thresholds.{_name}: {_t!r} is not written back exactly as {_label!r} "
+                             "(give at most 6 significant digits, no exponent)")
+    if len(set(_labels)) != len(_labels):
+        raise ValueError(f"selection.thresholds.{_name}: {_ts} repeats a threshold")
+
 wildcard_constraints:
     shard=r"\d\d\d\d+",
     N=r"[0-9.]+[kKmMbB]?|t-?[0-9.]+",

@@ -96,6 +96,8 @@ def test_compare_reports_mean_sd_over_seeds_and_tests_against_the_headline(tmp_p
     runs_tsv = (tmp_path / "cmp_runs.tsv").read_text().splitlines()
     assert runs_tsv[0].split("\t")[:7] == ["method", "N", "seed", "pairs", "updates", "train_s", "dev_loss"]
     assert len(runs_tsv) == 6 and (tmp_path / "cmp.png").read_bytes()[:4] == b"\x89PNG"
+    header = runs_tsv[0].split("\t")
+    assert header.index("test_chrf") > header.index("test_bleu") and header[-2:] == ["train_machine", "decode_machine"]
     assert "Machine: not recorded (reports written before marginmine.machine)." in md
 
 

@@ -160,6 +160,15 @@ def test_extra_set_methods_must_be_selection_methods(tmp_path: Path) -> None:
     assert "['ratoi'] are not selection methods" in r.stdout + r.stderr
 
 
+@pytest.mark.parametrize("thresholds,message", [
+    ({"ratio": [1e-05]}, "is not written back exactly as 't1e-05'"),
+    ({"ratio": [1.04, 1.0400000001]}, "is not written back exactly"),
+    ({"ratoi": [1.04]}, "['ratoi'] are not scorers of this config")])
+def test_selection_thresholds_are_checked_at_plan_time(thresholds: dict, message: str, tmp_path: Path) -> None:
+    r = plan_demo_with(tmp_path, lambda cfg: cfg["selection"].update(thresholds=thresholds))
+    assert r.returncode != 0 and message in r.stdout + r.stderr, (r.stdout + r.stderr)[-2000:]
+
+
 def test_bad_config_names_the_key(tmp_path: Path) -> None:
     r = plan_demo_with(tmp_path, lambda cfg: cfg["preprocess"].update(max_ratio="two"))
     assert r.returncode != 0

@@ -21,3 +21,5 @@ BUCC_MONO_MAX = 0
 SCALE_PAIRS = 5_000_000
 #: RAM (MB) of the preprocessing's cache of sentence facts, both sides (schema: preprocess.cache_mb)
 PREPROCESS_CACHE_MB = 256
+#: the estimated clean shares whose largest N the clean-share table gives (marginmine clean-share --targets)
+CLEAN_TARGETS = (0.9, 0.5)

@@ -8,6 +8,7 @@ import logging
 from typing import Callable
 
 from marginmine.errors import MarginmineError
+from marginmine.defaults import CLEAN_TARGETS
 
 log = logging.getLogger("marginmine")
 Handler = Callable[[argparse.Namespace], int]
@@ -60,8 +61,8 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> N
                    help="the N to estimate the top N's clean share at (20k, 1.5M, ...)")
     p.add_argument("--thresholds", nargs="*", default=[], metavar="NAME=T[,T]",
                    help="score thresholds of a scorer to estimate the clean share at (e.g. ratio=1.04,1.06)")
-    p.add_argument("--targets", nargs="*", type=float, default=[0.9, 0.5],
-                   help="estimated clean shares whose largest N is reported (default 0.9 0.5)")
+    p.add_argument("--targets", nargs="*", type=float, default=list(CLEAN_TARGETS),
+                   help="estimated clean shares whose largest N is reported (default %(default)s)")
     p.add_argument("--title", default="", help="the tables' and figure's title")
     p.add_argument("--tsv", required=True, help="output: a row per scorer and N / threshold / target")
     p.add_argument("--md", required=True, help="output: the same as Markdown, with the estimator's assumptions")

@@ -58,6 +58,8 @@ def cmd_eval_filter(args: argparse.Namespace) -> int:
     from marginmine.scoring.files import (EncoderEmbeddings, ScoreSettings, make_batch, read_score_names,
                                           read_scores, score_kinds)
 
+    if bool(args.check_tsv) != bool(args.check_md) or bool(args.groups_tsv) != bool(args.groups_md):
+        raise MarginmineError("give --check-tsv and --check-md together, and --groups-tsv and --groups-md")
     torch_threads(args.threads)
     rows, checks, by_group = [], [], []
     if args.paracrawl:
@@ -128,8 +130,6 @@ def cmd_eval_filter(args: argparse.Namespace) -> int:
                                      {"labelled translations": translations})
             by_group += baseline_by_group("demo corpus (preprocessed)", demo_scores, baseline, codes, names,
                                           args.top_n)
-    if bool(args.check_tsv) != bool(args.check_md) or bool(args.groups_tsv) != bool(args.groups_md):
-        raise MarginmineError("give --check-tsv and --check-md together, and --groups-tsv and --groups-md")
     if not rows:
         raise MarginmineError("nothing to evaluate: give --paracrawl and/or --demo-labels")
     write_quality_table(rows, args.tsv, args.md, "Filtering quality (ROC-AUC, precision of the top N)")

@@ -1,16 +1,16 @@
 """Subcommands that evaluate the scorers: ``bucc-data``, ``eval-mining`` (the BUCC-style mining
-benchmark) and ``eval-filter`` (ROC-AUC and precision on human-labelled pairs); and ``fit-scorer``,
-which fits a fitted kind's head. Registered by :mod:`marginmine.cli.score`."""
+benchmark), ``vote-report``, ``eval-similarity`` and ``fit-scorer`` (a fitted kind's head); it also
+registers ``eval-filter`` (:mod:`marginmine.cli.eval_filter`, which shares its encoder helpers).
+Registered by :mod:`marginmine.cli.score`."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import logging
-from pathlib import Path
 from typing import Callable
 
-from marginmine.cli.score import add_knn, add_scorers, index_spec, scorer_spec, torch_threads
+from marginmine.cli.score import add_knn, add_scorers, scorer_spec, torch_threads
 from marginmine.defaults import BUCC_DISTRACTORS, BUCC_MONO_MAX, BUCC_SHARE, K, SEED
 from marginmine.errors import MarginmineError
 

@@ -16,7 +16,8 @@ the tables comes from the files the systems wrote (never from a hand computation
   The Markdown names the machines the systems were trained and decoded on (BLEU differs between
   CPU models).
 * ``comparison_runs.tsv``: one row per trained system (method, N, seed): pairs, updates, training
-  seconds, dev loss, sacreBLEU on every set, and the train and decode machines (``marginmine.machine``).
+  seconds, dev loss, sacreBLEU and chrF on every set (chrF blank in reports written before it), and the
+  train and decode machines (``marginmine.machine``).
 * ``comparison.png``: mean dev BLEU (test where no dev) against N, one line per method, sd as bars.
 """
 
@@ -141,12 +142,13 @@ def _f(v: float | None, digits: int = 2) -> str:
 def runs_tsv(runs: Sequence[Run]) -> str:
     sets = sorted({k for r in runs for k in r.sets}, key=lambda k: (k != "test", k != "dev", k))
     header = ["method", "N", "seed", "pairs", "updates", "train_s", "dev_loss", *(f"{s}_bleu" for s in sets),
-              "train_machine", "decode_machine"]
+              *(f"{s}_chrf" for s in sets), "train_machine", "decode_machine"]
     lines = ["\t".join(header)]
     for r in sorted(runs, key=lambda r: (parse_count(r.n), r.method, r.seed)):
         lines.append("\t".join([r.method, r.n, str(r.seed), str(r.pairs), "" if r.num_updates is None else str(r.num_updates),
                                 _f(r.train_seconds, 0), _f(r.dev_loss, 3),
                                 *(_f(r.sets[s].bleu) if s in r.sets else "" for s in sets),
+                                *(_f(r.sets[s].chrf) if s in r.sets else "" for s in sets),
                                 r.train_machine or "", r.machine or ""]))
     return "\n".join(lines) + "\n"
 
@@ -181,7 +183,8 @@ def run_machines(runs: Iterable[Run]) -> list[SystemMachines]:
 
 def comparison_md(rows: Sequence[SeedTableRow], runs: Sequence[Run], headline: str, title: str = "",
                   settings: SignificanceSettings = SignificanceSettings()) -> str:
-    per_seed = {(r.method, r.n, r.seed, name): s.bleu for r in runs for name, s in r.sets.items()}
+    per_seed = {(r.method, r.n, r.seed, name): _f(s.bleu) + ("" if s.chrf is None else f" / {s.chrf:.2f}")
+                for r in runs for name, s in r.sets.items()}
     out = [f"# BLEU and chrF by selection method{': ' + title if title else ''}", "",
            f"sacreBLEU's BLEU (13a, mixed case) and chrF (chrF2: character n-grams up to 6, no word n-grams, "
            f"beta 2) per test set: mean and sample sd over training seeds; each method "
@@ -206,12 +209,12 @@ def comparison_md(rows: Sequence[SeedTableRow], runs: Sequence[Run], headline: s
             flush()
             current = r.test_set
             out += ["", f"## {current}", "",
-                    f"| method | N | seeds | BLEU mean ± sd | per seed | vs {headline} [CI] | p "
+                    f"| method | N | seeds | BLEU mean ± sd | per seed (BLEU / chrF) | vs {headline} [CI] | p "
                     f"| chrF mean ± sd | chrF vs {headline} [CI] | chrF p |",
                     "|---|---|---|---|---|---|---|---|---|---|"]
         s, t = r.summary, r.test
         base = r.test_set.split("/")[0]
-        seeds = ", ".join(_f(per_seed.get((r.method, r.n, x, base))) if "/" not in r.test_set else "" for x in s.seeds)
+        seeds = ", ".join(per_seed.get((r.method, r.n, x, base), "") if "/" not in r.test_set else "" for x in s.seeds)
         mean, vs, p = _cells(s, t, r.method == headline)
         c_mean, c_vs, c_p = _cells(r.chrf, r.chrf_test, r.method == headline)
         if r.note:

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from marginmine.defaults import CLEAN_TARGETS
 from marginmine.errors import InputError, MarginmineError
 from marginmine.io.safe import write_text
 from marginmine.scoring.cleanshare import ScoreCounts, largest_n_at, noise_share, share_at
@@ -28,7 +29,7 @@ from marginmine.scoring.filtereval import roc_auc
 log = logging.getLogger(__name__)
 
 #: the estimated clean shares whose largest N the tables give
-TARGETS = (0.9, 0.5)
+TARGETS = CLEAN_TARGETS
 #: thresholds of the retained-count curve (quantiles of the corpus' scores)
 CURVE_POINTS = 101
 
@@ -65,7 +66,10 @@ def scorer_columns(groups: Sequence[Sequence[str | Path]], baselines: Sequence[S
                 raise InputError(str(b), f"names the columns {read_score_names(b)}, its score file {f} {cols}",
                                  line=1, hint="score the shard again with --baseline (the two are written together)")
         for c in cols:
-            out.setdefault(c, ([str(f) for f in files], [str(b) for b in noise]))
+            if c in out:
+                raise MarginmineError(f"score column {c} is in two groups ({out[c][0][0]}, {files[0]}): give each "
+                                      "scorer's score files once")
+            out[c] = ([str(f) for f in files], [str(b) for b in noise])
     if names:
         missing = [n for n in names if n not in out]
         if missing:
@@ -221,8 +225,10 @@ def clean_share_report(columns: Mapping[str, tuple[Sequence[str], Sequence[str]]
     for name, (files, noise) in columns.items():
         s, b = read_counts(files, name), read_counts(noise, name)
         if s is None or b is None:
-            raise InputError(str(files[0]), f"no {'scores' if s is None else 'baseline scores'} of {name} in "
-                             f"{len(files)} file(s)", hint="the corpus has fewer than two pairs per batch")
+            raise InputError(str(files[0] if s is None else noise[0]),
+                             f"no {'scores' if s is None else 'baseline scores'} of {name} in {len(files)} file(s)",
+                             hint="the score files are empty" if s is None else
+                             "every batch has fewer than two distinct pairs: no re-pairing, no baseline")
         out.append(estimate(name, s, b, sizes, thresholds.get(name, ()), targets))
         log.info("%s: %d pairs, %d baseline pairs, estimated noise share %.3f", name, s.n, b.n,
                  out[-1].rows[0]["noise_share"])

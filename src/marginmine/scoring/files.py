@@ -183,11 +183,11 @@ def _digest_batches(pairs: Iterator[tuple[str, str]], size: int,
         yield np.concatenate(src), np.concatenate(tgt)
 
 
-def _check_finite_scores(scores: dict[str, np.ndarray], start: int, path: str) -> None:
+def _check_finite_scores(scores: dict[str, np.ndarray], start: int, path: str, what: str = "this pair") -> None:
     for name, values in scores.items():
         bad = first_nonfinite_row(values)
         if bad is not None:
-            raise InputError(path, f"the {name} score of this pair is {values[bad]} (not a finite number)",
+            raise InputError(path, f"the {name} score of {what} is {values[bad]} (not a finite number)",
                              line=start + bad + 1,
                              hint="its embeddings are degenerate (e.g. zero vectors): check the encoder")
 
@@ -200,7 +200,7 @@ def _baseline_data(batch: Batch, settings: ScoreSettings, seed: int, start: int,
         return b"", 0, 0
     noise = batch.repaired((seed, start))
     scores = score_kinds(noise, settings)
-    _check_finite_scores(scores, start, path)
+    _check_finite_scores(scores, start, path, "this line's source re-paired for the noise baseline")
     keep = ~noise.original_pairs()
     return (format_scores({n: v[keep] for n, v in scores.items()}, settings.names), int(keep.sum()),
             int((~keep).sum()))
@@ -303,7 +303,7 @@ def score_file(inputs: Sequence[str], output: str | Path, emb: Embeddings, setti
         raise InputError(", ".join(map(str, inputs)), "is shorter than when scoring started", hint="rerun")
     if noise is not None:
         log.info("%s: noise baseline of %d re-paired pairs scored in this run (%d left out: they repeat a pair "
-                 "of their batch)", noise.name, noise_lines, left_out)
+                 "of their batch; a batch of one pair has none)", noise.name, noise_lines, left_out)
         os.replace(noise_part, noise)  # type: ignore[arg-type]
     os.replace(part, out)
     state_path.unlink(missing_ok=True)
