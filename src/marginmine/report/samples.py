@@ -5,8 +5,9 @@ the other drops. The pages and TSVs are written by :mod:`marginmine.report.sampl
 Ranks follow :func:`marginmine.scoring.selection.select` exactly: scores in descending order, ties
 in corpus order (the order of the shards, then their lines), so the top N of the ranking is the
 selection of N (tested against it) and "just kept" / "just dropped" are the pairs either side of
-its boundary. Memory: one scorer's scores and their ranking (24 bytes a pair), and the two compared
-scorers' keep masks (1 byte a pair each), never the texts of more than the sampled pairs.
+its boundary. Memory: a scorer's scores and their ranking (24 bytes a pair) while it is sampled;
+for the disagreement, both compared scorers' scores, orders and ranks (about 48 bytes a pair for
+the two); never the texts of more than the sampled pairs.
 """
 
 from __future__ import annotations
