@@ -109,7 +109,7 @@ lint: $(STAMP)
 # with its file, date, machine and the commit; the README's key-result block (and the marked blocks
 # of DOCS_RESULTS_PAGES) filled, nothing outside the markers changed. A missing demo table: one line.
 DOCS_RESULTS ?= results/demo
-DOCS_RESULTS_PAGES ?= docs/published-scorers.md
+DOCS_RESULTS_PAGES ?= docs/published-scorers.md docs/choosing-n.md
 .PHONY: docs-results
 docs-results: $(STAMP)
 	$(BIN)/marginmine docs-results --results $(DOCS_RESULTS) --output docs/results.md --readme README.md \
