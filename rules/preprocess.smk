@@ -98,7 +98,7 @@ rule removed_sample:
     conda:
         "../envs/preprocess.yaml"
     shell:
-        "marginmine removed-sample --rejects {input:q} --shard {params.shard} --seed {params.seed:q} "
+        "marginmine removed-sample --rejects {input:q} --shard {params.shard:q} --seed {params.seed:q} "
         "--output {output:q} > {log:q} 2>&1"
 
 

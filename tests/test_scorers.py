@@ -121,7 +121,9 @@ def test_the_demo_scores_selects_and_evaluates_the_random_twin_without_training_
     assert r.returncode == 0, r.stderr[-2000:]
     counts = job_counts(r.stdout)
     assert counts["embed_shard"] == 8 == counts["score_shard"]  # 4 shards x (dan, dan-random)
-    assert counts["select_top"] == 5 and counts["train_nmt"] == 5  # NMT: ratio x2, cosine x2, random
+    # 4 scorers and random at 20k, and ratio >= 1.04 (selection.thresholds); NMT: ratio x2, cosine x2, random
+    assert counts["select_top"] == 6 and counts["train_nmt"] == 5
+    assert "--method ratio --threshold 1.04" in r.stdout
     score = re.findall(r"marginmine score [^\n]*", r.stdout)
     twin = [c for c in score if "work/demo/score/dan-random/" in c]
     assert len(twin) == 4 and all("--src-embeddings work/demo/embed/dan-random/" in c for c in twin)

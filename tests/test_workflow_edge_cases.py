@@ -53,6 +53,7 @@ PREQUOTED = {"params.langs", "params.args", "params.slice", "params.budget", "pa
              "params.sets", "params.langid", "params.heldout", "params.subsets", "params.plugins", "params.density",
              "params.tables", "params.held_out", "params.margins", "params.corpus",
              "params.top_n", "params.translated", "params.votes",
+             "params.scores",  # report_samples': NAME=FILE,... items, each quoted by shlex in the rule
              "params.column",  # translate_shard's: the integer 0 or 1; translate_text's: "--column N" or nothing
              "wildcards.seed"}  # the seed wildcard is constrained to digits
 
