@@ -221,3 +221,27 @@ def test_translator_data_seed_defaults_to_the_workflow_seed() -> None:
     args = build_parser().parse_args(["translator-data", "--encoder-data", "m.json", "--src-lang", "en",
                                       "--tgt-lang", "de", "--output", "o.tsv"])
     assert args.seed == SEED == inspect.signature(translator_pairs).parameters["seed"].default
+
+
+def test_a_re_paired_batch_reuses_the_vote_searches(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The noise baseline of a vote scorer: the re-paired batch's vote sets are found_sets of the
+    re-paired rows, and the three mutual-best searches run once for both batches."""
+    from marginmine.scoring import votes as votes_mod
+    from marginmine.scoring.kinds import Batch, repairing
+
+    rng = np.random.default_rng(3)
+    unit = lambda a: (a / np.linalg.norm(a, axis=1, keepdims=True)).astype(np.float32)  # noqa: E731
+    x = unit(rng.normal(size=(40, 16)))
+    y = unit(x + 0.3 * rng.normal(size=x.shape))
+    tx, ty = unit(x + 0.2 * rng.normal(size=x.shape)), unit(y + 0.2 * rng.normal(size=y.shape))
+    g = np.arange(40)
+    calls = []
+    real = votes_mod.mutual_best
+    monkeypatch.setattr(votes_mod, "mutual_best", lambda *a, **kw: calls.append(1) or real(*a, **kw))
+    batch = Batch([str(i) for i in g], [str(i) for i in g], x, y, g, g.copy(),
+                  translated=lambda side: tx if side == "src" else ty)
+    own = batch.vote_sets(4)
+    noise = batch.repaired(7).vote_sets(4)
+    assert len(calls) == 3 and own.any()
+    assert np.array_equal(noise, found_sets(x, y, tx, ty, g, g[repairing(40, 7)], 4))
+    assert noise.sum() < own.sum()

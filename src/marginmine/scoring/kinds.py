@@ -88,7 +88,7 @@ class Batch:
     scratch: Path | None = None
     _cos: np.ndarray | None = field(default=None, repr=False)
     _means: dict[tuple[str, int], np.ndarray] = field(default_factory=dict, repr=False)
-    _votes: dict[int, np.ndarray] = field(default_factory=dict, repr=False)
+    _votes: dict[int, np.ndarray] = field(default_factory=dict, repr=False)  # k -> vote_partners
     #: the batch this one re-pairs (:meth:`repaired`): its neighbourhood means are used
     _origin: "Batch | None" = field(default=None, repr=False)
 
@@ -109,8 +109,8 @@ class Batch:
         Pairs that are almost surely not translations, scored against the same neighbourhoods: the
         new batch takes its k-NN means from this one (each sentence's neighbours among the batch's
         distinct sentences do not depend on the pairing; an approximate index's candidates are this
-        batch's partners), and computes its cosines and vote sets anew (a vote kind's searches run
-        again). Where sentences repeat, a re-paired line can still be a pair of this batch (another
+        batch's partners) and the vote searches' mutual-best partners (they depend on the distinct
+        sentences only), and computes its cosines and vote sets anew. Where sentences repeat, a re-paired line can still be a pair of this batch (another
         line with the same source and target): :meth:`original_pairs` marks those. A batch of fewer
         than two pairs, or one that is itself re-paired, is refused."""
         if self._origin is not None:
@@ -165,19 +165,29 @@ class Batch:
         return self.side_mean("src", k)[self.gx].astype(np.float64)
 
 
-    def vote_sets(self, k: int) -> np.ndarray:
-        """bool ``(pairs, 3)``: each pair found (or not) by the original, forward-translated and
-        backward-translated searches of this batch (:func:`marginmine.scoring.votes.found_sets`)."""
+    def vote_partners(self, k: int) -> np.ndarray:
+        """The original, forward-translated and backward-translated searches' mutual-best partners of
+        the batch's distinct sentences (:func:`marginmine.scoring.votes.vote_partners`): a re-paired
+        batch takes its origin's, as they do not depend on the pairing."""
+        if self._origin is not None:
+            return self._origin.vote_partners(k)
         if k not in self._votes:
-            from marginmine.scoring.votes import found_sets
+            from marginmine.scoring.votes import vote_partners
 
             if self.translated is None:
                 raise MarginmineError("a vote scorer needs both sides' translations embedded: give marginmine score "
                                       "--src-translated and --tgt-translated (the workflow translates and embeds "
                                       "them for kinds that say `translated`)")
-            self._votes[k] = found_sets(self.xu, self.yu, self.translated("src"), self.translated("tgt"),
-                                        self.gx, self.gy, k, self.spec)
+            self._votes[k] = vote_partners(self.xu, self.yu, self.translated("src"), self.translated("tgt"), k,
+                                           self.spec)
         return self._votes[k]
+
+    def vote_sets(self, k: int) -> np.ndarray:
+        """bool ``(pairs, 3)``: each pair found (or not) by the original, forward-translated and
+        backward-translated searches of this batch (:func:`marginmine.scoring.votes.found_in`)."""
+        from marginmine.scoring.votes import found_in
+
+        return found_in(self.vote_partners(k), self.gx, self.gy)
 
 
 class ScoreKind(Protocol):

@@ -47,20 +47,32 @@ def mutual_best(x: np.ndarray, y: np.ndarray, k: int, spec: IndexSpec = IndexSpe
     return partner
 
 
-def found_sets(x: np.ndarray, y: np.ndarray, x_translated: np.ndarray, y_translated: np.ndarray,
-               gx: np.ndarray, gy: np.ndarray, k: int, spec: IndexSpec = IndexSpec(kind="flat")) -> np.ndarray:
-    """bool ``(pairs, 3)``: whether pair i (source row ``gx[i]`` of ``x``, target row ``gy[i]`` of
-    ``y``) is found by each of :data:`SETS`. ``x_translated[r]`` embeds the translation of source r
-    into the target language, ``y_translated[r]`` that of target r into the source language."""
+def vote_partners(x: np.ndarray, y: np.ndarray, x_translated: np.ndarray, y_translated: np.ndarray, k: int,
+                  spec: IndexSpec = IndexSpec(kind="flat")) -> np.ndarray:
+    """int ``(3, len(x))``: for each of :data:`SETS`, each source row's mutual-best target row (or
+    -1). It depends on the distinct sentences only, not on how they are paired (a re-paired batch
+    reuses it). ``x_translated[r]`` embeds the translation of source r into the target language,
+    ``y_translated[r]`` that of target r into the source language."""
     if x_translated.shape != x.shape or y_translated.shape != y.shape:
         raise ValueError(f"translations' embeddings {x_translated.shape}, {y_translated.shape} do not match the "
                          f"sentences' {x.shape}, {y.shape}: one row per distinct sentence, same dimension")
+    return np.stack([mutual_best(a, b, k, spec) for a, b in ((x, y), (x_translated, y), (x, y_translated))])
+
+
+def found_in(partners: np.ndarray, gx: np.ndarray, gy: np.ndarray) -> np.ndarray:
+    """bool ``(pairs, 3)``: whether pair i (source row ``gx[i]``, target row ``gy[i]``) is each set's
+    mutual best (:func:`vote_partners`)."""
     gx, gy = np.asarray(gx, np.int64), np.asarray(gy, np.int64)
-    out = np.zeros((len(gx), len(SETS)), bool)
-    for c, (a, b) in enumerate(((x, y), (x_translated, y), (x, y_translated))):
-        partner = mutual_best(a, b, k, spec)
-        out[:, c] = partner[gx] == gy if len(gx) else []
-    return out
+    if not len(gx):
+        return np.zeros((0, len(SETS)), bool)
+    return (partners[:, gx] == gy).T
+
+
+def found_sets(x: np.ndarray, y: np.ndarray, x_translated: np.ndarray, y_translated: np.ndarray,
+               gx: np.ndarray, gy: np.ndarray, k: int, spec: IndexSpec = IndexSpec(kind="flat")) -> np.ndarray:
+    """bool ``(pairs, 3)``: whether pair i (source row ``gx[i]`` of ``x``, target row ``gy[i]`` of
+    ``y``) is found by each of :data:`SETS` (:func:`vote_partners`, :func:`found_in`)."""
+    return found_in(vote_partners(x, y, x_translated, y_translated, k, spec), gx, gy)
 
 
 def vote(found: np.ndarray, rule: str) -> np.ndarray:
