@@ -145,7 +145,7 @@ def cmd_eval_filter(args: argparse.Namespace) -> int:
         write_quality_table(checks, args.check_tsv, args.check_md, CHECK_TITLE)
     if args.groups_tsv:
         if not by_group:
-            raise MarginmineError("--groups-tsv needs --demo-labels with --baselines")
+            raise MarginmineError("--groups-tsv needs --paracrawl, or --demo-labels with --baselines")
         write_quality_table(by_group, args.groups_tsv, args.groups_md, GROUPS_TITLE)
     return 0
 
