@@ -77,8 +77,7 @@ rule filtered:
     """Every selection (scorer or method x N, and by threshold) as a filtered corpus: results/<exp>/filtered/."""
     input:
         expand(rules.export_filtered.output, method=SELECTED, N=SIZES),
-        [f for m, ts in THRESHOLDS.items() for t in ts
-         for f in expand(rules.export_filtered.output, method=m, N=threshold_label(t))],
+        threshold_selections(rules.export_filtered.output),
 
 
 rule nmt:

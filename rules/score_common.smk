@@ -236,10 +236,10 @@ def select_args(wildcards):
     return f"--method {shlex.quote(wildcards.method)} -n {wildcards.N}"
 
 
-def threshold_selections():
-    """The selections by threshold (selection.thresholds): their report files."""
-    return [rules.select_top.output.report.format(method=m, N=threshold_label(t))
-            for m, ts in THRESHOLDS.items() for t in ts]
+def threshold_selections(outputs):
+    """``outputs`` (a rule's output patterns over {method} and {N}) of every selection by threshold
+    (selection.thresholds)."""
+    return [f for m, ts in THRESHOLDS.items() for t in ts for f in expand(outputs, method=m, N=threshold_label(t))]
 
 
 def clean_share_inputs(wildcards=None):
@@ -369,7 +369,7 @@ def plugin_args(wildcards=None):
 
 def scoring_targets():
     """Selections for every scorer, method and size, and the scorers' evaluations where configured."""
-    out = expand(rules.select_top.output.report, method=SELECTED, N=SIZES) + threshold_selections()
+    out = expand(rules.select_top.output.report, method=SELECTED, N=SIZES) + threshold_selections(rules.select_top.output.report)
     out += [rules.clean_share.output.md, rules.clean_share.output.tsv]
     if MINING_EVAL:
         out += rules.eval_mining.output

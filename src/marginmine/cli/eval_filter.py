@@ -50,13 +50,27 @@ def _without_own_negatives(args: argparse.Namespace, scores: dict, positive) -> 
     return rows
 
 
+def _columns(groups: list[list[str]]) -> dict:
+    """Every named column of the files of ``groups`` (score files or their baselines), the shards of
+    a group concatenated in order."""
+    import numpy as np
+
+    from marginmine.scoring.files import read_score_names, read_scores
+
+    values: dict[str, list] = {}
+    for files in groups:
+        for f in files:
+            for name in read_score_names(f):
+                values.setdefault(name, []).append(read_scores(f, name))
+    return {k: np.concatenate(v) for k, v in values.items()}
+
+
 def cmd_eval_filter(args: argparse.Namespace) -> int:
     import numpy as np
 
     from marginmine.scoring.filtereval import demo_labels, quality_rows, read_paracrawl_eval, write_quality_table
     from marginmine.scoring.cleanreport import baseline_by_group, labelled_check
-    from marginmine.scoring.files import (EncoderEmbeddings, ScoreSettings, make_batch, read_score_names,
-                                          read_scores, score_kinds)
+    from marginmine.scoring.files import EncoderEmbeddings, ScoreSettings, make_batch, score_kinds
 
     if bool(args.check_tsv) != bool(args.check_md) or bool(args.groups_tsv) != bool(args.groups_md):
         raise MarginmineError("give --check-tsv and --check-md together, and --groups-tsv and --groups-md")
@@ -90,27 +104,22 @@ def cmd_eval_filter(args: argparse.Namespace) -> int:
             noise.update({n: v[keep] for n, v in score_kinds(repaired, settings).items()})
         scores = {n: scores[n] for n in scorers}  # config order
         name = Path(args.paracrawl).parent.name
-        groups_pc = tuple(sorted(set(data.labels)))
-        codes_pc = np.array([groups_pc.index(lab) for lab in data.labels])
+        labels, codes_pc = np.unique(data.labels, return_inverse=True)
         checks += labelled_check(name, scores, noise, data.positive, args.top_n,
                                  {"labelled translations": np.isin(data.labels, ["V", "MT"])})
-        by_group += baseline_by_group(name, scores, noise, codes_pc, [f"label {g}" for g in groups_pc], args.top_n)
+        by_group += baseline_by_group(name, scores, noise, codes_pc, [f"label {g}" for g in labels], args.top_n)
         scores.update({f"{k} (shipped)": v for k, v in data.shipped.items()})
         rows += quality_rows(name, scores, data.positive, args.top_n)
     if args.demo_labels:
         groups = args.scores or []
         if not groups:
             raise MarginmineError("--demo-labels needs --scores (one group of shard score files per encoder)")
-        values: dict[str, list[np.ndarray]] = {}
         for files in groups:
             if len(files) != len(args.pairs):
                 raise MarginmineError(f"--scores {files[0]} ...: {len(files)} score files for {len(args.pairs)} "
                                       "--pairs shards (give one group per encoder, one file per shard, shard order)")
-            for f in files:
-                for name in read_score_names(f):
-                    values.setdefault(name, []).append(read_scores(f, name))
         positive, codes, names = demo_labels(args.demo_labels, args.pairs, args.id_column)
-        demo_scores = {k: np.concatenate(v) for k, v in values.items()}
+        demo_scores = _columns(groups)
         for name, v in demo_scores.items():
             if len(v) != len(positive):
                 raise MarginmineError(f"score column {name}: {len(v)} scores for {len(positive)} pairs in --pairs "
@@ -121,8 +130,7 @@ def cmd_eval_filter(args: argparse.Namespace) -> int:
             if len(args.baselines) != len(groups):
                 raise MarginmineError(f"{len(args.baselines)} --baselines group(s) for {len(groups)} --scores groups "
                                       "(one baseline per score file, the same groups and order)")
-            baseline = {n: np.concatenate([read_scores(f, n) for files in args.baselines for f in files
-                                           if n in read_score_names(f)]) for n in demo_scores}
+            baseline = _columns(args.baselines)
             from marginmine.data.demo_sources import TRANSLATION_KINDS
 
             translations = positive | np.isin(codes, [i for i, g in enumerate(names) if g in TRANSLATION_KINDS])

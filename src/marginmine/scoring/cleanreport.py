@@ -28,8 +28,6 @@ from marginmine.scoring.filtereval import roc_auc
 
 log = logging.getLogger(__name__)
 
-#: the estimated clean shares whose largest N the tables give
-TARGETS = CLEAN_TARGETS
 #: thresholds of the retained-count curve (quantiles of the corpus' scores)
 CURVE_POINTS = 101
 
@@ -89,7 +87,7 @@ class ScorerEstimate:
 
 
 def estimate(name: str, s: ScoreCounts, b: ScoreCounts, sizes: Mapping[str, int],
-             thresholds: Sequence[float] = (), targets: Sequence[float] = TARGETS,
+             thresholds: Sequence[float] = (), targets: Sequence[float] = CLEAN_TARGETS,
              points: int = CURVE_POINTS) -> ScorerEstimate:
     """The summary rows (one per N, threshold and target) and the curve of one scorer."""
     pi0, lam = noise_share(s, b)
@@ -117,17 +115,19 @@ def estimate(name: str, s: ScoreCounts, b: ScoreCounts, sizes: Mapping[str, int]
     for r in rows:
         if r["est_clean_share"] is not None:
             r["est_clean_pairs"] = int(round(float(r["est_clean_share"]) * int(r["kept"])))  # type: ignore[arg-type]
-    curve = []
-    cum = np.cumsum(s.counts)
     qs = np.linspace(0, 1, points)
-    ts = np.unique(s.values[np.minimum(np.searchsorted(cum, np.ceil(qs * s.n), side="left"), len(s.values) - 1)])
-    for t in ts:
-        kept = int(s.at_least(t))
-        noise = pi0 * s.n * int(b.at_least(t)) / b.n
-        curve.append({"scorer": name, "threshold": float(t), "kept": kept,
-                      "baseline_at_or_above": float(b.at_least(t) / b.n), "est_noise_kept": noise,
-                      "est_clean_share": float(share_at(s, b, pi0, float(t)))})
+    ts = np.unique(s.values[np.minimum(np.searchsorted(s.cum, np.ceil(qs * s.n), side="left"), len(s.values) - 1)])
+    kept, base = s.at_least(ts), b.at_least(ts)
+    curve = [{"scorer": name, "threshold": float(t), "kept": int(k), "baseline_at_or_above": float(a / b.n),
+              "est_noise_kept": float(pi0 * s.n * a / b.n), "est_clean_share": float(c)}
+             for t, k, a, c in zip(ts, kept, base, share_at(s, b, pi0, ts))]
     return ScorerEstimate(name, rows, curve)
+
+
+def top_masks(s: np.ndarray, counts: ScoreCounts, top_n: Sequence[int]) -> dict[int, np.ndarray]:
+    """For each N of ``top_n`` up to ``len(s)``: which of ``s`` are in its top N, the lowest score's
+    ties included (as the estimate counts them)."""
+    return {n: s >= counts.lowest_of_top(n) for n in top_n if n <= len(s)}
 
 
 def labelled_check(data: str, scores: Mapping[str, np.ndarray], noise: Mapping[str, np.ndarray],
@@ -142,10 +142,9 @@ def labelled_check(data: str, scores: Mapping[str, np.ndarray], noise: Mapping[s
     for name, s in scores.items():
         if name not in noise:
             continue
-        ns = [n for n in top_n if n <= len(s)]
         counts, base = ScoreCounts.of(s, name), ScoreCounts.of(noise[name], f"{name} baseline")
         pi0, _ = noise_share(counts, base)
-        kept = [(f"{n}", s >= counts.lowest_of_top(n)) for n in ns]
+        kept = [(f"{n}", top) for n, top in top_masks(s, counts, top_n).items()]
         for at, top in [("all", np.ones(len(s), bool)), *kept]:
             t = float(s[top].min())
             est = float(share_at(counts, base, pi0, t)) if at != "all" else 1.0 - pi0
@@ -167,8 +166,9 @@ def baseline_by_group(data: str, scores: Mapping[str, np.ndarray], noise: Mappin
         if name not in noise:
             continue
         b = np.asarray(noise[name], np.float64)
-        lam = float(np.median(b))
-        tops = {n: s >= ScoreCounts.of(s, name).lowest_of_top(n) for n in top_n if n <= len(s)}
+        counts = ScoreCounts.of(s, name)
+        _, lam = noise_share(counts, ScoreCounts.of(b, f"{name} baseline"))
+        tops = top_masks(s, counts, top_n)
         for code in np.unique(codes):
             v = s[codes == code]
             auc = roc_auc(np.r_[v, b], np.r_[np.ones(len(v), bool), np.zeros(len(b), bool)])
@@ -218,7 +218,7 @@ def summary_md(estimates: Sequence[ScorerEstimate], title: str) -> str:
 def clean_share_report(columns: Mapping[str, tuple[Sequence[str], Sequence[str]]], sizes: Mapping[str, int],
                        thresholds: Mapping[str, Sequence[float]], tsv: str | Path, md: str | Path,
                        curve: str | Path | None = None, title: str = "",
-                       targets: Sequence[float] = TARGETS) -> list[ScorerEstimate]:
+                       targets: Sequence[float] = CLEAN_TARGETS) -> list[ScorerEstimate]:
     """Every scorer's estimates (:func:`estimate`) written as TSV + Markdown, the curve as TSV
     (:func:`marginmine.report.curves.plot_curves` draws it)."""
     out = []

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -71,14 +72,19 @@ class ScoreCounts:
         np.add.at(counts, inverse, np.concatenate([self.counts, other.counts]))
         return ScoreCounts(values, counts)
 
+    @cached_property
+    def cum(self) -> np.ndarray:
+        """How many scores are at or below each of ``values``."""
+        return np.cumsum(self.counts)
+
     @property
     def n(self) -> int:
-        return int(self.counts.sum())
+        return int(self.cum[-1])
 
     def below(self, t: "float | np.ndarray") -> "int | np.ndarray":
         """How many scores are below ``t`` (each of ``t``)."""
-        cum = np.concatenate([[0], np.cumsum(self.counts)])
-        return cum[np.searchsorted(self.values, t, side="left")]
+        i = np.searchsorted(self.values, t, side="left")  # the scores below t: values[:i]
+        return np.where(i > 0, self.cum[np.maximum(i - 1, 0)], 0)
 
     def at_least(self, t: "float | np.ndarray") -> "int | np.ndarray":
         """How many scores are ``t`` or more."""
@@ -88,8 +94,8 @@ class ScoreCounts:
         """The lowest score of the top ``n`` (1 <= n <= the count)."""
         if not 1 <= n <= self.n:
             raise ValueError(f"N = {n}: outside 1..{self.n} (the scored pairs)")
-        from_top = np.cumsum(self.counts[::-1])
-        return float(self.values[::-1][np.searchsorted(from_top, n, side="left")])
+        # the highest value with at least n scores at or above it, i.e. at most (count - n) below it
+        return float(self.values[np.searchsorted(self.cum, self.n - n, side="right")])
 
 
 def noise_share(scores: "np.ndarray | ScoreCounts", baseline: "np.ndarray | ScoreCounts",
@@ -98,9 +104,9 @@ def noise_share(scores: "np.ndarray | ScoreCounts", baseline: "np.ndarray | Scor
     ``lam`` the baseline's median unless given."""
     s, b = ScoreCounts.of(scores, "scores"), ScoreCounts.of(baseline, "baseline")
     if lam is None:
-        cum = np.cumsum(b.counts)  # the median: the middle value, or the mean of the two middle ones
-        lo = b.values[np.searchsorted(cum, (b.n - 1) // 2 + 1, side="left")]
-        hi = b.values[np.searchsorted(cum, b.n // 2 + 1, side="left")]
+        # the median: the middle value, or the mean of the two middle ones
+        lo = b.values[np.searchsorted(b.cum, (b.n - 1) // 2 + 1, side="left")]
+        hi = b.values[np.searchsorted(b.cum, b.n // 2 + 1, side="left")]
         lam = (float(lo) + float(hi)) / 2
     below_baseline = b.below(float(lam)) / b.n
     if below_baseline == 0:
