@@ -57,12 +57,14 @@ rule score_shard:
 
 rule fit_scorer:
     """The head of a fitted scorer (its kind says `fitted`, e.g. calibrated, mlp), fitted on its
-    encoder's embeddings of the held-out pairs (heads.held_out): a pair in a protected set or the
-    mining benchmark is an error, pairs in the encoder's training data are removed and counted
-    (data/report.json); an mlp's negatives come from the corpus' embeddings."""
+    encoder's embeddings of its positives (heads.positives, or the scorer's own: by default a sample
+    of the encoder data) and checked on the held-out pairs (heads.held_out): a pair in a protected
+    set or the mining benchmark is an error, held-out pairs in the encoder's training data are
+    removed and counted (data/report.json); an mlp's negatives come from the corpus' embeddings."""
     input:
         encoder=lambda wc: encoder_json(ALL_SCORERS[wc.name]["encoder"]),
         held_out=held_out_files,
+        positives=positives_files,
         protect=lambda wc: sorted(set(encoder_protect_files() + (mining_eval_files() if MINING_EVAL else []))),
         data=rules.encoder_data.output.manifest,
         corpus=fit_corpus_files,  # kinds whose negatives come from the corpus (mlp)
@@ -76,6 +78,7 @@ rule fit_scorer:
         scorers=lambda wc: scorers_json([wc.name]),
         plugins=plugin_args,
         held_out=held_out_args,
+        positives=positives_args,
         corpus=fit_corpus_args,
         langs=f"--src-lang {SRC} --tgt-lang {TGT}",
         encdir=lambda wildcards, input: os.path.dirname(input.encoder),
@@ -92,7 +95,7 @@ rule fit_scorer:
         "../envs/score.yaml"
     shell:
         "marginmine fit-scorer --scorers {params.scorers:q} --name {wildcards.name:q} {params.plugins} "
-        "--encoder {params.encdir:q} --held-out {params.held_out} {params.corpus} {params.langs} "
+        "--encoder {params.encdir:q} --held-out {params.held_out} {params.positives} {params.corpus} {params.langs} "
         "--protect {input.protect:q} --encoder-data {input.data:q} --seed {params.seed:q} --device "
         "{params.device:q} --threads {threads} --output {params.outdir:q} > {log:q} 2>&1"
 

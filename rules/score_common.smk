@@ -91,16 +91,43 @@ def held_out_files(wildcards=None):
     return [data_path(h[side]) for h in HEADS.get("held_out", []) for side in ("src", "tgt")]
 
 
-def held_out_args(wildcards=None):
+def _file_pair_args(pairs):
     return " ".join(shlex.quote(f"{h['src_lang']},{h['tgt_lang']},{data_path(h['src'])},{data_path(h['tgt'])}")
-                    for h in HEADS.get("held_out", []))
+                    for h in pairs)
+
+
+def held_out_args(wildcards=None):
+    return _file_pair_args(HEADS.get("held_out", []))
+
+
+def head_positives(name):
+    """A fitted scorer's positives: heads.positives (the schema's default: a sample of the encoder
+    data), each key of the scorer's own `positives` over it."""
+    return {**HEADS.get("positives", {}), **ALL_SCORERS[name].get("positives", {})}
+
+
+def positives_files(wildcards):
+    """The files a fitted scorer's positives come from (positives.from: files), else none."""
+    p = head_positives(wildcards.name)
+    return [data_path(h[side]) for h in p.get("files", []) for side in ("src", "tgt")] if p.get("from") == "files" else []
+
+
+def positives_args(wildcards):
+    """fit-scorer's --positives options (an unset key: the CLI's default, marginmine.defaults)."""
+    p = head_positives(wildcards.name)
+    args = [f"--positives {shlex.quote(p['from'])}"] if "from" in p else []
+    args += [f"--positives-size {int(p['size'])}"] if "size" in p else []
+    if p.get("from") == "files":
+        args.append(f"--positives-files {_file_pair_args(p.get('files', []))}")
+    return " ".join(args)
 
 
 def _check_scorers():
     """Plan-time errors naming the config key (marginmine.scoring.plan): an unknown encoder, kind or
     param, a method that names no scorer, a suite scorer or baseline that does not fit."""
     check_scorer_config(SCORERS, METHODS, list(ENCODER_DIRS), plugins=PLUGINS, suite=PAPERS,
-                        suite_scorers=PAPER_SCORERS, held_out=HEADS.get("held_out", []))
+                        suite_scorers=PAPER_SCORERS, held_out=HEADS.get("held_out", []),
+                        positives=HEADS.get("positives", {}))
 
 
 _check_scorers()

@@ -16,7 +16,7 @@ from marginmine.scoring import make_kind
 from marginmine.scoring.calibrated import HEAD_ARRAYS, head_logit
 from marginmine.scoring.heads import load_arrays
 from marginmine.scoring.filtereval import roc_auc
-from marginmine.scoring.heads import HeldOut, fit_head
+from marginmine.scoring.heads import HeldOut, Positives, fit_head
 
 NEWS = "wmt-newstest-ende"
 
@@ -50,7 +50,8 @@ def fitted(real_data: Path, tmp_path_factory: pytest.TempPathFactory, monkeypatc
     monkeypatch_module.setattr("marginmine.encoders.base.load_encoder", lambda d, device="cpu": TrigramEncoder())
     kind = make_kind("calibrated", {}, "test")
     fit_head("cal", kind, trigram_encoder_dir(out.parent), _held_out(real_data), "en", "de", out / "cal",
-             protect=[protect], encoder_data=_training_data(out.parent, real_data), seed=7)
+             protect=[protect], encoder_data=_training_data(out.parent, real_data), seed=7,
+             positives=Positives("held_out"))  # the held-out pairs' own path (broad positives: test_heads.py)
     return out / "cal"
 
 

@@ -16,7 +16,7 @@ from doubles import TrigramEncoder, trigram_encoder_dir
 from marginmine.errors import InputError, MarginmineError
 from marginmine.scoring import make_kind
 from marginmine.scoring.filtereval import roc_auc
-from marginmine.scoring.heads import CorpusShard, HeldOut, fit_head
+from marginmine.scoring.heads import CorpusShard, HeldOut, Positives, fit_head
 from marginmine.scoring.mlp import band_negatives, eq15_loss, mlp_logit
 
 NEWS = "wmt-newstest-ende"
@@ -93,7 +93,7 @@ def fitted(real_data: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[P
     try:
         fit_head("m", make_kind("mlp", {}, "test"), enc_dir, held, "en", "de", out / "m",
                  seed=3, corpus=[CorpusShard(str(shard), str(out / "s.en.npy"), str(out / "s.de.npy"))],
-                 exclude=excluded)
+                 exclude=excluded, positives=Positives("held_out"))
     finally:
         mp.undo()
     return out / "m", excluded
@@ -103,7 +103,7 @@ def test_the_mlp_separates_translations_it_never_saw(fitted, real_data: Path) ->
     head, _ = fitted
     manifest = json.loads((head / "head.json").read_text())
     neg = manifest["negatives"]
-    assert neg["negatives"] == manifest["held_out"]["pairs"] and neg["excluded"] == 5
+    assert neg["negatives"] == manifest["positives"]["pairs"] == manifest["held_out"]["pairs"] and neg["excluded"] == 5
     assert manifest["fit"]["loss_last_50"] < manifest["fit"]["loss_first_50"]
     enc = TrigramEncoder()
     src, tgt = _lines(real_data / NEWS / "newstest2018.en", 500), _lines(real_data / NEWS / "newstest2018.de", 500)

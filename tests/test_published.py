@@ -56,10 +56,14 @@ def test_published_plans_its_encoders_scores_selections_systems_and_tables(real_
     # encoder, and each fitted scorer's own (refitting its head rescores nothing else)
     fitted = [n for n, s in suite["scorers"].items() if s["kind"] in ("calibrated", "mlp")]
     assert counts["score_shard"] == 4 * (2 + len(new_encoders) + len(fitted))
-    assert counts["fit_scorer"] == len(fitted) == 7
+    assert counts["fit_scorer"] == len(fitted) == 10
     mlp = re.search(r"marginmine fit-scorer [^\n]*--name mlp-60 [^\n]*", r.stdout).group(0)
     assert "--corpus work/demo/preprocess/kept/shard0000.tsv.gz,work/demo/embed/dan/shard0000.en.npy," in mlp
     assert f"--exclude-pairs {real_data}/paracrawl-human-eval-en-de/" in mlp
+    # positives: a sample of the encoder data (heads.positives), or the held-out news for the -news controls
+    assert "--positives encoder_data --positives-size 4000 " in mlp
+    news = re.search(r"marginmine fit-scorer [^\n]*--name mlp-60-news [^\n]*", r.stdout).group(0)
+    assert "--positives held_out --positives-size 4000 " in news and "--corpus work/demo/preprocess/kept/" in news
     fit = re.search(r"marginmine fit-scorer [^\n]*--name hn-cal [^\n]*", r.stdout).group(0)
     assert "--name hn-cal" in fit and "--encoder results/demo/encoders/dan-hn " in fit and "--output work/demo/heads/hn-cal" in fit
     assert f"en,de,{real_data}/wmt-newstest-ende/newstest2019-ende.en,{real_data}/wmt-newstest-ende/newstest2019-ende.de" in fit
@@ -113,8 +117,12 @@ def test_the_demo_config_passes_the_checks() -> None:
     (lambda c: c["published"]["scorers"].update(x={"kind": "eq11"}),
      "published.scorers.x: score kind 'eq11' is not registered"),
     (lambda c: c["published"].update(methods=["eq9", "ratoi"]), "published.methods ['ratoi']: not published.scorers"),
-    (lambda c: c.pop("heads"), "published.scorers.hn-cal: kind calibrated is fitted on held-out pairs; give them as "
+    (lambda c: c.pop("heads"), "published.scorers.hn-cal: kind calibrated is checked on held-out pairs; give them as "
                                "heads.held_out"),
+    (lambda c: c["published"]["scorers"]["eq9"].update(positives={"from": "held_out"}),
+     "published.scorers.eq9.positives: kind eq9 is not fitted, it takes no positives"),
+    (lambda c: c["published"]["scorers"]["mlp-60"].update(positives={"from": "files"}),
+     "published.scorers.mlp-60.positives: from files, but no files are given"),
     (lambda c: c["published"]["scorers"].update(x={"kind": "calibrated", "params": {"dropout": 1.5}}),
      "published.scorers.x: dropout must be in [0, 1)"),
 ])

@@ -163,7 +163,8 @@ def check_demo(change) -> None:
     check_scorer_config(fill(cfg["scorers"]), cfg["selection"]["methods"],
                         [default, f"{default}-random", *suite.get("encoders", [])], plugins=cfg.get("plugins", []),
                         suite=suite, suite_scorers=fill(suite.get("scorers", {})),
-                        held_out=(cfg.get("heads") or {}).get("held_out", []))
+                        held_out=(cfg.get("heads") or {}).get("held_out", []),
+                        positives=(cfg.get("heads") or {}).get("positives", {}))
 
 
 @pytest.mark.parametrize("change,message", [

@@ -57,6 +57,9 @@ def test_eq9_eq10_and_the_calibrated_confidence_separate_good_pairs_from_bad(sui
     d, tables = suite, suite / "results/test/published"
     head = json.loads((d / "work/test/heads/cal/head.json").read_text())
     assert head["held_out"]["report"]["protected_sentences"] > 0 and head["held_out"]["pairs"] > 3900
+    # fitted on a sample of the encoder data (heads.positives), a tenth of it kept out
+    assert head["positives"]["from"] == "encoder_data" and head["positives"]["pairs"] == 4000
+    assert head["positives"]["sample"]["sources"]["tatoeba-de-en"] > 100_000 and head["positives"]["check"] == 400
     assert head["check"]["auc_fitted"] > 0.9  # each source's own translation against the other targets
     cols = _header(d / "work/test/score/published/dan/shard0000.scores.tsv.gz")
     assert "eq9" in cols and "eq10" in cols and "ratio" not in cols
@@ -95,7 +98,7 @@ def test_the_mlp_is_fitted_on_its_encoder_and_evaluated_as_filter_miner_and_simi
     similarity of every pair (intrinsic) and of each query's cosine neighbours (BUCC)."""
     d, tables = suite, suite / "results/test/published"
     mlp = json.loads((d / "work/test/heads/mlp/head.json").read_text())
-    assert mlp["negatives"]["negatives"] == mlp["held_out"]["pairs"] and mlp["encoder"]["identity"], mlp["negatives"]
+    assert mlp["negatives"]["negatives"] == mlp["positives"]["pairs"] and mlp["encoder"]["identity"], mlp["negatives"]
     assert any(r["scorer"] == "mlp" and r["data"].startswith("demo corpus, not its own")
                for r in _table(tables / "quality.tsv"))
     assert "similarity" in {r["margin"] for r in _table(tables / "intrinsic.tsv")}

@@ -51,7 +51,7 @@ def test_missing_local_source_file_names_its_key(tmp_path: Path) -> None:
 # option strings the input functions in rules/*common.smk build with each path already quoted
 PREQUOTED = {"params.langs", "params.args", "params.slice", "params.budget", "params.sha256", "params.extra",
              "params.sets", "params.langid", "params.heldout", "params.subsets", "params.plugins", "params.density",
-             "params.tables", "params.held_out", "params.margins", "params.corpus",
+             "params.tables", "params.held_out", "params.positives", "params.margins", "params.corpus",
              "params.top_n", "params.translated", "params.votes",
              "params.scores",  # report_samples': NAME=FILE,... items, each quoted by shlex in the rule
              "params.column",  # translate_shard's: the integer 0 or 1; translate_text's: "--column N" or nothing

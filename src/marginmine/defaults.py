@@ -23,3 +23,6 @@ SCALE_PAIRS = 5_000_000
 PREPROCESS_CACHE_MB = 256
 #: the estimated clean shares whose largest N the clean-share table gives (marginmine clean-share --targets)
 CLEAN_TARGETS = (0.9, 0.5)
+#: where a fitted scorer's positives come from, and how many (schema: heads.positives.from, .size)
+HEAD_POSITIVES = "encoder_data"
+HEAD_POSITIVES_SIZE = 4000

@@ -158,7 +158,7 @@ PATHS: dict[str, tuple[tuple[tuple[str, str], ...], tuple[Derived, ...]]] = {
 
 #: commands whose ``--gold-*`` / ``--extra`` values pack several paths into one argument
 _PACKED = {"bucc-data": ("gold_train", "gold_test"), "evaluate": ("extra",), "compare": ("subsets",),
-           "fit-scorer": ("held_out", "corpus")}
+           "fit-scorer": ("held_out", "positives_files", "corpus")}
 #: ... or name their paths: ``NAME=FILE[,FILE...]`` (files after the ``=``), ``NAME,FILE,FILE...``
 _NAMED = {"eval-mining": ("translated",), "vote-report": ("translator", "stats", "scores"), "eval-filter": ("corpus",),
           "report-samples": ("scores",)}
@@ -188,7 +188,7 @@ def roles(command: str, args: argparse.Namespace) -> tuple[list[Role], list[Role
         for item in getattr(args, dest, None) or []:
             # evaluate's --extra parses to (name, src, ref), compare's --subsets to (name, labels);
             # bucc-data's --gold-* are "SRC,TGT" strings
-            # fit-scorer's --held-out parses to a HeldOut (.src, .tgt), --corpus to a CorpusShard
+            # fit-scorer's --held-out and --positives-files parse to a HeldOut (.src, .tgt), --corpus to a CorpusShard
             fields = ([item.src, item.tgt] if hasattr(item, "tgt_lang") else [item.pairs, item.src, item.tgt]
                       if hasattr(item, "pairs") else
                       list(item[1:]) if isinstance(item, (list, tuple)) else str(item).split(","))

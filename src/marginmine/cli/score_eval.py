@@ -11,7 +11,7 @@ import logging
 from typing import Callable
 
 from marginmine.cli.score import add_knn, add_scorers, scorer_spec, torch_threads
-from marginmine.defaults import BUCC_DISTRACTORS, BUCC_MONO_MAX, BUCC_SHARE, K, SEED
+from marginmine.defaults import BUCC_DISTRACTORS, BUCC_MONO_MAX, BUCC_SHARE, HEAD_POSITIVES, HEAD_POSITIVES_SIZE, K, SEED
 from marginmine.errors import MarginmineError
 
 log = logging.getLogger("marginmine")
@@ -103,7 +103,7 @@ def cmd_eval_mining(args: argparse.Namespace) -> int:
 
 def cmd_fit_scorer(args: argparse.Namespace) -> int:
     from marginmine.scoring import parse_scorers
-    from marginmine.scoring.heads import fit_head
+    from marginmine.scoring.heads import Positives, fit_head
 
     torch_threads(args.threads)
     kinds = parse_scorers(scorer_spec(args))
@@ -117,7 +117,8 @@ def cmd_fit_scorer(args: argparse.Namespace) -> int:
         exclude = list(zip(labelled.src, labelled.tgt))
     fit_head(args.name, kinds[args.name], args.encoder, args.held_out, args.src_lang, args.tgt_lang, args.output,
              protect=args.protect, encoder_data=args.encoder_data, seed=args.seed, device=args.device,
-             corpus=args.corpus, exclude=exclude)
+             corpus=args.corpus, exclude=exclude,
+             positives=Positives(args.positives, args.positives_size, tuple(args.positives_files)))
     return 0
 
 
@@ -182,7 +183,7 @@ def cmd_eval_similarity(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> None:
-    from marginmine.scoring.heads import CorpusShard, HeldOut
+    from marginmine.scoring.heads import POSITIVE_SOURCES, CorpusShard, HeldOut
 
     p = sub.add_parser("bucc-data", help="build the BUCC-style mining benchmark from real text")
     p.add_argument("--gold-train", nargs="+", required=True, metavar="SRC,TGT",
@@ -231,7 +232,15 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> N
     p.add_argument("--name", required=True, help="the scorer (of --scorers) to fit")
     p.add_argument("--encoder", required=True, help="the encoder directory whose embeddings it scores")
     p.add_argument("--held-out", nargs="+", required=True, type=HeldOut.parse, metavar="SL,TL,SRC,TGT",
-                   help="held-out clean pairs: languages and two aligned files; repeatable")
+                   help="held-out clean pairs that check the fit: languages and two aligned files; repeatable")
+    p.add_argument("--positives", choices=POSITIVE_SOURCES, default=HEAD_POSITIVES,
+                   help="the fit's positives: a sample of the encoder's training pairs (--encoder-data), "
+                        "--positives-files, or the held-out pairs (default %(default)s)")
+    p.add_argument("--positives-size", type=int, default=HEAD_POSITIVES_SIZE,
+                   help="positive pairs sampled (seeded) from the encoder data or files; 0 = all "
+                        "(default %(default)s)")
+    p.add_argument("--positives-files", nargs="*", default=[], type=HeldOut.parse, metavar="SL,TL,SRC,TGT",
+                   help="clean parallel files the positives come from (with --positives files)")
     p.add_argument("--src-lang", required=True, help="the corpus' source language (pairs are oriented to it)")
     p.add_argument("--tgt-lang", required=True, help="the corpus' target language")
     p.add_argument("--protect", nargs="*", default=[], help="sets no held-out pair may share a side with")

@@ -4,7 +4,8 @@ Every pair of every source is either written to the training files or counted as
 input defects, a side that occurs in a protected set (dev/test sets, the intrinsic-evaluation
 sets) or in the corpus the encoder will score. The manifest (``manifest.json``) lists the
 training directions for :func:`marginmine.encoders.base.read_training_data`; ``report.json`` holds the
-counts.
+counts. :func:`sample_pairs` writes one language pair's training pairs (all, or a seeded sample) as a
+TSV: the translators' training data and the fitted scorers' positives.
 """
 
 from __future__ import annotations
@@ -16,11 +17,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
-from marginmine.errors import InputError
+from marginmine.defaults import SEED
+from marginmine.errors import InputError, MarginmineError
 from marginmine.preprocess.leakage import protected_index, protected_keys
 from marginmine.preprocess.normalize import clean_text, sentence_key
 from marginmine.preprocess.pipeline import InputSpec
-from marginmine.io.text import ReadStats, iter_raw_lines, open_binary, open_text_out
+from marginmine.io.text import (ReadStats, count_lines, format_tsv_line, iter_raw_lines, open_binary,
+                                open_text_out, read_aligned)
 from marginmine.io.safe import write_text
 
 log = logging.getLogger(__name__)
@@ -116,3 +119,57 @@ def prepare(sources: Sequence[TrainingSource], outdir: str | Path, protect: Sequ
     write_text(out / "manifest.json", json.dumps(manifest, indent=1) + "\n")
     write_text(out / "report.json", json.dumps(report, indent=1) + "\n")
     return report
+
+
+def sample_pairs(manifest: str | Path, src_lang: str, tgt_lang: str, output: str | Path,
+                 report: str | Path | None = None, *, max_pairs: int = 0, seed: int = SEED,
+                 purpose: str = "to sample") -> dict[str, Any]:
+    """Write every ``src_lang``-``tgt_lang`` pair of the encoder data listed in ``manifest`` (either
+    column order there) to the TSV ``output`` as ``source <tab> target``, or with ``max_pairs`` a
+    uniform sample of that many (by ``seed``; the same rows whichever the direction); returns (and
+    writes to ``report``) the pairs per data set (``sources``: available; with a sample, ``sample.kept``:
+    written). Nothing is dropped unrecorded; a language pair with
+    none is an error."""
+    import numpy as np
+
+    if max_pairs < 0:
+        raise MarginmineError(f"max_pairs must be >= 0 (0 = all), got {max_pairs}")
+    path = Path(manifest)
+    try:
+        entries = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise InputError(str(path), f"cannot read the encoder data manifest ({exc})",
+                         hint="rerun the encoder_data step (marginmine encoder-data)") from exc
+    chosen = [e for e in entries if {e["src_lang"], e["tgt_lang"]} == {src_lang, tgt_lang} and src_lang != tgt_lang]
+    if not chosen:
+        raise InputError(str(path), f"lists no {src_lang}-{tgt_lang} pairs {purpose}",
+                         hint="add data of that language pair to encoder.train")
+    total = sum(count_lines(path.parent / e["src"]) for e in chosen)
+    keep = None  # every row; else the sorted row numbers over all chosen entries, the same for both directions
+    if max_pairs and max_pairs < total:
+        keep = np.sort(np.random.default_rng(seed).choice(total, max_pairs, replace=False))
+    counts: dict[str, int] = {}
+    kept: dict[str, int] = {}
+    row = written = 0
+    with open_text_out(output) as out:
+        for e in chosen:
+            a, b = read_aligned(path.parent / e["src"], path.parent / e["tgt"])
+            if e["src_lang"] != src_lang:
+                a, b = b, a
+            rows = range(len(a)) if keep is None else \
+                keep[np.searchsorted(keep, row):np.searchsorted(keep, row + len(a))] - row
+            for i in rows:
+                out.write(format_tsv_line([a[i], b[i]]))
+            counts[e["name"]] = len(a)
+            kept[e["name"]] = len(rows)
+            row += len(a)
+            written += len(rows)
+    if row != total:
+        raise InputError(str(path), f"its {src_lang}-{tgt_lang} files hold {row} pairs, {total} when counted first",
+                         hint="a file changed while it was read: rerun")
+    result = {"src_lang": src_lang, "tgt_lang": tgt_lang, "pairs": written, "available": row,
+              "sample": None if keep is None else {"max_pairs": max_pairs, "seed": seed, "kept": kept},
+              "sources": counts, "manifest": str(path)}
+    if report:
+        write_text(report, json.dumps(result, indent=1) + "\n")
+    return result

@@ -1,23 +1,30 @@
 """Fitting the head of a *fitted* score kind (a kind with ``fitted = True``, e.g. ``calibrated``)
-on an encoder's embeddings of held-out clean pairs (``marginmine fit-scorer``, the workflow's
-``fit_scorer`` rule).
+on an encoder's embeddings of clean pairs (``marginmine fit-scorer``, the workflow's ``fit_scorer``
+rule).
 
-The held-out pairs are cleaned like encoder training data and checked for leakage: a pair with a
-side in a protected set (dev/test, intrinsic, mining benchmark) is an error naming the held-out
-file, its line and the set; a pair with a side in the encoder's own training data is removed and
+The *positives* (:class:`Positives`) are, as the MLP-similarity paper has them, broad clean parallel
+data: by default a seeded sample of the encoder's own training pairs in the corpus' language pair
+(``encoder_data``, already free of dev/test/corpus sentences), or given files (``files``), or the
+held-out pairs themselves (``held_out``). The *held-out* pairs (``heads.held_out``, e.g. newstest2019)
+check the fit. Both are cleaned like encoder training data and checked for leakage: a pair with a
+side in a protected set (dev/test, intrinsic, mining benchmark) is an error naming the file, its line
+and the set; a held-out or file pair with a side in the encoder's own training data is removed and
 counted (``data/report.json``), never silently. Every pair is oriented to the corpus' direction
-(``src_lang`` -> ``tgt_lang``), whichever side the file pair names first. A tenth of the pairs
-(every tenth, in file order) is kept out of the fit to report the head's separation of each
-source's translation from the other targets (AUC of the fitted score vs raw cosine). A kind whose
-negatives come from the corpus (``corpus_negatives``, e.g. ``mlp``) gets them from the corpus' shards
-and their embeddings (:func:`corpus_negatives`); a tenth of them is kept out too.
+(``src_lang`` -> ``tgt_lang``), whichever side the file pair names first. A tenth of the positives
+(every tenth, in order) is kept out of the fit (``positives_check.tsv``, read by the shortcut check)
+and a tenth of the held-out pairs is used to report the head's separation of each source's
+translation from the other targets (AUC of the fitted score vs raw cosine), for each of the two.
+A kind whose negatives come from the corpus (``corpus_negatives``, e.g. ``mlp``) gets as many as it
+has positives from the corpus' shards and their embeddings (:func:`corpus_negatives`); a tenth of
+them is kept out too.
 
 Output: ``head.npz`` (the kind's arrays, no pickle), ``data/`` (the cleaned pairs and their
-``report.json``) and, last, ``head.json``: the kind, its params, the npz's SHA-256, the encoder's
-manifest digest and identity, the pairs' counts and the fit's stats. Scoring with a head checks that
-the embeddings (their record, :func:`marginmine.encoders.embed.embedded_by`) or the encoder given
-are the ones it was fitted on (:func:`check_fitted_on`). A head whose ``head.json`` is there is
-complete; a rerun rewrites it (the output is never an input).
+``report.json``), ``positives_check.tsv`` and, last, ``head.json``: the kind, its params, the npz's
+SHA-256, the encoder's manifest digest and identity, the positives' and held-out pairs' counts and
+the fit's stats. Scoring with a head checks that the embeddings (their record,
+:func:`marginmine.encoders.embed.embedded_by`) or the encoder given are the ones it was fitted on
+(:func:`check_fitted_on`). A head whose ``head.json`` is there is complete; a rerun rewrites it (the
+output is never an input).
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ from typing import Any, ClassVar, Sequence
 
 import numpy as np
 
+from marginmine.defaults import HEAD_POSITIVES, HEAD_POSITIVES_SIZE
 from marginmine.errors import InputError, MarginmineError
 from marginmine.scoring.kinds import Batch
 
@@ -78,6 +86,32 @@ class HeldOut:
     @classmethod
     def parse(cls, text: str) -> "HeldOut":
         return cls(*_fields(text, 4, "--held-out takes SRC_LANG,TGT_LANG,SRC_FILE,TGT_FILE"))
+
+
+POSITIVE_SOURCES = ("encoder_data", "files", "held_out")
+CHECK_FILE = "positives_check.tsv"  #: the positives kept out of the fit, in a head's directory
+
+
+@dataclass(frozen=True)
+class Positives:
+    """Where a fitted head's positives come from: ``encoder_data`` (a seeded sample of ``size`` of the
+    encoder's training pairs in the corpus' language pair; 0: all), ``files`` (the pairs of ``files``,
+    sampled to ``size`` likewise) or ``held_out`` (the held-out pairs themselves, all of them)."""
+
+    source: str = HEAD_POSITIVES
+    size: int = HEAD_POSITIVES_SIZE
+    files: tuple[HeldOut, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.source not in POSITIVE_SOURCES:
+            raise MarginmineError(f"positives: {self.source!r} is not one of {', '.join(POSITIVE_SOURCES)}")
+        if self.size < 0:
+            raise MarginmineError(f"positives: size must be >= 0 (0 = all), got {self.size}")
+        if (self.source == "files") != bool(self.files):
+            raise MarginmineError("positives: files are given exactly when the positives come from files")
+
+    def record(self) -> dict[str, Any]:
+        return {"from": self.source, "size": self.size, "files": [[h.src, h.tgt] for h in self.files]}
 
 
 @dataclass(frozen=True)
@@ -159,51 +193,114 @@ def _pair_auc(u: np.ndarray, v: np.ndarray, score) -> float:  # noqa: ANN001
     return roc_auc(values, rows == cols)
 
 
+def _oriented(sets: Sequence[HeldOut], prefix: str, src_lang: str, tgt_lang: str, flag: str) -> list[Any]:
+    """File pairs as training sources named ``<prefix><i>``, each oriented to ``src_lang`` -> ``tgt_lang``."""
+    from marginmine.encoders.data import TrainingSource
+
+    sources = []
+    for i, h in enumerate(sets):
+        if {h.src_lang, h.tgt_lang} != {src_lang, tgt_lang}:
+            raise MarginmineError(f"{flag} {h.src},{h.tgt}: {h.src_lang}-{h.tgt_lang} is not the corpus' "
+                                  f"{src_lang}-{tgt_lang}")
+        files = (h.src, h.tgt) if h.src_lang == src_lang else (h.tgt, h.src)
+        sources.append(TrainingSource(f"{prefix}{i}", src_lang, tgt_lang, files))
+    return sources
+
+
+def _cleaned(sources: Sequence[Any], outdir: Path, protect: Sequence[str | Path], exclude: Sequence[str | Path],
+             src_lang: str, tgt_lang: str) -> tuple[list[str], list[str], dict[str, Any]]:
+    """The sources' pairs cleaned and leakage-checked (:func:`marginmine.encoders.data.prepare`): a
+    protected side is an error, an ``exclude`` side removed and counted."""
+    from marginmine.encoders.data import prepare
+    from marginmine.io.text import read_lines
+
+    report = prepare(sources, outdir, [Path(p) for p in protect], exclude_files=exclude, protected_is_error=True)
+    src = [t for s in sources for t in read_lines(outdir / f"{s.name}.{src_lang}")]
+    tgt = [t for s in sources for t in read_lines(outdir / f"{s.name}.{tgt_lang}")]
+    return src, tgt, report
+
+
+def positive_pairs(positives: Positives, out: Path, src_lang: str, tgt_lang: str, *, protect: Sequence[str | Path],
+                   encoder_data: str | Path | None, exclude: Sequence[str | Path],
+                   seed: int) -> tuple[list[str], list[str], dict[str, Any]]:
+    """The positives of ``positives`` (not ``held_out``), cleaned and checked into ``out``
+    (``data/positives/``): the sample of the encoder data (a protected side is an error: that data was
+    checked when it was built), or the files' pairs without a side in ``exclude`` (the encoder's
+    training data and the held-out pairs), sampled to ``size``; and what was done."""
+    from marginmine.encoders.data import TrainingSource, sample_pairs
+
+    out.mkdir(parents=True, exist_ok=True)
+    if positives.source == "encoder_data":
+        if not encoder_data:
+            raise MarginmineError("positives from encoder_data need the encoder's training-data manifest "
+                                  "(--encoder-data)")
+        sample = sample_pairs(encoder_data, src_lang, tgt_lang, out / "sample.tsv", max_pairs=positives.size,
+                              seed=seed, purpose="to take the fitted scorer's positives from")
+        src, tgt, report = _cleaned([TrainingSource("encoder-data", src_lang, tgt_lang, (str(out / "sample.tsv"),))],
+                                    out, protect, (), src_lang, tgt_lang)
+        return src, tgt, {"sample": sample, "report": report}
+    src, tgt, report = _cleaned(_oriented(positives.files, "positives", src_lang, tgt_lang, "positives file"),
+                                out, protect, exclude, src_lang, tgt_lang)
+    keep = np.arange(len(src))
+    if positives.size and positives.size < len(src):
+        keep = np.sort(np.random.default_rng(seed).choice(len(src), positives.size, replace=False))
+    return [src[i] for i in keep], [tgt[i] for i in keep], {"available": len(src), "report": report}
+
+
 def fit_head(name: str, kind: Any, encoder_dir: str | Path, held_out: Sequence[HeldOut], src_lang: str,
              tgt_lang: str, out_dir: str | Path, *, protect: Sequence[str | Path] = (),
              encoder_data: str | Path | None = None, seed: int, device: str = "cpu",
-             corpus: Sequence[CorpusShard] = (), exclude: Sequence[tuple[str, str]] = ()) -> dict[str, Any]:
-    """Fit ``kind`` (a fitted kind instance) for scorer ``name``; return the manifest written."""
+             corpus: Sequence[CorpusShard] = (), exclude: Sequence[tuple[str, str]] = (),
+             positives: Positives = Positives()) -> dict[str, Any]:
+    """Fit ``kind`` (a fitted kind instance) for scorer ``name`` on ``positives``; return the manifest written."""
     from marginmine.encoders.base import MANIFEST, encoder_identity, load_encoder, read_training_data
-    from marginmine.encoders.data import TrainingSource, prepare
     from marginmine.io.safe import sha256_file, write_bytes, write_text
-    from marginmine.io.text import read_lines
+    from marginmine.io.text import format_tsv_line
 
     if not getattr(kind, "fitted", False):
         raise MarginmineError(f"scorer {name}: kind {type(kind).kind_name} has nothing to fit")
     out = Path(out_dir)
-    sources = []
-    for i, h in enumerate(held_out):
-        if {h.src_lang, h.tgt_lang} != {src_lang, tgt_lang}:
-            raise MarginmineError(f"--held-out {h.src},{h.tgt}: {h.src_lang}-{h.tgt_lang} is not the corpus' "
-                                  f"{src_lang}-{tgt_lang}")
-        files = (h.src, h.tgt) if h.src_lang == src_lang else (h.tgt, h.src)
-        sources.append(TrainingSource(f"held-out{i}", src_lang, tgt_lang, files))
     # the encoder's own training pairs are not held out (removed, counted); an evaluation set's are an error
     trained = [p for d in read_training_data(encoder_data) for p in (d.src, d.tgt)] if encoder_data else []
-    report = prepare(sources, out / "data", [Path(p) for p in protect], exclude_files=trained,
-                     protected_is_error=True)
-    src = [t for i in range(len(sources)) for t in read_lines(out / "data" / f"held-out{i}.{src_lang}")]
-    tgt = [t for i in range(len(sources)) for t in read_lines(out / "data" / f"held-out{i}.{tgt_lang}")]
+    sources = _oriented(held_out, "held-out", src_lang, tgt_lang, "--held-out")
+    src, tgt, report = _cleaned(sources, out / "data", protect, trained, src_lang, tgt_lang)
     if not src:
         raise MarginmineError(f"scorer {name}: no held-out pair is left after the leakage check "
                               f"({out / 'data' / 'report.json'})")
+    pos_src, pos_tgt, pos_info = src, tgt, {"report": "data/report.json"}
+    if positives.source != "held_out":  # the held-out pairs stay out of the positives
+        held = [str(out / "data" / f"{s.name}.{lang}") for s in sources for lang in (src_lang, tgt_lang)]
+        pos_src, pos_tgt, pos_info = positive_pairs(positives, out / "data" / "positives", src_lang, tgt_lang,
+                                                    protect=protect, encoder_data=encoder_data,
+                                                    exclude=trained + held, seed=seed)
+        if not pos_src:
+            raise MarginmineError(f"scorer {name}: no positive pair is left ({out / 'data' / 'positives'})")
     identity = encoder_identity(encoder_dir)
     check_corpus_embeddings(corpus, identity, str(encoder_dir))
     encoder = load_encoder(encoder_dir, device)
-    u, v = encoder.encode(src, src_lang), encoder.encode(tgt, tgt_lang)
-    dev = np.arange(len(src)) % 10 == 9
-    log.info("%s: fitting %s on %d held-out pairs (%d kept out to check the fit)", name, type(kind).kind_name,
-             int((~dev).sum()), int(dev.sum()))
+    u, v = encoder.encode(pos_src, src_lang), encoder.encode(pos_tgt, tgt_lang)
+    dev = np.arange(len(pos_src)) % 10 == 9
+    log.info("%s: fitting %s on %d positives from %s (%d kept out to check the fit)", name, type(kind).kind_name,
+             int((~dev).sum()), positives.source, int(dev.sum()))
     negatives: dict[str, Any] = {}
     if getattr(kind, "corpus_negatives", False):
-        nu, nv, negatives = corpus_negatives(kind, corpus, len(src), seed, exclude)
+        nu, nv, negatives = corpus_negatives(kind, corpus, len(pos_src), seed, exclude)
         ndev = np.arange(len(nu)) % 10 == 9
         arrays, stats = kind.fit(u[~dev], v[~dev], seed, negatives=(nu[~ndev], nv[~ndev]))
     else:
         arrays, stats = kind.fit(u[~dev], v[~dev], seed)
-    check = {"auc_fitted": _pair_auc(u[dev], v[dev], lambda a, b: kind.apply(arrays, a, b)),
-             "auc_cosine": _pair_auc(u[dev], v[dev], lambda a, b: np.einsum("ij,ij->i", a, b))}
+
+    def own_vs_other(a: np.ndarray, b: np.ndarray) -> dict[str, float]:
+        return {"auc_fitted": _pair_auc(a, b, lambda x, y: kind.apply(arrays, x, y)),
+                "auc_cosine": _pair_auc(a, b, lambda x, y: np.einsum("ij,ij->i", x, y))}
+
+    if positives.source == "held_out":
+        check = own_vs_other(u[dev], v[dev])
+    else:  # the held-out pairs' every tenth, as when they were the positives, and the positives' kept-out tenth
+        hdev = np.arange(len(src)) % 10 == 9
+        check = own_vs_other(encoder.encode([s for s, d in zip(src, hdev) if d], src_lang),
+                             encoder.encode([s for s, d in zip(tgt, hdev) if d], tgt_lang))
+        check["positives"] = own_vs_other(u[dev], v[dev])
     if negatives:  # kept-out positives against kept-out negatives
         from marginmine.scoring.filtereval import roc_auc
 
@@ -216,12 +313,16 @@ def fit_head(name: str, kind: Any, encoder_dir: str | Path, held_out: Sequence[H
     np.savez(buf, **arrays)
     out.mkdir(parents=True, exist_ok=True)
     write_bytes(out / "head.npz", buf.getvalue())
+    write_text(out / CHECK_FILE, "".join(format_tsv_line([a, b]) for a, b, d in zip(pos_src, pos_tgt, dev) if d))
     manifest = {  # written last: its presence means the head is complete
         "scorer": name, "kind": type(kind).kind_name, "params": _params(kind), "file": "head.npz",
         "sha256": sha256_file(out / "head.npz"), "seed": seed,
         "encoder": {"dir": str(encoder_dir), "manifest_sha256": sha256_file(Path(encoder_dir) / MANIFEST),
                     "identity": identity},
-        "held_out": {"pairs": len(src), "fit": int((~dev).sum()), "check": int(dev.sum()), "report": report},
+        "held_out": {"pairs": len(src), "check": int(dev.sum()) if positives.source == "held_out"
+                     else int((np.arange(len(src)) % 10 == 9).sum()), "report": report},
+        "positives": {**positives.record(), "pairs": len(pos_src), "fit": int((~dev).sum()), "check": int(dev.sum()),
+                      "check_file": CHECK_FILE, **pos_info},
         "fit": stats, "check": check, "negatives": negatives,
     }
     write_text(out / "head.json", json.dumps(manifest, indent=1) + "\n")

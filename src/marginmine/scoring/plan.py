@@ -23,12 +23,15 @@ Scorers = Mapping[str, Mapping[str, Any]]
 
 def check_scorer_config(scorers: Scorers, methods: Sequence[str], encoders: Sequence[str], *,
                         plugins: Sequence[str] = (), suite: Mapping[str, Any] | None = None,
-                        suite_scorers: Scorers | None = None, held_out: Sequence[Any] = ()) -> None:
+                        suite_scorers: Scorers | None = None, held_out: Sequence[Any] = (),
+                        positives: Mapping[str, Any] | None = None) -> None:
     """Refuse, naming the config key: a scorer on an unknown encoder, an unregistered kind or
     param, a method that names no scorer; in the suite (``suite`` = the ``published:`` section,
     ``suite_scorers`` its scorers with their encoders filled in) a scorer name the experiment
     already uses, a method not among its scorers, a baseline not among ``selection.methods``; a
-    fitted scorer (its kind has a head) without ``heads.held_out`` pairs to fit it on.
+    fitted scorer (its kind has a head) without ``heads.held_out`` pairs to check it on, ``positives``
+    on a kind that is not fitted, positives ``from: files`` (``heads.positives`` = ``positives`` with
+    the scorer's own over it) without files.
 
     ``scorers`` carry their encoder (the default one filled in by the caller); ``encoders`` are the
     encoder names the workflow builds (random-init twins included unless the config turns them off).
@@ -51,8 +54,14 @@ def check_scorer_config(scorers: Scorers, methods: Sequence[str], encoders: Sequ
                                       f"(known: {', '.join(encoders)}){twin}")
             kind = make_kind(s["kind"], s.get("params", {}), f"{key}.{name}")
             if getattr(kind, "fitted", False) and not held_out:
-                raise MarginmineError(f"{key}.{name}: kind {s['kind']} is fitted on held-out pairs; give them as "
+                raise MarginmineError(f"{key}.{name}: kind {s['kind']} is checked on held-out pairs; give them as "
                                       "heads.held_out (clean parallel files no encoder trains on, e.g. newstest2019)")
+            if "positives" in s and not getattr(kind, "fitted", False):
+                raise MarginmineError(f"{key}.{name}.positives: kind {s['kind']} is not fitted, it takes no positives")
+            own = {**(positives or {}), **s.get("positives", {})}
+            if getattr(kind, "fitted", False) and own.get("from") == "files" and not own.get("files"):
+                raise MarginmineError(f"{key}.{name}.positives: from files, but no files are given (positives.files "
+                                      "or heads.positives.files)")
     unknown = [m for m in methods if m not in scorers and m not in BUILTIN_METHODS]
     if unknown:
         raise MarginmineError(f"selection.methods {unknown}: not scorers (scorers: {', '.join(scorers)}; "
