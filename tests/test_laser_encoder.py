@@ -1,10 +1,13 @@
 """The LASER-style encoder (fairseq LASER task): masked max-pooling, a tiny real training run,
-loading through the manifest, padding invariance, tamper refusal and resuming."""
+loading through the manifest, padding invariance, tamper refusal and resuming, LASER's text
+preparation (training and embedding alike; old encoders keep raw text) and LASER's own format."""
 
 from __future__ import annotations
 
 import json
+import logging
 import math
+import re
 import shutil
 
 import numpy as np
@@ -58,8 +61,12 @@ def test_params_defaults_alias_and_validation():
     p = laser_common.resolve_params({"bpe_merges": 40000, "encoder_hidden": 512})
     assert p["bpe_vocab"] == 40000 and p["encoder_hidden"] == 512 and p["embed_dim"] == 256
     assert p["lang_embed_dim"] == 32 and p["lr"] == 0.001 and p["dropout"] == 0.1
+    assert p["lower_case"] is True and p["normalize_punct"] is True  # LASER's preparation by default
     with pytest.raises(EncoderError):
         laser_common.resolve_params({"encoder_hidden": 0})
+    with pytest.raises(EncoderError, match="lower_case must be true or false"):
+        laser_common.resolve_params({"lower_case": "yes"})
+    assert {"lower_case", "normalize_punct"} <= set(laser_common.PREP_KEYS)  # in the prep fingerprint
 
 
 def test_parse_fairseq_log():
@@ -123,6 +130,7 @@ def test_training_writes_a_loadable_encoder(trained, encoder):
     assert info["pairs"] == {"de-en": N_PAIRS}
     assert info["epoch"] == 1 and info["num_updates"] > 0 and info["resumed_from"] is None
     assert info["train_wps"] > 0
+    assert info["settings"] == {"lower_case": True, "normalize_punct": True}  # hashed by encoder_identity
     assert info["minutes"] == pytest.approx(info["train_seconds_total"] / 60.0, abs=0.01) and info["minutes"] > 0
     # both directions read the same binarized files (the task names datasets by directory)
     assert (trained / "work" / "bin" / "en-de" / "train.en-de.en.bin").is_symlink()
@@ -199,9 +207,11 @@ def test_rerun_resumes_from_last_checkpoint(trained, tiny_data, tmp_path):
     assert info["train_seconds_total"] > first["train_seconds_total"]
     enc = load_encoder(again)
     assert enc.encode(["Hallo!"], "de").shape == (1, 32)
-    # other model sizes on top of these checkpoints are refused, not silently mixed
+    # other model sizes or text preparation on top of these checkpoints are refused, not silently mixed
     with pytest.raises(EncoderError, match="different run"):
         laser.train(tiny_data, again, dict(TINY, max_epoch=3, encoder_hidden=8), seed=7)
+    with pytest.raises(EncoderError, match="different run.*text preparation"):
+        laser.train(tiny_data, again, dict(TINY, max_epoch=3, lower_case=False), seed=7)
     assert load_encoder(again).dim == 32  # ... and leave the exported encoder intact
 
 
@@ -280,9 +290,10 @@ def test_exported_encoder_embeds_as_laser_encoders_does(exported, trained, real_
     mine = ours.encode(sents, "de")
     assert mine.shape == (1000, 32)
     assert float(np.abs(mine - theirs).max()) <= 1e-5
-    prepared = [normalize(s) for s in sents[:200]]
-    direct = load_encoder(trained).encode(prepared, "de")
-    assert float(np.abs(direct - ours.encode(prepared, "de")).max()) <= 1e-5
+    # our laser kind prepares raw text itself, once, as LASER does
+    direct = load_encoder(trained).encode(sents, "de")
+    assert float(np.abs(direct - mine).max()) <= 1e-5
+    assert any(normalize(s) != s for s in sents)
 
 
 def test_pretrained_import_refuses_unpinned_mismatched_and_foreign_files(exported, trained, tmp_path):
@@ -341,3 +352,150 @@ def test_pretrained_twin_and_cuda_without_gpu(exported, tmp_path):
     if not torch.cuda.is_available():
         with pytest.raises(EncoderError, match="no CUDA GPU"):
             load_encoder(tmp_path / "real", device="cuda")
+
+
+# ---------------------------------------------------------------------------------------------
+# LASER's text preparation: one function, in training and embedding, as laser_encoders prepares text
+
+#: the two ways Moses' normaliser needs a second pass (real newstest sentences): ``) ",`` and ``‘“,``
+TWO_PASS = {"newstest2013.de": ') ",', "newstest2014.de": "\u2018\u201c,"}
+#: what LASER's preparation changes: quotes, apostrophes, ellipses, dashes, parentheses
+FEATURES = ['"', "[\u201e\u201c\u201d\u00ab\u00bb]", "[\u2018\u2019\u201a]", "\u2026|\\.\\.\\.",
+            "[\u2013\u2014]", "[()]"]
+NEWS = {"en": ["wmt-newstest-ende/newstest2013.en", "wmt-newstest-ende/newstest2016.en",
+               "wmt-newstest-ende/newstest2018.en", "mono-en-wiki-web/wikitext2.valid+test.sentences.detok.en"],
+        "de": ["wmt-newstest-ende/newstest2013.de", "wmt-newstest-ende/newstest2014.de",
+               "mono-de-news/10kGNAD.test.sentences.de"]}
+
+
+def punctuated(real_data, lang, per_feature=25):
+    """Real raw news, Wikipedia and web sentences in ``lang``, mixed-case: ``per_feature`` with
+    each of :data:`FEATURES`, 20 ParaCrawl lines, and in German the sentences whose preparation
+    needs two Moses passes."""
+    pool = [s for f in NEWS[lang] for s in (real_data / f).read_text(encoding="utf-8").splitlines()
+            if s.strip() and s != s.lower()]
+    picked: list[str] = []
+    for feature in FEATURES:
+        picked += [s for s in pool if re.search(feature, s) and s not in picked][:per_feature]
+    picked += [row.split("\t")[2 if lang == "en" else 3] for row in (
+        real_data / "paracrawl-human-eval-en-de/paracrawl-v3-validation-data.sorted.en-de.tsv")
+        .read_text(encoding="utf-8").splitlines()[:20]]
+    if lang == "de":
+        picked += [next(s for s in (real_data / f"wmt-newstest-ende/{f}").read_text(encoding="utf-8")
+                        .splitlines() if mark in s) for f, mark in TWO_PASS.items()]
+    return picked
+
+
+def test_training_data_is_prepared_as_laser_prepares_text(trained, real_data):
+    """The BPE sample and the encoded training files are lower-cased and punctuation-normalised."""
+    sample = (trained / "work" / "bpe" / "sample.txt").read_text(encoding="utf-8")
+    encoded = (trained / "work" / "spm" / "de-en" / "train.de").read_text(encoding="utf-8")
+    raw = (real_data / "tatoeba-manythings-deu-eng-2018" / "train.nooverlap.de").read_text(encoding="utf-8")
+    assert re.search("[A-ZÄÖÜ]", raw) and re.search("[A-ZÄÖÜ„“]", sample + encoded) is None
+    assert "ich" in sample and "▁ich" in encoded.split()
+
+
+@pytest.mark.parametrize("lang", ["en", "de"])
+def test_export_embeds_raw_text_in_laser_encoders_as_marginmine_does(exported, encoder, real_data, lang):
+    """Deliverable of issue 34: raw, mixed-case, punctuated real sentences embed the same (within
+    1e-5) in the official SentenceEncoder, from the export, and in our laser kind, which trained on
+    and embeds text prepared as LASER prepares it."""
+    from laser_encoders.models import SentenceEncoder
+
+    from marginmine.encoders.laser_format import normalize
+
+    sents = punctuated(real_data, lang)
+    assert len(sents) >= 150 and sum(normalize(s) != s for s in sents) > 0.9 * len(sents)
+    assert all(sum(bool(re.search(f, s)) for s in sents) >= 10 for f in FEATURES)
+    official = SentenceEncoder(str(exported["pt"]), spm_model=str(exported["spm"]), cpu=True, max_sentences=32)
+    theirs = official(sents)
+    theirs = theirs / np.linalg.norm(theirs, axis=1, keepdims=True)
+    mine = encoder.encode(sents, lang)
+    assert float(np.abs(mine - theirs).max()) < 1e-5
+    # the same network on unprepared text is far off: the agreement is the preparation's
+    raw = laser.LaserEncoder(encoder.encoder, encoder.dictionary, encoder.sp, encoder.langs, encoder.dim)
+    assert float(np.abs(raw.encode(sents, lang) - theirs).max()) > 0.01
+
+
+def test_preparation_equals_laser_encoders_on_the_two_pass_german_sentences(exported, real_data):
+    """The text our one preparation function gives sentencepiece is the string laser_encoders gives
+    it, on the German sentences where a second pass of Moses' normaliser changes the text: applied
+    to already prepared text (what made the German residue of issue 34) the result differs."""
+    from pathlib import Path
+
+    from laser_encoders.laser_tokenizer import LaserTokenizer as Official
+
+    from marginmine.encoders.laser_format import normalize
+
+    class Capture:
+        def __init__(self):
+            self.seen = []
+
+        def encode(self, text, out_type=str):
+            self.seen.append(text)
+            return []
+
+    official = Official(spm_model=Path(exported["spm"]))
+    official.spm_encoder = Capture()
+    sents = punctuated(real_data, "de")[-2:]
+    assert [m in s for s, m in zip(sents, TWO_PASS.values())] == [True, True]
+    for s in sents:
+        official.tokenize(s)
+    assert [normalize(s) for s in sents] == official.spm_encoder.seen
+    # one pass moves the comma past one quote, after ") " was joined to what follows it
+    (once1, twice1), (once2, twice2) = [(normalize(s), normalize(normalize(s))) for s in sents]
+    assert ') ,"' in once1 and '),"' in twice1 and '","' in once2 and ',""' in twice2
+    for s in sents:  # so prepared text given to laser_encoders is prepared again, differently
+        official.tokenize(normalize(s))
+    assert official.spm_encoder.seen[2:] == [normalize(normalize(s)) for s in sents]
+
+
+def _rewrite_settings(src, dest, settings):
+    """A copy of the encoder ``src`` whose manifest records ``settings`` (None: none, as written
+    before the text preparation was recorded)."""
+    from marginmine.encoders.base import read_manifest, write_manifest
+
+    shutil.copytree(src, dest, ignore=shutil.ignore_patterns("work"))
+    m = read_manifest(dest)
+    info = {k: v for k, v in m["info"].items() if k != "settings"}
+    if settings is not None:
+        info["settings"] = settings
+    write_manifest(dest, m["kind"], m["dim"], m["langs"], m["files"], info)
+    return dest
+
+
+def test_encoder_without_recorded_settings_still_embeds_raw_text(trained, encoder, real_data, tmp_path, caplog):
+    """An encoder trained before the preparation was recorded embeds raw text as it was trained
+    (with a warning), not silently as a new one does; its identity differs from a new one's."""
+    from marginmine.encoders.base import encoder_identity
+    from marginmine.encoders.laser_format import export_laser, normalize
+
+    old_dir = _rewrite_settings(trained, tmp_path / "old", None)
+    with caplog.at_level(logging.WARNING, logger="marginmine.encoders"):
+        old = load_encoder(old_dir)
+    assert old.settings is None
+    assert any("embeds raw text" in r.getMessage() for r in caplog.records if r.levelno == logging.WARNING)
+    sents = punctuated(real_data, "de")
+    as_trained = old.encode(sents, "de")
+    new = encoder.encode(sents, "de")
+    assert float(np.abs(as_trained - new).max()) > 0.01
+    np.testing.assert_allclose(old.encode([normalize(s) for s in sents], "de"), new, atol=1e-6)
+    assert encoder_identity(old_dir) != encoder_identity(trained)
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="marginmine.encoders"):
+        export_laser(old_dir, tmp_path / "exp" / "old")
+    assert any("embed raw text differently" in r.getMessage() for r in caplog.records)
+
+
+def test_recorded_settings_are_applied(trained, real_data, tmp_path, caplog):
+    from marginmine.encoders.laser_format import export_laser, normalize
+
+    cased = load_encoder(_rewrite_settings(trained, tmp_path / "cased",
+                                           {"lower_case": False, "normalize_punct": True}))
+    s = punctuated(real_data, "en")[0]
+    assert cased.prepare(s) == normalize(s, lower_case=False) != normalize(s)
+    with caplog.at_level(logging.WARNING, logger="marginmine.encoders"):
+        export_laser(tmp_path / "cased", tmp_path / "exp" / "cased")
+    assert any("lower_case=false" in r.getMessage() for r in caplog.records)
+    with pytest.raises(EncoderError, match="info.settings"):
+        load_encoder(_rewrite_settings(trained, tmp_path / "bad", {"lower_case": "yes"}))

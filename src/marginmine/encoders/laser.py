@@ -29,6 +29,12 @@ Parameters (``params`` dict; defaults are the CPU demo sizes, the paper's in bra
     max_tokens 4000           tokens per batch        max_len 250  longest training sentence (tokens)
     update_freq 1  log_interval 50  save_interval_updates 1000  (mid-epoch checkpoints for resuming)
     encode_max_len 1000       longer inputs are truncated when embedding
+    lower_case true, normalize_punct true   text preparation, in training and embedding alike: LASER's
+                              (every Unicode "other" character a space, Moses punctuation normalisation,
+                              lower-casing; :func:`marginmine.encoders.laser_format.normalize`), so an
+                              export (``export-encoder --format laser``) embeds raw text in
+                              ``laser_encoders`` as here. Recorded in the manifest (``info.settings``); an
+                              encoder trained before they were recorded embeds raw text, as it was trained
     threads 0                 CPU threads of fairseq-train (OMP/MKL_NUM_THREADS); 0 = inherit. Set it
                               when other jobs share the cores: oversubscribed OpenMP made a tiny run
                               ~70x slower on a 2-core machine
@@ -48,8 +54,8 @@ from marginmine.encoders.base import EncoderError, l2_normalize
 
 if TYPE_CHECKING:
     import torch
-from marginmine.encoders.laser_common import DEFAULTS, KIND, piece_table, laser_src_dir
-from marginmine.encoders.laser_format import batches
+from marginmine.encoders.laser_common import DEFAULTS, KIND, piece_table, laser_src_dir, text_settings
+from marginmine.encoders.laser_format import batches, normalize
 from marginmine.encoders.laser_train import train
 
 
@@ -85,13 +91,16 @@ def _laser_lstm_module() -> Any:
 
 
 class LaserEncoder:
-    """A trained LASER-style encoder: spm -> dictionary ids + EOS -> BiLSTM -> masked max-pool."""
+    """A trained LASER-style encoder: text prepared as in training -> spm -> dictionary ids + EOS ->
+    BiLSTM -> masked max-pool. ``settings``: the text preparation (``lower_case``,
+    ``normalize_punct``; :func:`normalize`), None for raw text (an encoder trained before it was
+    recorded)."""
 
     kind = KIND
 
     def __init__(self, encoder: Any, dictionary: Any, sp: Any, langs: Sequence[str], dim: int,
                  device: str = "cpu", encode_max_len: int = 1000, batch_tokens: int = 16000,
-                 batch_sentences: int = 512):
+                 batch_sentences: int = 512, settings: dict[str, bool] | None = None):
         self.encoder = encoder.eval()
         self.dictionary = dictionary
         self.sp = sp
@@ -101,15 +110,20 @@ class LaserEncoder:
         self.encode_max_len = int(encode_max_len)
         self.batch_tokens = int(batch_tokens)
         self.batch_sentences = int(batch_sentences)
+        self.settings = None if settings is None else dict(settings)
         table = piece_table(sp)
         self._ids = np.array([dictionary.index(piece) for piece in table], dtype=np.int64)
         self._eos = dictionary.eos()
         self._pad = dictionary.pad()
 
+    def prepare(self, sentence: str) -> str:
+        """The text sentencepiece sees, prepared as the training data was."""
+        return str(sentence) if self.settings is None else normalize(str(sentence), **self.settings)
+
     def tokenize(self, sentences: Sequence[str]) -> list[np.ndarray]:
         """Dictionary ids of every sentence, EOS appended (as fairseq-preprocess binarizes)."""
         out = []
-        for ids in self.sp.encode([str(s) for s in sentences]):
+        for ids in self.sp.encode([self.prepare(s) for s in sentences]):
             ids = self._ids[np.asarray(ids, dtype=np.int64)] if ids else np.zeros(0, dtype=np.int64)
             out.append(np.append(ids[: self.encode_max_len - 1], self._eos))
         return out
@@ -147,6 +161,7 @@ def load(directory: Path, manifest: dict[str, Any], device: str = "cpu") -> Lase
         name = files.get(key)
         if not name or name not in manifest.get("sha256", {}):
             raise EncoderError(f"{d}: manifest lists no verified {key!r} file")
+    settings = text_settings(manifest.get("info") or {}, d)  # how its training data was prepared
     cfg = json.loads((d / files["config"]).read_text(encoding="utf-8"))
     # the only unpickling of a checkpoint: a file whose SHA-256 matched our manifest
     ckpt = torch.load(d / files["model"], map_location="cpu", weights_only=False)
@@ -179,7 +194,8 @@ def load(directory: Path, manifest: dict[str, Any], device: str = "cpu") -> Lase
     encoder.to(device)
     sp = spm.SentencePieceProcessor(model_file=str(d / files["spm"]))
     return LaserEncoder(encoder, dictionary, sp, manifest["langs"], dim, device=device,
-                        encode_max_len=int(cfg.get("encode_max_len", DEFAULTS["encode_max_len"])))
+                        encode_max_len=int(cfg.get("encode_max_len", DEFAULTS["encode_max_len"])),
+                        settings=settings)
 
 
 __all__ = ["LaserEncoder", "load", "max_pool_masked", "train"]  # the kind: load (here), train (laser_train)

@@ -1,5 +1,5 @@
 """What the LASER-style encoder's training and loading share: its parameters and their defaults,
-the fairseq LASER task's location, and small text helpers."""
+the text preparation they record, the fairseq LASER task's location, and small text helpers."""
 
 from __future__ import annotations
 
@@ -22,12 +22,19 @@ DEFAULTS: dict[str, Any] = {
     "lr": 0.001, "dropout": 0.1, "clip_norm": 5.0, "max_epoch": 10, "max_update": 0,
     "max_tokens": 4000, "max_len": 250, "update_freq": 1, "log_interval": 50,
     "save_interval_updates": 1000, "encode_max_len": 1000, "threads": 0,
+    "lower_case": True, "normalize_punct": True,
 }
 #: the paper's sizes (pass them as params for a paper-scale run)
 PAPER_PARAMS: dict[str, Any] = {"embed_dim": 512, "encoder_hidden": 512, "encoder_layers": 1,
                                 "decoder_hidden": 2048, "lang_embed_dim": 32, "bpe_vocab": 40000}
 
-PREP_KEYS = ("bpe_vocab", "bpe_sample", "character_coverage")
+#: how text is prepared before sentencepiece, in training and embedding alike
+#: (:func:`marginmine.encoders.laser_format.normalize`; the defaults are LASER's own preparation)
+TEXT_KEYS = ("lower_case", "normalize_punct")
+PREP_KEYS = ("bpe_vocab", "bpe_sample", "character_coverage", *TEXT_KEYS)
+#: version of the data preparation (2: text prepared as LASER prepares it); a new version never
+#: reuses a work directory's BPE and binarized data
+PREP_VERSION = 2
 MODEL_KEYS = ("embed_dim", "encoder_hidden", "encoder_layers", "decoder_hidden", "lang_embed_dim")
 FAIRSEQ_SPECIALS = ("<s>", "<pad>", "</s>", "<unk>")
 LANG_RE = re.compile(r"^[A-Za-z0-9_]{1,16}$")
@@ -67,7 +74,26 @@ def resolve_params(params: dict[str, Any] | None) -> dict[str, Any]:
     for k in ("lang_embed_dim", "threads", "max_update", "save_interval_updates"):
         if int(out[k]) < 0:
             raise EncoderError(f"laser param {k} must be >= 0 (got {out[k]!r})")
+    for k in TEXT_KEYS:
+        if not isinstance(out[k], bool):
+            raise EncoderError(f"laser param {k} must be true or false (got {out[k]!r})")
     return out
+
+
+def text_settings(info: dict[str, Any], where: Path) -> dict[str, bool] | None:
+    """The text preparation a trained encoder's manifest records (``info.settings``), or None for an
+    encoder trained before it was recorded: such an encoder was trained on raw text and embeds raw
+    text (a warning says so; it is never silently changed)."""
+    settings = info.get("settings")
+    if settings is None:
+        log.warning("%s: a laser encoder trained before its text preparation was recorded: it was trained "
+                    "on raw text and embeds raw text (not lower-cased or punctuation-normalised as LASER "
+                    "prepares text); retrain it for LASER's preparation", where)
+        return None
+    if not isinstance(settings, dict) or any(not isinstance(settings.get(k), bool) for k in TEXT_KEYS):
+        raise EncoderError(f"{where}: manifest info.settings must give {' and '.join(TEXT_KEYS)} as true or "
+                           f"false (got {settings!r})")
+    return {k: settings[k] for k in TEXT_KEYS}
 
 
 def iter_lines(path: Path) -> Iterator[str]:

@@ -26,6 +26,7 @@ SHA-256.
 
 from __future__ import annotations
 
+import logging
 import re
 import unicodedata
 from functools import lru_cache
@@ -46,6 +47,7 @@ SPECIALS = {"<s>": 0, "<pad>": 1, "</s>": 2, "<unk>": 3}
 SPACE = re.compile(r"\s+")
 TRANSFORMER_LAYER = re.compile(r"^(encoder\.)?layers\.\d+\.")
 LASER3_NAME = re.compile(r"^laser3-(?P<lang>[A-Za-z]{3}_[A-Za-z]{4})\.v\d+\.pt$")
+log = logging.getLogger(__name__)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -63,8 +65,20 @@ def _punct_normalizer() -> Any:
 
 
 def normalize(text: str, *, lower_case: bool = True, normalize_punct: bool = True) -> str:
-    """LASER's text preparation before sentencepiece (see the module docstring)."""
-    out = "".join(" " if unicodedata.category(c).startswith("C") else c for c in text)
+    """LASER's text preparation before sentencepiece (see the module docstring): the one function
+    that prepares text for the ``laser-pretrained`` loader and for the ``laser`` kind's training (BPE
+    sample, encoded training files) and embedding.
+
+    Apply it once, to raw text, as ``laser_encoders`` does: Moses' normaliser is not idempotent.
+    Its rule moving a comma or full stop inside a closing quote (``"([,.]+)`` -> ``\\1"``,
+    sacremoses' rule 43 of 45) runs after the rule joining ``) `` to the punctuation that follows
+    (``\\) ([.!:?;,])``) and moves past one quote per pass: ``(3,8 Euro) ",`` -> ``(3,8 euro) ,"``
+    -> ``(3,8 euro),"`` and ``Notfall‘“,`` -> ``notfall","`` -> ``notfall,""``. Prepared text given
+    to ``laser_encoders`` (which prepares it again) therefore embeds differently for such sentences
+    (about one in 3,000 German news sentences).
+    """
+    out = text if text.isprintable() else "".join(" " if unicodedata.category(c).startswith("C") else c
+                                                   for c in text)  # isprintable: no category C (nor Z)
     if normalize_punct:
         out = _punct_normalizer().normalize(out)
     return out.lower() if lower_case else out
@@ -196,14 +210,17 @@ def export_laser(encoder_dir: str | Path, prefix: str | Path) -> list[Path]:
     """Write our ``laser`` encoder in LASER's format: ``<prefix>.pt``, ``.spm``, ``.cvocab``.
 
     Loading ``<prefix>.pt`` needs no pickled code (``torch.load(weights_only=True)``, as
-    ``laser_encoders`` does by default). Note that LASER's tokeniser lower-cases and normalises
-    punctuation: on such text the exported model embeds exactly as our ``laser`` kind does.
+    ``laser_encoders`` does by default). ``laser_encoders``' tokeniser always prepares text as
+    :func:`normalize` does with its defaults, which our ``laser`` kind records and applies: with
+    them the export embeds raw text as marginmine does. An encoder trained on other settings, or
+    before they were recorded (raw text), is exported with a warning naming what differs.
     """
     import shutil
 
     import torch
 
     from marginmine.encoders.base import read_manifest
+    from marginmine.encoders.laser_common import DEFAULTS, TEXT_KEYS, text_settings
     from marginmine.io.safe import atomic_path
 
     src = Path(encoder_dir)
@@ -211,6 +228,16 @@ def export_laser(encoder_dir: str | Path, prefix: str | Path) -> list[Path]:
     if manifest["kind"] != "laser":
         raise EncoderError(f"{src}: a {manifest['kind']!r} encoder; only our LASER-style BiLSTM (kind laser) "
                            "has LASER's format")
+    settings = text_settings(manifest.get("info") or {}, src)
+    if settings is None:
+        log.warning("%s: exported as it is, but laser_encoders lower-cases and normalises punctuation, so "
+                    "it will embed raw text differently from marginmine", src)
+    elif any(settings[k] != DEFAULTS[k] for k in TEXT_KEYS):
+        log.warning("%s: trained with %s; laser_encoders' SentenceEncoder prepares text with lower_case and "
+                    "normalize_punct true, so it will embed raw text differently from marginmine (its "
+                    "LaserTokenizer(spm_model, lower_case=..., normalize_punct=...) and "
+                    "SentenceEncoder.encode_sentences prepare it as trained)", src,
+                    ", ".join(f"{k}={str(settings[k]).lower()}" for k in TEXT_KEYS))
     files = manifest["files"]
     # the unpickling of our own checkpoint: its SHA-256 matched our manifest just now
     ckpt = torch.load(src / files["model"], map_location="cpu", weights_only=False)

@@ -8,8 +8,9 @@ import os
 import shutil
 import sys
 import time
+from functools import partial
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -18,9 +19,10 @@ from marginmine.encoders.base import EncoderError, ParallelData, write_manifest
 from marginmine.fairseq_process import parse_train_log, run_fairseq, time_budget
 from marginmine.io.safe import json_fingerprint, sha256_file
 
-from marginmine.encoders.laser_common import (KIND, BPE_SAMPLE_SEED, MODEL_KEYS, PREP_KEYS, 
-                                              count_lines, iter_lines, pair_files, piece_table, laser_src_dir,
-                                              resolve_params)
+from marginmine.encoders.laser_common import (KIND, BPE_SAMPLE_SEED, MODEL_KEYS, PREP_KEYS, PREP_VERSION,
+                                              TEXT_KEYS, count_lines, iter_lines, pair_files, piece_table,
+                                              laser_src_dir, resolve_params)
+from marginmine.encoders.laser_format import normalize
 
 log = logging.getLogger(__name__)
 
@@ -28,8 +30,14 @@ log = logging.getLogger(__name__)
 # training
 
 
-def _bpe_sample(pairs: dict[tuple[str, str], list[tuple[Path, Path]]], n_total: int, out: Path) -> dict[str, int]:
-    """Deterministic sample, balanced over languages, of all sentences (each file once)."""
+def _prepare(settings: dict[str, bool]) -> Callable[[str], str]:
+    """Raw line -> the text sentencepiece sees (:func:`normalize`, as embedding prepares it)."""
+    return partial(normalize, **{k: bool(settings[k]) for k in TEXT_KEYS})
+
+
+def _bpe_sample(pairs: dict[tuple[str, str], list[tuple[Path, Path]]], n_total: int, out: Path,
+                prepare: Callable[[str], str]) -> dict[str, int]:
+    """Deterministic sample, balanced over languages, of all sentences (each file once), prepared."""
     by_lang: dict[str, list[Path]] = {}
     for (a, b), files in pairs.items():
         for fa, fb in files:
@@ -47,9 +55,11 @@ def _bpe_sample(pairs: dict[tuple[str, str], list[tuple[Path, Path]]], n_total: 
             i = n = 0
             for f in by_lang[lang]:
                 for line in iter_lines(f):
-                    if (keep is None or i in keep) and line.strip():
-                        fo.write(line + "\n")
-                        n += 1
+                    if keep is None or i in keep:
+                        line = prepare(line)
+                        if line.strip():
+                            fo.write(line + "\n")
+                            n += 1
                     i += 1
             taken[lang] = n
     return taken
@@ -67,13 +77,14 @@ def _learn_bpe(sample: Path, prefix: Path, p: dict[str, Any]) -> None:
 
 
 def _encode_file(sp: Any, table: list[str], src: Sequence[Path], dst: Path, counts: np.ndarray,
-                 batch: int = 20000) -> int:
+                 prepare: Callable[[str], str], batch: int = 20000) -> int:
+    """Every line of ``src`` prepared and BPE-encoded into ``dst`` (piece counts added to ``counts``)."""
     n = 0
     with open(dst, "w", encoding="utf-8", newline="\n") as fo:
         for path in src:
             lines = iter_lines(path)
             while True:
-                buf = [line for _, line in zip(range(batch), lines)]
+                buf = [prepare(line) for _, line in zip(range(batch), lines)]
                 if not buf:
                     break
                 encoded = sp.encode(buf)
@@ -143,12 +154,14 @@ def train(data: Sequence[ParallelData], out_dir: Path, params: dict, *, seed: in
     # 0. what the existing work dir was made from
     data_fp = {f"{a}-{b}": [[str(fa), sha256_file(fa), str(fb), sha256_file(fb)] for fa, fb in files]
                for (a, b), files in sorted(pairs.items())}
-    prep_fp = json_fingerprint({"data": data_fp, "prep": {k: p[k] for k in PREP_KEYS}, "version": 1})
+    prep_fp = json_fingerprint({"data": data_fp, "prep": {k: p[k] for k in PREP_KEYS},
+                                "version": PREP_VERSION})
     model_fp = json_fingerprint({"prep": prep_fp, "model": {k: p[k] for k in MODEL_KEYS}})
     ckpt_last = work / "checkpoints" / "checkpoint_last.pt"
     if ckpt_last.exists() and state.get("model_fingerprint") != model_fp:
-        raise EncoderError(f"{work}: holds checkpoints of a different run (other data, BPE or model sizes); "
-                           "resuming would be wrong - delete that directory or use another output directory")
+        raise EncoderError(f"{work}: holds checkpoints of a different run (other data, BPE, text "
+                           "preparation or model sizes, or an older marginmine's); resuming would be wrong - "
+                           "delete that directory or use another output directory")
     (out / "encoder.json").unlink(missing_ok=True)  # never leave an old manifest over new files
 
     # 1.+2. joint BPE, encoded text, dictionary, binarized data (skipped when already done)
@@ -158,7 +171,8 @@ def train(data: Sequence[ParallelData], out_dir: Path, params: dict, *, seed: in
         (work / "bin" / ".done").unlink(missing_ok=True)
         log.info("laser: learning a joint BPE (%d pieces) on a sample of %s", p["bpe_vocab"], ", ".join(langs))
         sample = work / "bpe" / "sample.txt"
-        taken = _bpe_sample(pairs, int(p["bpe_sample"]), sample)
+        prepare = _prepare(p)
+        taken = _bpe_sample(pairs, int(p["bpe_sample"]), sample, prepare)
         _learn_bpe(sample, work / "bpe" / "spm", p)
         sp = spm.SentencePieceProcessor(model_file=str(bpe_model))
         table = piece_table(sp)
@@ -167,8 +181,8 @@ def train(data: Sequence[ParallelData], out_dir: Path, params: dict, *, seed: in
         for (a, b), files in sorted(pairs.items()):
             d = work / "spm" / f"{a}-{b}"
             d.mkdir(parents=True, exist_ok=True)
-            na = _encode_file(sp, table, [fa for fa, _ in files], d / f"train.{a}", counts)
-            nb = _encode_file(sp, table, [fb for _, fb in files], d / f"train.{b}", counts)
+            na = _encode_file(sp, table, [fa for fa, _ in files], d / f"train.{a}", counts, prepare)
+            nb = _encode_file(sp, table, [fb for _, fb in files], d / f"train.{b}", counts, prepare)
             if na != nb:
                 raise EncoderError(f"laser: {a}-{b} files are not line-aligned ({na} vs {nb} lines): "
                                    + ", ".join(f"{fa} / {fb}" for fa, fb in files))
@@ -257,7 +271,8 @@ def train(data: Sequence[ParallelData], out_dir: Path, params: dict, *, seed: in
     import fairseq
 
     last = run["epoch_stats"][-1] if run["epoch_stats"] else {}
-    info = {"params": p, "seed": int(seed), "max_minutes": max_minutes,
+    info = {"params": p, "settings": {k: p[k] for k in TEXT_KEYS},  # how it prepares text (laser.load)
+            "seed": int(seed), "max_minutes": max_minutes,
             "directions": cfg["directions"], "lang_ids": lang_ids, **stats,
             "epoch": run["epoch"], "num_updates": run["num_updates"],
             "epoch_complete": not run["stopped_by_time"], "stopped_by_time": run["stopped_by_time"],
