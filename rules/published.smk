@@ -108,6 +108,42 @@ use rule eval_filter as published_eval_filter with:
         scorers=scorers_json(SUITES["published"]["scorers"]),
 
 
+rule published_shortcut:
+    """The shortcut check of the suite's fitted scorers (marginmine.scoring.shortcut): each on the
+    clean-mix test pairs of each origin and on its kept-out positives, against the same pairs
+    re-paired within the group, beside cosine: a scorer that tells domains apart instead of
+    translations shows AUCs near or under 0.5."""
+    input:
+        heads=lambda w: head_inputs(shortcut_scorers()),
+        encoders=lambda w: [encoder_json(e.partition("=")[0]) for e in shortcut_encoder_args()],
+        test=lambda w: shortcut_test_files(),
+    output:
+        tsv=f"{PUBLISHED_DIR}/shortcut.tsv",
+        md=f"{PUBLISHED_DIR}/shortcut.md",
+    log:
+        f"{LOGS}/published/shortcut.log",
+    benchmark:
+        f"{BENCH}/published/shortcut.tsv"
+    params:
+        scorers=lambda w: scorers_json(shortcut_scorers()),
+        encoders=lambda w: shortcut_encoder_args(),
+        plugins=plugin_args,
+        langs=f"--src-lang {SRC} --tgt-lang {TGT}",
+        seed=config["seed"],
+        device=ENC["device"],
+        title=f"{EXP}: shortcut check of the fitted scorers",
+    threads: job_threads(2)
+    resources:
+        mem_mb=3000,
+        runtime=20,
+    conda:
+        "../envs/score.yaml"
+    shell:
+        "marginmine shortcut-check --scorers {params.scorers:q} {params.plugins} --encoder {params.encoders:q} "
+        "--test {input.test:q} {params.langs} --seed {params.seed:q} --device {params.device:q} --threads {threads} "
+        "--title {params.title:q} --tsv {output.tsv:q} --md {output.md:q} > {log:q} 2>&1"
+
+
 use rule selection_composition as published_composition with:
     input:
         unpack(composition_inputs("published")),

@@ -422,4 +422,21 @@ def published_targets():
         out.append(rules.published_composition.output.md)
     if suite_votes("published"):
         out.append(rules.published_vote_report.output.md)
+    if shortcut_scorers():
+        out.append(rules.published_shortcut.output.md)
     return out
+
+
+def shortcut_scorers():
+    """The suite's fitted scorers the shortcut check reads (none without a clean-mix set to group by origin)."""
+    return [n for n in SUITES["published"]["scorers"] if is_fitted(n)] if CLEAN_MIX else []
+
+
+def shortcut_test_files():
+    """The clean-mix set the shortcut check groups by origin: the test split (else the first), src, tgt, labels."""
+    split = "test" if "test" in CLEAN_MIX else next(iter(CLEAN_MIX))
+    return [f"{CLEAN_MIX_PREFIX}.{split}.{x}" for x in ("en", "de", "labels.tsv")]
+
+
+def shortcut_encoder_args():
+    return [f"{e}={ENCODER_DIRS[e]}" for e in dict.fromkeys(ALL_SCORERS[n]["encoder"] for n in shortcut_scorers())]

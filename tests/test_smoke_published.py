@@ -103,6 +103,15 @@ def test_the_mlp_is_fitted_on_its_encoder_and_evaluated_as_filter_miner_and_simi
                for r in _table(tables / "quality.tsv"))
     assert "similarity" in {r["margin"] for r in _table(tables / "intrinsic.tsv")}
     assert any(r["scorer"] == "mlp" and r["retrieval"].startswith("fwd: best of") for r in _table(tables / "bucc.tsv"))
+    # the shortcut check: both fitted scorers on each origin of the clean-mix test set and their kept-out
+    # positives, against the pairs re-paired; the calibrated score keeps cosine's separation in each
+    shortcut = _table(tables / "shortcut.tsv")
+    origins = {r["origin"] for r in _table(d / "work/test/corpus/heldout.test.labels.tsv")}
+    for scorer in ("cal", "mlp"):
+        groups = {r["group"]: r for r in shortcut if r["scorer"] == scorer}
+        assert set(groups) == origins | {"positives (kept out)"}, groups
+        assert groups["positives (kept out)"]["pairs"] == "400"
+    assert all(float(r["auc"]) > 0.9 for r in shortcut if r["scorer"] == "cal"), shortcut
 
 
 @pytest.mark.slow

@@ -342,6 +342,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     register_clean_share(sub, _HANDLERS)
 
+    from marginmine.cli.shortcut import register as register_shortcut
+
+    register_shortcut(sub, _HANDLERS)
+
     for stage, issue in PLANNED.items():
         p = sub.add_parser(stage, help=f"(not implemented yet: issue #{issue})")
         p.add_argument("rest", nargs=argparse.REMAINDER)
