@@ -8,7 +8,7 @@ embedding alone::
     scale(u) = w_s . relu(W_s z + b_s) + c_s        bias(u) = w_b . relu(W_b z + b_b) + c_b
     confidence = sigmoid(scale(u) * phi(x, y) + bias(u))
 
-Training (:meth:`Calibrated.fit`) is the paper's confidence task: batches of ``batch_size`` held-out
+Training (:meth:`Calibrated.fit`) is the paper's confidence task: batches of ``batch_size`` positive
 pairs, each source with its own target as the positive and the batch's other targets as the
 negatives (1 positive, 127 negatives at 128), binary cross-entropy on the calibrated logit. The
 encoder is frozen (the paper's stop-gradient), so we fit on fixed embeddings after the encoder has
