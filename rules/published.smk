@@ -108,6 +108,33 @@ use rule eval_filter as published_eval_filter with:
         scorers=scorers_json(SUITES["published"]["scorers"]),
 
 
+rule published_claims:
+    """Each seed paper's headline claim beside the same comparison in the suite's tables
+    (marginmine.report.claim_list): the paper's numbers and setting, ours read from the tables, the
+    verdict; a table this config does not build makes its claims "not measured"."""
+    input:
+        tables=lambda w: claims_inputs(),
+    output:
+        tsv=f"{PUBLISHED_DIR}/claims.tsv",
+        md=f"{PUBLISHED_DIR}/claims.md",
+    log:
+        f"{LOGS}/published/claims.log",
+    benchmark:
+        f"{BENCH}/published/claims.tsv"
+    params:
+        results=PUBLISHED_DIR,
+        title=f"{EXP}: the papers' claims beside ours",
+    threads: 1
+    resources:
+        mem_mb=500,
+        runtime=5,
+    conda:
+        "../envs/score.yaml"
+    shell:
+        "marginmine claims --results {params.results:q} --title {params.title:q} --tsv {output.tsv:q} "
+        "--md {output.md:q} > {log:q} 2>&1"
+
+
 rule published_shortcut:
     """The shortcut check of the suite's fitted scorers (marginmine.scoring.shortcut): each on the
     clean-mix test pairs of each origin and on its kept-out positives, against the same pairs

@@ -424,6 +424,19 @@ def published_targets():
         out.append(rules.published_vote_report.output.md)
     if shortcut_scorers():
         out.append(rules.published_shortcut.output.md)
+    out.append(rules.published_claims.output.md)
+    return out
+
+
+def claims_inputs():
+    """The tables the claims read (marginmine.report.claim_list), those this config builds."""
+    out = [rules.published_encoder_report.output.tsv, rules.published_compare.output.tsv]
+    if MINING_EVAL:
+        out.append(rules.published_eval_mining.output.tsv)
+    if FILTER_EVAL or LABELLED_CORPUS:
+        out.append(rules.published_eval_filter.output.tsv)
+    if shortcut_scorers():
+        out.append(rules.published_shortcut.output.tsv)
     return out
 
 

@@ -1,5 +1,5 @@
 """Subcommands ``compare`` (the BLEU table and plot of the selection methods), ``headline``,
-``summary`` (one row per system of a suite), ``wall-times`` (each part's time from
+``summary`` (one row per system of a suite), ``claims`` (the seed papers' claims beside ours), ``wall-times`` (each part's time from
 scripts/wall_time.sh's rows), ``docs-results`` (docs/results.md and the README's key result from
 the tables the pipeline wrote) and ``report-figures``: the figures and tables of the Snakemake
 report (ledger, score histograms, result tables, wall time and throughput per rule). Registered by :mod:`marginmine.cli.main`."""
@@ -103,6 +103,15 @@ def cmd_summary(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_claims(args: argparse.Namespace) -> int:
+    from marginmine.report.claim_list import CLAIMS
+    from marginmine.report.claims import write_claims
+
+    for r in write_claims(CLAIMS, args.results, args.tsv, args.md, args.title):
+        log.info("%s: %s: %s", r["paper"], r["claim"], r["verdict"])
+    return 0
+
+
 def cmd_wall_times(args: argparse.Namespace) -> int:
     from marginmine.report.wall_times import write_summary
 
@@ -174,6 +183,14 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> N
                    help="output: Markdown table, one row per part (invocations, seconds, machines), "
                         "and the total")
     handlers["wall-times"] = cmd_wall_times
+
+    p = sub.add_parser("claims", help="each seed paper's headline claim beside the same comparison in a suite's "
+                                      "tables: the paper's numbers, ours, agrees / contradicts / not comparable")
+    p.add_argument("--results", required=True, help="the suite's tables (results/<exp>/published; ../ is the experiment's)")
+    p.add_argument("--title", default="The papers' claims beside ours", help="the Markdown table's title")
+    p.add_argument("--tsv", required=True, help="output: a row per claim")
+    p.add_argument("--md", required=True, help="output: the same as Markdown")
+    handlers["claims"] = cmd_claims
 
     p = sub.add_parser("docs-results",
                        help="docs/results.md from the tables the pipeline wrote (each stamped with its file, date, "

@@ -2,8 +2,8 @@
 on an encoder's embeddings of clean pairs (``marginmine fit-scorer``, the workflow's ``fit_scorer``
 rule).
 
-The *positives* (:class:`Positives`) are, as the MLP-similarity paper has them, broad clean parallel
-data: by default a seeded sample of the encoder's own training pairs in the corpus' language pair
+The *positives* (:class:`Positives`) are clean parallel data of the domains to be kept: by
+default a seeded sample of the encoder's own training pairs in the corpus' language pair
 (``encoder_data``, already free of dev/test/corpus sentences), or given files (``files``), or the
 held-out pairs themselves (``held_out``). The *held-out* pairs (``heads.held_out``, e.g. newstest2019)
 check the fit. Both are cleaned like encoder training data and checked for leakage: a pair with a

@@ -6,9 +6,10 @@ output, trained for ``steps`` updates on the loss ``-sum_pos log q - sum_neg log
 misprinted ``1 - log q`` in the paper) with Adam, each batch half positives, half negatives.
 
 * Positives: clean parallel pairs (``heads.positives``: by default a sample of the encoder's
-  training data, as broad as the paper's; see :mod:`marginmine.scoring.heads` for the sources and
-  the leakage check, :mod:`marginmine.scoring.shortcut` for the check that the fit learnt
-  translation, not the positives' domain).
+  training data; the paper's are news test sets, its test domain; see
+  :mod:`marginmine.scoring.heads` for the sources and the leakage check,
+  :mod:`marginmine.scoring.shortcut` for the check that the fit learnt translation, not the
+  positives' domain).
 * Negatives, as many as positives, from the corpus being filtered, by its own cosine: rank the
   eligible pairs by cosine, keep the top ``band`` share (0.2 ... 1.0) and take the *last* pairs of that
   cut (:func:`band_negatives`; ``negatives: random`` draws them uniformly instead). Pairs of the

@@ -1,0 +1,148 @@
+"""Every seed paper's headline claim beside ours (``marginmine claims``, rule ``published_claims``).
+
+A claim is a comparison the paper reports (``A`` better than ``B`` on its metric) with the paper's
+numbers and setting, typed here once (:data:`marginmine.report.claim_list.CLAIMS`, each with the
+paper's table or section), and the same comparison measured by the pipeline: ``A``'s and ``B``'s
+rows of one table the workflow wrote (:class:`Measure`). No number of ours is typed: a row or file
+the run has not written is "not measured", naming it.
+
+The verdict: ``agrees`` when our comparison goes the paper's way, ``contradicts`` when it goes the
+other way; a comparison the comparison table tested (BLEU and chrF, the seed-aware paired
+bootstrap) adds ``not significant`` at p >= 0.05; ``not comparable`` when the settings differ in a
+way that decides the outcome (the claim says why), with our direction given beside it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from marginmine.errors import InputError
+
+#: the bootstrap p under which a difference counts as significant
+ALPHA = 0.05
+
+
+@dataclass(frozen=True)
+class Measure:
+    """``A``'s and ``B``'s value in ``column`` of ``file`` (a TSV below the results directory, or a
+    composition table's summed ``share`` of groups whose name starts with ``clean:`` when ``column`` is
+    ``clean_share``). Each row is picked by column = value pairs; ``better`` is ``higher`` or ``lower``."""
+
+    file: str
+    column: str
+    a: Mapping[str, str]
+    b: Mapping[str, str]
+    better: str = "higher"
+    digits: int = 2
+
+
+@dataclass(frozen=True)
+class Claim:
+    paper: str
+    key: str
+    claim: str
+    paper_value: str
+    paper_where: str
+    paper_setting: str
+    our_setting: str
+    measure: Measure
+    #: why our setting cannot test the claim (empty: comparable)
+    not_comparable: str = ""
+    note: str = ""
+    labels: tuple[str, str] = field(default=("A", "B"))
+
+
+def _read(path: Path) -> list[dict[str, str]]:
+    lines = path.read_text(encoding="utf-8").splitlines()
+    if not lines:
+        raise InputError(str(path), "empty table (no header)", hint="rebuild it with the workflow")
+    head = lines[0].split("\t")
+    return [dict(zip(head, line.split("\t"))) for line in lines[1:] if line]
+
+
+def _pick(rows: Sequence[Mapping[str, str]], select: Mapping[str, str]) -> list[Mapping[str, str]]:
+    return [r for r in rows if all(r.get(k) == v for k, v in select.items())]
+
+
+def _value(rows: Sequence[Mapping[str, str]], m: Measure, select: Mapping[str, str]) -> float | None:
+    if m.column == "clean_share":
+        picked = [r for r in _pick(rows, select) if r.get("group", "").startswith("clean:")]
+        return sum(float(r["share"]) for r in picked) if _pick(rows, select) else None
+    picked = [r for r in _pick(rows, select) if r.get(m.column, "") not in ("", "nan")]
+    return float(picked[0][m.column]) if picked else None
+
+
+def _p_value(rows: Sequence[Mapping[str, str]], m: Measure) -> float | None:
+    """The bootstrap p of a comparison table's row of one method against the other, if it has one."""
+    if "versus" not in (rows[0] if rows else {}):
+        return None
+    p_col = "chrf_p" if m.column.startswith("chrf") else "p_value"
+    for one, other in ((m.a, m.b), (m.b, m.a)):
+        for r in _pick(rows, one):
+            if r.get("versus") == other.get("method") and r.get(p_col):
+                return float(r[p_col])
+    return None
+
+
+def _where(select: Mapping[str, str]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in select.items())
+
+
+def judge(claim: Claim, results: Path) -> dict[str, str]:
+    """The claim's row: ours measured from ``results`` (the suite's directory; a ``../`` file is the
+    experiment's), and the verdict."""
+    m = claim.measure
+    path = results / m.file
+    row = {"paper": claim.paper, "claim": claim.claim, "paper_value": claim.paper_value,
+           "paper_where": claim.paper_where, "paper_setting": claim.paper_setting, "our_setting": claim.our_setting}
+    if not path.is_file():
+        return {**row, "ours": f"not measured: {m.file} not written", "verdict": "not measured", "why": claim.note}
+    rows = _read(path)
+    a, b = _value(rows, m, m.a), _value(rows, m, m.b)
+    missing = [_where(s) for s, v in ((m.a, a), (m.b, b)) if v is None]
+    if missing:
+        return {**row, "ours": f"not measured: no {m.column} for {'; '.join(missing)} in {m.file}",
+                "verdict": "not measured", "why": claim.note}
+    assert a is not None and b is not None
+    holds = a > b if m.better == "higher" else a < b
+    p = _p_value(rows, m)
+    ours = f"{claim.labels[0]} {a:.{m.digits}f} vs {claim.labels[1]} {b:.{m.digits}f}" + (f" (p = {p:.3f})" if p is not None else "")
+    verdict = "agrees" if holds else "contradicts" if a != b else "tie"
+    if p is not None and p >= ALPHA:
+        verdict += ", not significant"
+    if claim.not_comparable:
+        verdict = f"not comparable (ours {'goes the same way' if holds else 'goes the other way'})"
+    why = "; ".join(x for x in (claim.not_comparable, claim.note) if x)
+    return {**row, "ours": ours, "verdict": verdict, "why": why}
+
+
+COLUMNS = ("paper", "claim", "paper_value", "paper_where", "paper_setting", "ours", "our_setting", "verdict", "why")
+
+
+def write_claims(claims: Sequence[Claim], results: str | Path, tsv: str | Path, md: str | Path, title: str) -> list[dict[str, str]]:
+    """The claims table as TSV and Markdown; returns its rows."""
+    from marginmine.io.safe import write_text
+
+    rows = [judge(c, Path(results)) for c in claims]
+
+    def clean(v: str) -> str:
+        return v.replace("\t", " ").replace("\n", " ")
+
+    write_text(tsv, "".join("\t".join(clean(x) for x in r) + "\n"
+                            for r in [list(COLUMNS), *([r[c] for c in COLUMNS] for r in rows)]))
+    head = ("paper", "claim", "the paper", "ours", "verdict", "why")
+    lines = [f"# {title}", "",
+             "Each seed paper's headline comparison as the paper reports it (its numbers, table and setting) and "
+             "the same comparison in this run, read from the file named (`marginmine claims`). Verdict: `agrees` / "
+             "`contradicts` (our comparison goes the paper's way or the other), `not significant` when the "
+             f"comparison's paired bootstrap gives p >= {ALPHA}, `not comparable` when the settings differ in a "
+             "way that decides the outcome (why says how).", "",
+             "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        cells = [r["paper"], r["claim"], f"{r['paper_value']} ({r['paper_where']}; {r['paper_setting']})",
+                 f"{r['ours']} ({r['our_setting']})", r["verdict"], r["why"] or " "]
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    write_text(md, "\n".join(lines) + "\n")
+    return rows

@@ -1,0 +1,77 @@
+"""The claims table (marginmine.report.claims): ours read from the pipeline's tables, never typed;
+the verdict follows the measured direction and the comparison's p; a table or row the run has not
+written is "not measured", naming it; every listed claim reads a table the suite writes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from marginmine.report.claims import Claim, Measure, judge, write_claims
+
+
+def _comparison(d: Path, cosine: str, p: str) -> None:
+    (d / "comparison.tsv").write_text(
+        "test_set\tmethod\tN\tbleu_mean\tversus\tdiff\tp_value\tchrf_mean\tchrf_p\n"
+        "test\tratio\t20k\t6.01\t\t\t\t24.70\t\n"
+        f"test\tcosine\t20k\t{cosine}\tratio\t1.34\t{p}\t23.41\t0.1259\n", encoding="utf-8")
+
+
+def _claim(**kw) -> Claim:  # noqa: ANN003
+    m = Measure("comparison.tsv", "bleu_mean", {"test_set": "test", "method": "ratio"},
+                {"test_set": "test", "method": "cosine"})
+    base = dict(paper="A&S 2019", key="ratio-vs-cosine", claim="ratio filters better than cosine",
+                paper_value="31.2 vs 30.0 BLEU", paper_where="Table 4", paper_setting="ParaCrawl en-de",
+                our_setting="demo", measure=m, labels=("ratio", "cosine"))
+    base.update(kw)
+    return Claim(**base)
+
+
+@pytest.mark.parametrize("cosine,p,verdict", [("7.35", "0.0010", "contradicts"), ("5.00", "0.0200", "agrees"),
+                                              ("5.90", "0.4000", "agrees, not significant")])
+def test_the_verdict_follows_the_measured_direction_and_p(tmp_path: Path, cosine: str, p: str, verdict: str) -> None:
+    _comparison(tmp_path, cosine, p)
+    row = judge(_claim(), tmp_path)
+    assert row["verdict"] == verdict
+    assert row["ours"] == f"ratio 6.01 vs cosine {float(cosine):.2f} (p = {float(p):.3f})"
+
+
+def test_chrf_takes_the_chrf_p_and_lower_is_better_inverts(tmp_path: Path) -> None:
+    _comparison(tmp_path, "7.35", "0.0010")
+    m = Measure("comparison.tsv", "chrf_mean", {"method": "ratio"}, {"method": "cosine"})
+    assert judge(_claim(measure=m), tmp_path)["verdict"] == "agrees, not significant"  # 24.70 > 23.41, p 0.126
+    low = Measure("comparison.tsv", "chrf_mean", {"method": "ratio"}, {"method": "cosine"}, better="lower")
+    assert judge(_claim(measure=low), tmp_path)["verdict"] == "contradicts, not significant"
+
+
+def test_missing_files_and_rows_are_not_measured_and_named(tmp_path: Path) -> None:
+    row = judge(_claim(), tmp_path)
+    assert row["verdict"] == "not measured" and "comparison.tsv not written" in row["ours"]
+    _comparison(tmp_path, "7.35", "0.0010")
+    m = Measure("comparison.tsv", "bleu_mean", {"method": "ratio"}, {"method": "mlp-60"})
+    row = judge(_claim(measure=m), tmp_path)
+    assert row["verdict"] == "not measured" and "method=mlp-60" in row["ours"]
+
+
+def test_not_comparable_keeps_our_direction_and_says_why(tmp_path: Path) -> None:
+    _comparison(tmp_path, "7.35", "0.0010")
+    row = judge(_claim(not_comparable="the paper's system is 100x larger"), tmp_path)
+    assert row["verdict"] == "not comparable (ours goes the other way)" and "100x" in row["why"]
+
+
+def test_clean_share_sums_the_clean_groups(tmp_path: Path) -> None:
+    (tmp_path / "composition.tsv").write_text(
+        "method\tN\tgroup\tpairs\tshare\nmlp-60\t20k\tclean:a\t1\t0.3\nmlp-60\t20k\tclean:b\t1\t0.2\n"
+        "mlp-60\t20k\tduplicate\t1\t0.5\nrandom\t20k\tclean:a\t1\t0.6\nrandom\t20k\tduplicate\t1\t0.4\n")
+    m = Measure("composition.tsv", "clean_share", {"method": "mlp-60"}, {"method": "random"}, digits=3)
+    row = judge(_claim(measure=m, labels=("mlp-60", "random")), tmp_path)
+    assert row["ours"] == "mlp-60 0.500 vs random 0.600" and row["verdict"] == "contradicts"
+
+
+def test_the_tables_are_written(tmp_path: Path) -> None:
+    _comparison(tmp_path, "7.35", "0.0010")
+    rows = write_claims([_claim()], tmp_path, tmp_path / "c.tsv", tmp_path / "c.md", "claims")
+    assert rows[0]["verdict"] == "contradicts"
+    assert (tmp_path / "c.tsv").read_text().splitlines()[1].split("\t")[-2] == "contradicts"
+    assert "| A&S 2019 | ratio filters better than cosine |" in (tmp_path / "c.md").read_text()
