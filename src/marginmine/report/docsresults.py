@@ -95,6 +95,12 @@ PUBLISHED = (
           "published_eval_filter."),
     Table("composition", "composition.md", "Selection composition", "The suite's selections. Written by the "
           "workflow rule published_composition."),
+    Table("shortcut", "shortcut.md", "Shortcut check of the fitted scorers",
+          "Each fitted scorer on the clean-mix test pairs of each origin and on its kept-out positives, against "
+          "the same pairs re-paired, beside cosine. Written by the workflow rule published_shortcut."),
+    Table("claims", "claims.md", "The papers' claims beside ours",
+          "Each seed paper's headline comparison and the same comparison in this run's tables. Written by the "
+          "workflow rule published_claims."),
     Table("votes", "votes.md", "Translate-then-vote", "The translators, the candidate sets on the intrinsic sets "
           "and the voted-set sizes. Written by the workflow rule published_vote_report.", "translators"),
     Table("wall-times", "wall_times.md", "Wall time", "The wall time of each part of `make published` "
