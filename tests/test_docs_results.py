@@ -286,6 +286,14 @@ def build_published(res: Path) -> Path:
         (res / "translate" / d).mkdir(parents=True)
         (res / "translate" / d / "bleu.json").write_text(json.dumps({"meta": {"train_machine": XEON,
                                                                                "machine": XEON}}))
+    from marginmine.report.claim_list import CLAIMS
+    from marginmine.report.claims import write_claims
+    from marginmine.scoring.shortcut import write_tables as write_shortcut
+
+    write_shortcut([{"scorer": "mlp-60", "group": "multi30k", "pairs": 848, "median_true": 1.0, "median_repaired": -1.0,
+                     "auc": 0.8, "auc_vs_positives": 0.3, "cosine_auc": 0.99, "cosine_auc_vs_positives": 0.99,
+                     "flag": "below chance"}], pub / "shortcut.tsv", pub / "shortcut.md", "Shortcut check (demo)")
+    write_claims(CLAIMS, pub, pub / "claims.tsv", pub / "claims.md", "Claims (demo)")
     write_wall_times(pub / "wall_times.tsv", [("I: rescoring", START, END, EPYC)])
     return pub
 
