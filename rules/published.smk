@@ -122,7 +122,8 @@ rule published_claims:
     benchmark:
         f"{BENCH}/published/claims.tsv"
     params:
-        results=PUBLISHED_DIR,
+        results=lambda wildcards, output: os.path.dirname(output.tsv),
+        size=SIZES[0],
         title=f"{EXP}: the papers' claims beside ours",
     threads: 1
     resources:
@@ -131,15 +132,11 @@ rule published_claims:
     conda:
         "../envs/score.yaml"
     shell:
-        "marginmine claims --results {params.results:q} --title {params.title:q} --tsv {output.tsv:q} "
+        "marginmine claims --results {params.results:q} --size {params.size:q} --title {params.title:q} --tsv {output.tsv:q} "
         "--md {output.md:q} > {log:q} 2>&1"
 
 
-rule published_shortcut:
-    """The shortcut check of the suite's fitted scorers (marginmine.scoring.shortcut): each on the
-    clean-mix test pairs of each origin and on its kept-out positives, against the same pairs
-    re-paired within the group, beside cosine: a scorer that tells domains apart instead of
-    translations shows AUCs near or under 0.5."""
+use rule shortcut_check as published_shortcut with:
     input:
         heads=lambda w: head_inputs(shortcut_scorers()),
         encoders=lambda w: [encoder_json(e.partition("=")[0]) for e in shortcut_encoder_args()],
@@ -158,17 +155,7 @@ rule published_shortcut:
         langs=f"--src-lang {SRC} --tgt-lang {TGT}",
         seed=config["seed"],
         device=ENC["device"],
-        title=f"{EXP}: shortcut check of the fitted scorers",
-    threads: job_threads(2)
-    resources:
-        mem_mb=3000,
-        runtime=20,
-    conda:
-        "../envs/score.yaml"
-    shell:
-        "marginmine shortcut-check --scorers {params.scorers:q} {params.plugins} --encoder {params.encoders:q} "
-        "--test {input.test:q} {params.langs} --seed {params.seed:q} --device {params.device:q} --threads {threads} "
-        "--title {params.title:q} --tsv {output.tsv:q} --md {output.md:q} > {log:q} 2>&1"
+        title=f"{EXP}: shortcut check of the suite's fitted scorers",
 
 
 use rule selection_composition as published_composition with:
@@ -203,6 +190,27 @@ use rule compare_methods as published_compare with:
     params:
         title=f"{EXP}: published scorers, {SRC}-{TGT}",
         headline=(PAPER_BASELINES or [DEFAULT_METHOD])[0],
+
+
+use rule compare_methods as published_compare_versus with:
+    input:
+        runs=[rules.evaluate_nmt.output.json.format(method=m, N=n, seed=s)
+              for m, n, s in nmt_systems(SUITES["published"]["methods"])],
+        labels=list(subset_labels().values()),
+    output:
+        tsv=f"{PUBLISHED_DIR}/versus/{{ref}}/comparison.tsv",
+        md=f"{PUBLISHED_DIR}/versus/{{ref}}/comparison.md",
+        runs=f"{PUBLISHED_DIR}/versus/{{ref}}/comparison_runs.tsv",
+        png=f"{PUBLISHED_DIR}/versus/{{ref}}/comparison.png",
+    log:
+        f"{LOGS}/published/comparison_versus_{{ref}}.log",
+    benchmark:
+        f"{BENCH}/published/comparison_versus_{{ref}}.tsv"
+    params:
+        title=lambda w: f"{EXP}: published scorers against {w.ref}, {SRC}-{TGT}",
+        headline=lambda w: w.ref,
+    wildcard_constraints:
+        ref="|".join(map(re.escape, PAPER_REFERENCES)) or "(?!)",
 
 
 rule published_summary:

@@ -100,6 +100,42 @@ rule fit_scorer:
         "{params.device:q} --threads {threads} --output {params.outdir:q} > {log:q} 2>&1"
 
 
+rule shortcut_check:
+    """The shortcut check of the experiment's fitted scorers (marginmine.scoring.shortcut): each on the
+    clean-mix test pairs of each origin and on its kept-out positives, against the same pairs
+    re-paired within the group, beside cosine: a scorer that tells domains apart instead of
+    translations shows AUCs near or under 0.5."""
+    input:
+        heads=lambda w: head_inputs(shortcut_scorers("main")),
+        encoders=lambda w: [encoder_json(e.partition("=")[0]) for e in shortcut_encoder_args("main")],
+        test=lambda w: shortcut_test_files(),
+    output:
+        tsv=f"{RESULTS}/filtering/shortcut.tsv",
+        md=f"{RESULTS}/filtering/shortcut.md",
+    log:
+        f"{LOGS}/filtering/shortcut.log",
+    benchmark:
+        f"{BENCH}/filtering/shortcut.tsv"
+    params:
+        scorers=lambda w: scorers_json(shortcut_scorers("main")),
+        encoders=lambda w: shortcut_encoder_args("main"),
+        plugins=plugin_args,
+        langs=f"--src-lang {SRC} --tgt-lang {TGT}",
+        seed=config["seed"],
+        device=ENC["device"],
+        title=f"{EXP}: shortcut check of the fitted scorers",
+    threads: job_threads(2)
+    resources:
+        mem_mb=3000,
+        runtime=20,
+    conda:
+        "../envs/score.yaml"
+    shell:
+        "marginmine shortcut-check --scorers {params.scorers:q} {params.plugins} --encoder {params.encoders:q} "
+        "--test {input.test:q} {params.langs} --seed {params.seed:q} --device {params.device:q} --threads {threads} "
+        "--title {params.title:q} --tsv {output.tsv:q} --md {output.md:q} > {log:q} 2>&1"
+
+
 rule select_top:
     """The N best pairs over all shards by one scorer's column (or random, unfiltered), in two
     streaming passes."""

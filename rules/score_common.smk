@@ -16,6 +16,8 @@ SCORERS = {name: {**s, "encoder": s.get("encoder", DEFAULT_ENCODER)} for name, s
 PAPER_SCORERS = {name: {**s, "encoder": s.get("encoder", DEFAULT_ENCODER)} for name, s in PAPERS.get("scorers", {}).items()}
 PAPER_METHODS = list(PAPERS.get("methods", []))
 PAPER_BASELINES = list(PAPERS.get("baselines", []))
+#: further methods the suite's systems are tested against (published_compare_versus), beside the first baseline
+PAPER_REFERENCES = list(PAPERS.get("references", []))
 ALL_SCORERS = {**SCORERS, **PAPER_SCORERS}
 
 
@@ -116,7 +118,7 @@ def positives_args(wildcards):
     """fit-scorer's --positives options (an unset key: the CLI's default, marginmine.defaults)."""
     p = head_positives(wildcards.name)
     args = [f"--positives {shlex.quote(p['from'])}"] if "from" in p else []
-    args += [f"--positives-size {int(p['size'])}"] if "size" in p else []
+    args += [f"--positives-size {int(p['size'])}"] if "size" in p and p.get("from") != "held_out" else []
     if p.get("from") == "files":
         args.append(f"--positives-files {_file_pair_args(p.get('files', []))}")
     return " ".join(args)
@@ -404,6 +406,8 @@ def scoring_targets():
         out += rules.eval_filter.output
     if LABELLED_CORPUS:
         out += rules.selection_composition.output
+    if shortcut_scorers("main"):
+        out += rules.shortcut_check.output
     return out
 
 
@@ -425,6 +429,7 @@ def published_targets():
     if shortcut_scorers():
         out.append(rules.published_shortcut.output.md)
     out.append(rules.published_claims.output.md)
+    out += expand(rules.published_compare_versus.output.md, ref=PAPER_REFERENCES)
     return out
 
 
@@ -437,19 +442,19 @@ def claims_inputs():
         out.append(rules.published_eval_filter.output.tsv)
     if shortcut_scorers():
         out.append(rules.published_shortcut.output.tsv)
-    return out
+    return out + expand(rules.published_compare_versus.output.tsv, ref=PAPER_REFERENCES)
 
 
-def shortcut_scorers():
-    """The suite's fitted scorers the shortcut check reads (none without a clean-mix set to group by origin)."""
-    return [n for n in SUITES["published"]["scorers"] if is_fitted(n)] if CLEAN_MIX else []
+def shortcut_scorers(suite="published"):
+    """A suite's fitted scorers the shortcut check reads (none without a clean-mix set to group by origin)."""
+    return [n for n in SUITES[suite]["scorers"] if is_fitted(n)] if CLEAN_MIX else []
 
 
 def shortcut_test_files():
     """The clean-mix set the shortcut check groups by origin: the test split (else the first), src, tgt, labels."""
     split = "test" if "test" in CLEAN_MIX else next(iter(CLEAN_MIX))
-    return [f"{CLEAN_MIX_PREFIX}.{split}.{x}" for x in ("en", "de", "labels.tsv")]
+    return [f"{CLEAN_MIX_PREFIX}.{split}.{x}" for x in (SRC, TGT, "labels.tsv")]
 
 
-def shortcut_encoder_args():
-    return [f"{e}={ENCODER_DIRS[e]}" for e in dict.fromkeys(ALL_SCORERS[n]["encoder"] for n in shortcut_scorers())]
+def shortcut_encoder_args(suite="published"):
+    return [f"{e}={ENCODER_DIRS[e]}" for e in dict.fromkeys(ALL_SCORERS[n]["encoder"] for n in shortcut_scorers(suite))]

@@ -75,3 +75,46 @@ def test_the_tables_are_written(tmp_path: Path) -> None:
     assert rows[0]["verdict"] == "contradicts"
     assert (tmp_path / "c.tsv").read_text().splitlines()[1].split("\t")[-2] == "contradicts"
     assert "| A&S 2019 | ratio filters better than cosine |" in (tmp_path / "c.md").read_text()
+
+
+def test_p_comes_from_a_comparison_against_either_method(tmp_path: Path) -> None:
+    """mlp-60 vs cosine has no p in the table tested against ratio; versus/cosine/comparison.tsv has it."""
+    (tmp_path / "comparison.tsv").write_text(
+        "test_set\tmethod\tN\tbleu_mean\tversus\tp_value\nx\tratio\t20k\t6.0\t\t\n"
+        "test\tmlp-60\t20k\t5.0\tratio\t0.01\ntest\tcosine\t20k\t7.0\tratio\t0.01\n"
+        "test\tmlp-60\t1k\t1.0\tratio\t0.01\n")
+    m = Measure("comparison.tsv", "bleu_mean", {"test_set": "test", "method": "mlp-60", "N": "{N}"},
+                {"test_set": "test", "method": "cosine", "N": "{N}"})
+    row = judge(_claim(measure=m, labels=("mlp", "cosine")), tmp_path, "20k")
+    assert row["ours"] == "mlp 5.00 vs cosine 7.00" and row["verdict"] == "contradicts"
+    (tmp_path / "versus" / "cosine").mkdir(parents=True)
+    (tmp_path / "versus" / "cosine" / "comparison.tsv").write_text(
+        "test_set\tmethod\tN\tbleu_mean\tversus\tp_value\ntest\tcosine\t20k\t7.0\t\t\n"
+        "test\tmlp-60\t20k\t5.0\tcosine\t0.2000\n")
+    row = judge(_claim(measure=m, labels=("mlp", "cosine")), tmp_path, "20k")
+    assert row["ours"] == "mlp 5.00 vs cosine 7.00 (p = 0.200)" and row["verdict"] == "contradicts, not significant"
+
+
+def test_a_selector_matching_two_rows_is_an_error_and_n_must_be_given(tmp_path: Path) -> None:
+    from marginmine.errors import InputError, MarginmineError
+
+    (tmp_path / "comparison.tsv").write_text(
+        "test_set\tmethod\tN\tbleu_mean\ntest\tratio\t20k\t6.0\ntest\tratio\t1k\t2.0\ntest\tcosine\t20k\t7.0\n")
+    with pytest.raises(InputError, match="2 rows match method=ratio"):
+        judge(_claim(measure=Measure("comparison.tsv", "bleu_mean", {"method": "ratio"}, {"method": "cosine"})),
+              tmp_path)
+    with pytest.raises(MarginmineError, match="give the size"):
+        judge(_claim(measure=Measure("comparison.tsv", "bleu_mean", {"method": "ratio", "N": "{N}"},
+                                     {"method": "cosine", "N": "{N}"})), tmp_path)
+
+
+def test_every_claim_names_a_table_the_suite_writes_and_a_verdict_rule() -> None:
+    """The suite's writers: comparison (and versus/<ref>/), intrinsic, bucc, quality, shortcut."""
+    from marginmine.report.claim_list import CLAIMS
+
+    assert len({c.key for c in CLAIMS}) == len(CLAIMS) >= 20
+    assert {c.measure.file for c in CLAIMS} <= {"comparison.tsv", "intrinsic.tsv", "bucc.tsv", "quality.tsv",
+                                                 "shortcut.tsv"}
+    assert {c.measure.better for c in CLAIMS} <= {"higher", "lower"}
+    assert {c.paper.split(" (")[0] for c in CLAIMS} == {"Artetxe & Schwenk 2019", "Yang et al. 2019", "Guo et al. 2018",
+                                                         "Kim et al. 2019", "Jones & Wijaya 2021"}

@@ -63,7 +63,7 @@ def test_published_plans_its_encoders_scores_selections_systems_and_tables(real_
     # positives: a sample of the encoder data (heads.positives), or the held-out news for the -news controls
     assert "--positives encoder_data --positives-size 4000 " in mlp
     news = re.search(r"marginmine fit-scorer [^\n]*--name mlp-60-news [^\n]*", r.stdout).group(0)
-    assert "--positives held_out --positives-size 4000 " in news and "--corpus work/demo/preprocess/kept/" in news
+    assert "--positives held_out --corpus work/demo/preprocess/kept/" in news
     fit = re.search(r"marginmine fit-scorer [^\n]*--name hn-cal [^\n]*", r.stdout).group(0)
     assert "--name hn-cal" in fit and "--encoder results/demo/encoders/dan-hn " in fit and "--output work/demo/heads/hn-cal" in fit
     assert f"en,de,{real_data}/wmt-newstest-ende/newstest2019-ende.en,{real_data}/wmt-newstest-ende/newstest2019-ende.de" in fit
@@ -90,8 +90,14 @@ def test_published_plans_its_encoders_scores_selections_systems_and_tables(real_
     train = {m.group(1): m.group(0) for m in re.finditer(r"marginmine train-encoder [^\n]*--output (\S+) [^\n]*", r.stdout)}
     assert '"miner": "results/demo/encoder"' in train["results/demo/encoders/dan-hn"]
     assert '"directions": 1' in train["results/demo/encoders/dan-de"] and '"margin": 0.0' in train["results/demo/encoders/dan-de"]
-    compare = re.search(r"marginmine compare [^\n]*", r.stdout).group(0)  # the demo's compare is not needed
-    assert "--headline ratio" in compare and "--tsv results/demo/published/comparison.tsv" in compare
+    compares = re.findall(r"marginmine compare [^\n]*", r.stdout)  # the demo's compare is not needed
+    compare = next(c for c in compares if "--tsv results/demo/published/comparison.tsv" in c)
+    assert "--headline ratio" in compare
+    # and every system against each of published.references, a table each
+    for ref in suite["references"]:
+        versus = next(c for c in compares if f"--tsv results/demo/published/versus/{ref}/comparison.tsv" in c)
+        assert f"--headline {ref} " in versus and "nmt/mlp-60-news.20k/seed2/bleu.json" in versus
+    assert len(compares) == 1 + len(suite["references"]) == 3
     assert all(f"nmt/{m}.20k/seed{s}/bleu.json" in compare for m in ["ratio", *suite["methods"]] for s in (1, 2))
     mining = re.search(r"marginmine eval-mining [^\n]*", r.stdout).group(0)
     assert "--tsv results/demo/published/bucc.tsv" in mining and "dan-hn=results/demo/encoders/dan-hn" in mining
@@ -123,6 +129,8 @@ def test_the_demo_config_passes_the_checks() -> None:
      "published.scorers.eq9.positives: kind eq9 is not fitted, it takes no positives"),
     (lambda c: c["published"]["scorers"]["mlp-60"].update(positives={"from": "files"}),
      "published.scorers.mlp-60.positives: from files, but no files are given"),
+    (lambda c: c["published"].update(references=["cosine", "mlp-20"]),
+     "published.references ['mlp-20']: not among published.methods or published.baselines"),
     (lambda c: c["published"]["scorers"].update(x={"kind": "calibrated", "params": {"dropout": 1.5}}),
      "published.scorers.x: dropout must be in [0, 1)"),
 ])

@@ -73,7 +73,7 @@ CLASHES: dict[str, list[str]] = {
     "mine": ["--src", "in.txt", "--tgt", "in2.txt", "--src-lang", "en", "--tgt-lang", "de", "--encoder", "data",
              "--output", "in2.tsv", "--ledger", "in2.json"],  # the .tsv written beside the ledger is the output
     "select": ["--pairs", "in.tsv", "--method", "random", "-n", "1", "--output", "o.tsv", "--report", "o.tsv"],
-    "claims": ["--results", "data", "--tsv", "o.tsv", "--md", "o.tsv"],
+    "claims": ["--results", "data", "--size", "20k", "--tsv", "o.tsv", "--md", "o.tsv"],
     "shortcut-check": ["--scorers", "{}", "--encoder", "x=data", "--test", "in.txt", "in2.txt", "l.tsv",
                        "--src-lang", "en", "--tgt-lang", "de", "--tsv", "in.txt", "--md", "o.md"],
     "clean-share": ["--scores", "s.tsv", "--baselines", "in.tsv", "--tsv", "o.tsv", "--md", "m.md", "--curve", "in.tsv"],

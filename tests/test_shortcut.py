@@ -120,6 +120,10 @@ def test_rows_of_cosine_itself_equal_the_cosine_columns_and_are_not_flagged() ->
     # a score that sees only the source side's first coordinate knows no translation: chance within each group
     blind = shortcut_rows("blind", lambda x, y: x[:, 0], groups, Group(POSITIVES, u[250:], v[250:]), 3)
     assert all(r["auc"] == 0.5 and r["flag"] for r in blind), blind
+    # a group of one pair cannot be re-paired: a row says so, nothing is dropped
+    tiny = shortcut_rows("cos", lambda x, y: np.einsum("ij,ij->i", x, y), [Group("one", u[:1], v[:1]), *groups],
+                         Group(POSITIVES, u[250:], v[250:]), 3)
+    assert tiny[0]["flag"] == "too few pairs" and np.isnan(tiny[0]["auc"]) and tiny[1]["flag"] == ""
 
 
 def test_origins_come_from_the_labels_and_a_mismatch_names_the_file(tmp_path: Path) -> None:
@@ -141,6 +145,26 @@ def test_positives_settings_are_checked(tmp_path: Path) -> None:
         from marginmine.scoring.heads import positive_pairs
 
         positive_pairs(Positives("encoder_data"), tmp_path, "en", "de", protect=(), encoder_data=None, exclude=(), seed=1)
+
+
+def test_encoder_data_positives_in_a_protected_set_are_removed_and_counted(tmp_path: Path) -> None:
+    """The encoder data is checked against the dev/test sets when it is built, not against the mining
+    benchmark a head is also protected from: such a pair among the sampled positives is removed and
+    counted, not an error the user cannot act on (the file is generated)."""
+    from marginmine.scoring.heads import positive_pairs
+
+    d = tmp_path / "data"
+    d.mkdir()
+    (d / "t.en").write_text("I think so.\nThe cat sleeps.\nWe are late.\n", encoding="utf-8")
+    (d / "t.de").write_text("Ich glaube schon.\nDie Katze schläft.\nWir sind spät dran.\n", encoding="utf-8")
+    (d / "manifest.json").write_text(json.dumps([{"name": "t", "src_lang": "en", "tgt_lang": "de", "src": "t.en",
+                                                  "tgt": "t.de", "pairs": 3}]))
+    mining = tmp_path / "newstest2015.en"
+    mining.write_text("I think so.\n", encoding="utf-8")
+    src, tgt, info = positive_pairs(Positives("encoder_data", 0), tmp_path / "pos", "en", "de", protect=[mining],
+                                    encoder_data=d / "manifest.json", exclude=(), seed=1)
+    assert src == ["The cat sleeps.", "We are late."] and tgt[0] == "Die Katze schläft."
+    assert info["report"]["sources"]["encoder-data"]["leakage"] == 1 and info["sample"]["pairs"] == 3
 
 
 def test_the_cli_refuses_a_scorer_that_is_not_fitted(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Callable
 
 from marginmine.defaults import SEED
-from marginmine.errors import MarginmineError
+from marginmine.errors import InputError, MarginmineError
 
 log = logging.getLogger("marginmine")
 Handler = Callable[[argparse.Namespace], int]
@@ -36,7 +36,11 @@ def cmd_shortcut_check(args: argparse.Namespace) -> int:
         encoder = encoders[enc]
         groups = [Group(o, encoder.encode(s, args.src_lang), encoder.encode(t, args.tgt_lang))  # type: ignore[attr-defined]
                   for o, (s, t) in origins.items()]
-        check = [line.split("\t") for line in read_lines(Path(kind.head) / CHECK_FILE)]  # type: ignore[attr-defined]
+        check_file = Path(kind.head) / CHECK_FILE  # type: ignore[attr-defined]
+        if not check_file.is_file():
+            raise InputError(str(check_file), f"scorer {name}: its head has no kept-out positives",
+                             hint="the head was fitted before heads kept them out: fit it again (rule fit_scorer)")
+        check = [line.split("\t") for line in read_lines(check_file)]
         positives = Group("positives (kept out)", encoder.encode([c[0] for c in check], args.src_lang),  # type: ignore[attr-defined]
                           encoder.encode([c[1] for c in check], args.tgt_lang))  # type: ignore[attr-defined]
         for r in shortcut_rows(name, kind.pair_scores, groups, positives, args.seed):  # type: ignore[attr-defined]

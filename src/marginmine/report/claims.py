@@ -7,18 +7,19 @@ rows of one table the workflow wrote (:class:`Measure`). No number of ours is ty
 the run has not written is "not measured", naming it.
 
 The verdict: ``agrees`` when our comparison goes the paper's way, ``contradicts`` when it goes the
-other way; a comparison the comparison table tested (BLEU and chrF, the seed-aware paired
-bootstrap) adds ``not significant`` at p >= 0.05; ``not comparable`` when the settings differ in a
+other way; a comparison a comparison table tested (BLEU and chrF, the seed-aware paired bootstrap:
+the suite's ``comparison.tsv`` against its first baseline, ``versus/<method>/comparison.tsv``
+against the others of ``published.references``) adds ``not significant`` at p >= 0.05; ``not comparable`` when the settings differ in a
 way that decides the outcome (the claim says why), with our direction given beside it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from marginmine.errors import InputError
+from marginmine.errors import InputError, MarginmineError
 
 #: the bootstrap p under which a difference counts as significant
 ALPHA = 0.05
@@ -66,23 +67,29 @@ def _pick(rows: Sequence[Mapping[str, str]], select: Mapping[str, str]) -> list[
     return [r for r in rows if all(r.get(k) == v for k, v in select.items())]
 
 
-def _value(rows: Sequence[Mapping[str, str]], m: Measure, select: Mapping[str, str]) -> float | None:
+def _value(rows: Sequence[Mapping[str, str]], m: Measure, select: Mapping[str, str], path: Path) -> float | None:
     if m.column == "clean_share":
         picked = [r for r in _pick(rows, select) if r.get("group", "").startswith("clean:")]
         return sum(float(r["share"]) for r in picked) if _pick(rows, select) else None
     picked = [r for r in _pick(rows, select) if r.get(m.column, "") not in ("", "nan")]
+    if len(picked) > 1:
+        raise InputError(str(path), f"{len(picked)} rows match {_where(select)}: a claim reads one",
+                         hint="make the claim's selector name every key that tells the rows apart")
     return float(picked[0][m.column]) if picked else None
 
 
-def _p_value(rows: Sequence[Mapping[str, str]], m: Measure) -> float | None:
-    """The bootstrap p of a comparison table's row of one method against the other, if it has one."""
-    if "versus" not in (rows[0] if rows else {}):
-        return None
+def _p_value(rows: Sequence[Mapping[str, str]], m: Measure, results: Path) -> float | None:
+    """The bootstrap p of one method's row against the other's, from the comparison table or from a
+    comparison against either method (``versus/<method>/comparison.tsv``), if one has it."""
     p_col = "chrf_p" if m.column.startswith("chrf") else "p_value"
-    for one, other in ((m.a, m.b), (m.b, m.a)):
-        for r in _pick(rows, one):
-            if r.get("versus") == other.get("method") and r.get(p_col):
-                return float(r[p_col])
+    tables = [rows, *(_read(results / "versus" / s["method"] / m.file) for s in (m.b, m.a)
+                      if "method" in s and (results / "versus" / s["method"] / m.file).is_file())]
+    for table in tables:
+        for one, other in ((m.a, m.b), (m.b, m.a)):
+            mine = {k: v for k, v in one.items()}
+            for r in _pick(table, mine):
+                if "versus" in r and r.get("versus") == other.get("method") and r.get(p_col):
+                    return float(r[p_col])
     return None
 
 
@@ -90,24 +97,34 @@ def _where(select: Mapping[str, str]) -> str:
     return ", ".join(f"{k}={v}" for k, v in select.items())
 
 
-def judge(claim: Claim, results: Path) -> dict[str, str]:
+def _sized(m: Measure, size: str | None) -> Measure:
+    """``m`` with ``{N}`` in its selectors replaced by ``size`` (the N the systems are trained at)."""
+    def fill(select: Mapping[str, str]) -> dict[str, str]:
+        if size is None and "{N}" in select.values():
+            raise MarginmineError(f"claims: {m.file} rows are picked at an N: give the size (--size)")
+        return {k: (v.replace("{N}", size) if size is not None else v) for k, v in select.items()}
+
+    return replace(m, a=fill(m.a), b=fill(m.b))
+
+
+def judge(claim: Claim, results: Path, size: str | None = None) -> dict[str, str]:
     """The claim's row: ours measured from ``results`` (the suite's directory; a ``../`` file is the
-    experiment's), and the verdict."""
-    m = claim.measure
+    experiment's) at ``size`` (the N of selectors that name ``{N}``), and the verdict."""
+    m = _sized(claim.measure, size)
     path = results / m.file
     row = {"paper": claim.paper, "claim": claim.claim, "paper_value": claim.paper_value,
            "paper_where": claim.paper_where, "paper_setting": claim.paper_setting, "our_setting": claim.our_setting}
     if not path.is_file():
         return {**row, "ours": f"not measured: {m.file} not written", "verdict": "not measured", "why": claim.note}
     rows = _read(path)
-    a, b = _value(rows, m, m.a), _value(rows, m, m.b)
+    a, b = _value(rows, m, m.a, path), _value(rows, m, m.b, path)
     missing = [_where(s) for s, v in ((m.a, a), (m.b, b)) if v is None]
     if missing:
         return {**row, "ours": f"not measured: no {m.column} for {'; '.join(missing)} in {m.file}",
                 "verdict": "not measured", "why": claim.note}
     assert a is not None and b is not None
     holds = a > b if m.better == "higher" else a < b
-    p = _p_value(rows, m)
+    p = _p_value(rows, m, results)
     ours = f"{claim.labels[0]} {a:.{m.digits}f} vs {claim.labels[1]} {b:.{m.digits}f}" + (f" (p = {p:.3f})" if p is not None else "")
     verdict = "agrees" if holds else "contradicts" if a != b else "tie"
     if p is not None and p >= ALPHA:
@@ -121,11 +138,12 @@ def judge(claim: Claim, results: Path) -> dict[str, str]:
 COLUMNS = ("paper", "claim", "paper_value", "paper_where", "paper_setting", "ours", "our_setting", "verdict", "why")
 
 
-def write_claims(claims: Sequence[Claim], results: str | Path, tsv: str | Path, md: str | Path, title: str) -> list[dict[str, str]]:
-    """The claims table as TSV and Markdown; returns its rows."""
+def write_claims(claims: Sequence[Claim], results: str | Path, tsv: str | Path, md: str | Path, title: str,
+                 size: str | None = None) -> list[dict[str, str]]:
+    """The claims table as TSV and Markdown (rows picked at ``size`` where a claim names ``{N}``); returns its rows."""
     from marginmine.io.safe import write_text
 
-    rows = [judge(c, Path(results)) for c in claims]
+    rows = [judge(c, Path(results), size) for c in claims]
 
     def clean(v: str) -> str:
         return v.replace("\t", " ").replace("\n", " ")

@@ -3,12 +3,13 @@ on an encoder's embeddings of clean pairs (``marginmine fit-scorer``, the workfl
 rule).
 
 The *positives* (:class:`Positives`) are clean parallel data of the domains to be kept: by
-default a seeded sample of the encoder's own training pairs in the corpus' language pair
+default a seeded sample of the encoder data's pairs in the corpus' language pair
 (``encoder_data``, already free of dev/test/corpus sentences), or given files (``files``), or the
 held-out pairs themselves (``held_out``). The *held-out* pairs (``heads.held_out``, e.g. newstest2019)
-check the fit. Both are cleaned like encoder training data and checked for leakage: a pair with a
-side in a protected set (dev/test, intrinsic, mining benchmark) is an error naming the file, its line
-and the set; a held-out or file pair with a side in the encoder's own training data is removed and
+check the fit. Both are cleaned like encoder training data and checked for leakage: a held-out or
+file pair with a side in a protected set (dev/test, intrinsic, mining benchmark) is an error naming
+the file, its line and the set (a sampled encoder-data pair is removed and counted instead: the user
+did not write that file); a held-out or file pair with a side in the encoder data is removed and
 counted (``data/report.json``), never silently. Every pair is oriented to the corpus' direction
 (``src_lang`` -> ``tgt_lang``), whichever side the file pair names first. A tenth of the positives
 (every tenth, in order) is kept out of the fit (``positives_check.tsv``, read by the shortcut check)
@@ -111,7 +112,8 @@ class Positives:
             raise MarginmineError("positives: files are given exactly when the positives come from files")
 
     def record(self) -> dict[str, Any]:
-        return {"from": self.source, "size": self.size, "files": [[h.src, h.tgt] for h in self.files]}
+        return {"from": self.source, "size": None if self.source == "held_out" else self.size,
+                "files": [[h.src, h.tgt] for h in self.files]}
 
 
 @dataclass(frozen=True)
@@ -224,8 +226,10 @@ def positive_pairs(positives: Positives, out: Path, src_lang: str, tgt_lang: str
                    encoder_data: str | Path | None, exclude: Sequence[str | Path],
                    seed: int) -> tuple[list[str], list[str], dict[str, Any]]:
     """The positives of ``positives`` (not ``held_out``), cleaned and checked into ``out``
-    (``data/positives/``): the sample of the encoder data (a protected side is an error: that data was
-    checked when it was built), or the files' pairs without a side in ``exclude`` (the encoder's
+    (``data/positives/``): the sample of the encoder data without a pair sharing a side with
+    ``protect`` (removed and counted: the encoder data is checked against the dev/test sets, not
+    against every set a head is protected from, e.g. the mining benchmark), or the files' pairs (a
+    protected side is an error naming the file and line) without a side in ``exclude`` (the encoder's
     training data and the held-out pairs), sampled to ``size``; and what was done."""
     from marginmine.encoders.data import TrainingSource, sample_pairs
 
@@ -237,7 +241,7 @@ def positive_pairs(positives: Positives, out: Path, src_lang: str, tgt_lang: str
         sample = sample_pairs(encoder_data, src_lang, tgt_lang, out / "sample.tsv", max_pairs=positives.size,
                               seed=seed, purpose="to take the fitted scorer's positives from")
         src, tgt, report = _cleaned([TrainingSource("encoder-data", src_lang, tgt_lang, (str(out / "sample.tsv"),))],
-                                    out, protect, (), src_lang, tgt_lang)
+                                    out, (), protect, src_lang, tgt_lang)
         return src, tgt, {"sample": sample, "report": report}
     src, tgt, report = _cleaned(_oriented(positives.files, "positives", src_lang, tgt_lang, "positives file"),
                                 out, protect, exclude, src_lang, tgt_lang)

@@ -75,6 +75,11 @@ def check_scorer_config(scorers: Scorers, methods: Sequence[str], encoders: Sequ
     if unknown:
         raise MarginmineError(f"published.baselines {unknown}: not selection.methods ({', '.join(methods)}), "
                               "whose systems the suite's tables put beside its own")
+    systems = set(suite.get("methods", [])) | set(baselines)
+    unknown = [m for m in suite.get("references", []) if m not in systems]
+    if unknown:
+        raise MarginmineError(f"published.references {unknown}: not among published.methods or published.baselines "
+                              f"({', '.join(sorted(systems))}), whose NMT systems are tested against them")
     if suite and not baselines:
         raise MarginmineError("published.baselines: name at least one of selection.methods (the first is "
                               "the comparison's reference, e.g. ratio)")

@@ -15,8 +15,10 @@ and the same pairs re-paired at random within their group (a seeded single cycle
   a wrong pair of the positives' domain outranks a right pair of this one - the domain shortcut);
 * both again with the cosine of the same embeddings, the reference.
 
-A group is flagged ``below chance`` when either of the scorer's AUCs is under 0.5, and ``far below
-cosine`` when its ``auc`` is more than :data:`COSINE_GAP` under cosine's.
+A group is flagged ``below chance`` when either of the scorer's AUCs is under 0.5, ``far below
+cosine`` when either is more than :data:`COSINE_GAP` under cosine's (so a weak encoder, whose cosine
+fails too, is not blamed on the scorer), and ``too few pairs`` when it has fewer than two pairs to
+re-pair (its AUCs are NaN; the row is kept, not dropped).
 """
 
 from __future__ import annotations
@@ -66,11 +68,16 @@ def shortcut_rows(scorer: str, score: Score, groups: Sequence[Group], positives:
         return roc_auc(np.r_[pos, neg], np.r_[np.ones(len(pos), bool), np.zeros(len(neg), bool)])
 
     everything = [*groups, positives]  # group i is re-paired by the seed (seed, i)
-    ref = {f: np.asarray(f(*_repaired(positives, (seed, len(groups)))), np.float64) for f in (score, _cosine)}
+    ref = ({f: np.asarray(f(*_repaired(positives, (seed, len(groups)))), np.float64) for f in (score, _cosine)}
+           if len(positives.u) >= 2 else {})
     rows = []
     for i, g in enumerate(everything):
-        if len(g.u) < 2:
-            continue  # nothing to re-pair with
+        if len(g.u) < 2 or len(positives.u) < 2:  # nothing to re-pair with: a row saying so
+            nan = float("nan")
+            rows.append({"scorer": scorer, "group": g.name, "pairs": len(g.u), "median_true": nan, "median_repaired": nan,
+                         "auc": nan, "auc_vs_positives": nan, "cosine_auc": nan, "cosine_auc_vs_positives": nan,
+                         "flag": "too few pairs"})
+            continue
         wrong = _repaired(g, (seed, i))
         found = {}
         for key, f in (("", score), ("cosine_", _cosine)):
@@ -80,7 +87,9 @@ def shortcut_rows(scorer: str, score: Score, groups: Sequence[Group], positives:
             if not key:
                 found["median_true"], found["median_repaired"] = float(np.median(true)), float(np.median(other))
         flag = ("below chance" if min(found["auc"], found["auc_vs_positives"]) < 0.5 else
-                "far below cosine" if found["auc"] < found["cosine_auc"] - COSINE_GAP else "")
+                "far below cosine" if (found["auc"] < found["cosine_auc"] - COSINE_GAP or
+                                       found["auc_vs_positives"] < found["cosine_auc_vs_positives"] - COSINE_GAP)
+                else "")
         rows.append({"scorer": scorer, "group": g.name, "pairs": len(g.u), **found, "flag": flag})
     return rows
 
@@ -124,8 +133,8 @@ def write_tables(rows: Sequence[dict[str, Any]], tsv: str | Path, md: str | Path
              "`auc_vs_positives`: the group's true pairs vs the positives' re-paired ones (under 0.5: a "
              "wrong pair of the positives' domain outranks a right pair of this one); `cosine_*`: the same "
              "with the cosine of the scorer's embeddings. Flag: `below chance` (an AUC of the scorer under "
-             f"0.5), `far below cosine` (`auc` more than {COSINE_GAP} under cosine's). Medians are of the "
-             "scorer's score (a logit for calibrated and mlp).", "",
+             f"0.5), `far below cosine` (an AUC of the scorer more than {COSINE_GAP} under cosine's), `too few "
+             "pairs` (under two to re-pair). Medians are of the scorer's score (a logit for calibrated and mlp).", "",
              "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     lines += ["| " + " | ".join(cell(r, c) or " " for c in COLUMNS) + " |" for r in rows]
     write_text(md, "\n".join(lines) + "\n")
