@@ -293,7 +293,7 @@ def build_published(res: Path) -> Path:
     write_shortcut([{"scorer": "mlp-60", "group": "multi30k", "pairs": 848, "median_true": 1.0, "median_repaired": -1.0,
                      "auc": 0.8, "auc_vs_positives": 0.3, "cosine_auc": 0.99, "cosine_auc_vs_positives": 0.99,
                      "flag": "below chance"}], pub / "shortcut.tsv", pub / "shortcut.md", "Shortcut check (demo)")
-    write_claims(CLAIMS, pub, pub / "claims.tsv", pub / "claims.md", "Claims (demo)")
+    write_claims(CLAIMS, pub, pub / "claims.tsv", pub / "claims.md", "Claims (demo)", "20k")
     write_wall_times(pub / "wall_times.tsv", [("I: rescoring", START, END, EPYC)])
     return pub
 
