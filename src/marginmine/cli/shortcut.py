@@ -30,7 +30,11 @@ def cmd_shortcut_check(args: argparse.Namespace) -> int:
         raise MarginmineError(f"--scorers {', '.join(unfitted)}: not fitted (the check reads a head's positives)")
     encoders = _load_encoders(dirs, args, {e for e, _ in scorers.values()})
     src_file, tgt_file, labels = args.test
-    origins = read_origins(read_lines(src_file), read_lines(tgt_file), labels)
+    src_lines = read_lines(src_file)
+    origins = read_origins(src_lines, read_lines(tgt_file), labels)
+    clean = sum(len(s) for s, _ in origins.values())
+    log.info("%s: %d clean pairs in %d origins (%d rows not clean left out)", labels, clean, len(origins),
+             len(src_lines) - clean)
     rows = []
     for name, (enc, kind) in scorers.items():
         encoder = encoders[enc]
