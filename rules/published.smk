@@ -139,7 +139,7 @@ rule published_claims:
 use rule shortcut_check as published_shortcut with:
     input:
         heads=lambda w: head_inputs(shortcut_scorers()),
-        encoders=lambda w: [encoder_json(e.partition("=")[0]) for e in shortcut_encoder_args()],
+        encoders=lambda w: [encoder_json(e) for e in shortcut_encoders()],
         test=lambda w: shortcut_test_files(),
     output:
         tsv=f"{PUBLISHED_DIR}/shortcut.tsv",
@@ -150,7 +150,7 @@ use rule shortcut_check as published_shortcut with:
         f"{BENCH}/published/shortcut.tsv"
     params:
         scorers=lambda w: scorers_json(shortcut_scorers()),
-        encoders=lambda w: shortcut_encoder_args(),
+        encoders=lambda w: encoder_args(shortcut_encoders()),
         plugins=plugin_args,
         langs=f"--src-lang {SRC} --tgt-lang {TGT}",
         seed=config["seed"],

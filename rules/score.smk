@@ -107,7 +107,7 @@ rule shortcut_check:
     translations shows AUCs near or under 0.5."""
     input:
         heads=lambda w: head_inputs(shortcut_scorers("main")),
-        encoders=lambda w: [encoder_json(e.partition("=")[0]) for e in shortcut_encoder_args("main")],
+        encoders=lambda w: [encoder_json(e) for e in shortcut_encoders("main")],
         test=lambda w: shortcut_test_files(),
     output:
         tsv=f"{RESULTS}/filtering/shortcut.tsv",
@@ -118,7 +118,7 @@ rule shortcut_check:
         f"{BENCH}/filtering/shortcut.tsv"
     params:
         scorers=lambda w: scorers_json(shortcut_scorers("main")),
-        encoders=lambda w: shortcut_encoder_args("main"),
+        encoders=lambda w: encoder_args(shortcut_encoders("main")),
         plugins=plugin_args,
         langs=f"--src-lang {SRC} --tgt-lang {TGT}",
         seed=config["seed"],

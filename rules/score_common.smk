@@ -240,8 +240,13 @@ def encoder_json(name):
     return f"{ENCODER_DIRS[name]}/encoder.json"
 
 
+def encoder_args(names):
+    """NAME=DIR of the named encoders, as the evaluation commands take them (--encoder)."""
+    return [f"{name}={ENCODER_DIRS[name]}" for name in names]
+
+
 def scored_encoder_args(suite):
-    return [f"{name}={ENCODER_DIRS[name]}" for name in suite_encoders(suite)]
+    return encoder_args(suite_encoders(suite))
 
 
 def score_files(group):
@@ -456,5 +461,6 @@ def shortcut_test_files():
     return [f"{CLEAN_MIX_PREFIX}.{split}.{x}" for x in (SRC, TGT, "labels.tsv")]
 
 
-def shortcut_encoder_args(suite="published"):
-    return [f"{e}={ENCODER_DIRS[e]}" for e in dict.fromkeys(ALL_SCORERS[n]["encoder"] for n in shortcut_scorers(suite))]
+def shortcut_encoders(suite="published"):
+    """The encoders of a suite's fitted scorers (the shortcut check's)."""
+    return list(dict.fromkeys(ALL_SCORERS[n]["encoder"] for n in shortcut_scorers(suite)))

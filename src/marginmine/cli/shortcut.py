@@ -35,11 +35,12 @@ def cmd_shortcut_check(args: argparse.Namespace) -> int:
     clean = sum(len(s) for s, _ in origins.values())
     log.info("%s: %d clean pairs in %d origins (%d rows not clean left out)", labels, clean, len(origins),
              len(src_lines) - clean)
+    # the origins' embeddings, once per encoder (scorers on one encoder share them)
+    by_encoder = {enc: [Group(o, encoder.encode(s, args.src_lang), encoder.encode(t, args.tgt_lang))  # type: ignore[attr-defined]
+                        for o, (s, t) in origins.items()] for enc, encoder in encoders.items()}
     rows = []
     for name, (enc, kind) in scorers.items():
-        encoder = encoders[enc]
-        groups = [Group(o, encoder.encode(s, args.src_lang), encoder.encode(t, args.tgt_lang))  # type: ignore[attr-defined]
-                  for o, (s, t) in origins.items()]
+        encoder, groups = encoders[enc], by_encoder[enc]
         check_file = Path(kind.head) / CHECK_FILE  # type: ignore[attr-defined]
         if not check_file.is_file():
             raise InputError(str(check_file), f"scorer {name}: its head has no kept-out positives",

@@ -86,8 +86,7 @@ def _p_value(rows: Sequence[Mapping[str, str]], m: Measure, results: Path) -> fl
                       if "method" in s and (results / "versus" / s["method"] / m.file).is_file())]
     for table in tables:
         for one, other in ((m.a, m.b), (m.b, m.a)):
-            mine = {k: v for k, v in one.items()}
-            for r in _pick(table, mine):
+            for r in _pick(table, one):
                 if "versus" in r and r.get("versus") == other.get("method") and r.get(p_col):
                     return float(r[p_col])
     return None

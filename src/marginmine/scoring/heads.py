@@ -298,10 +298,10 @@ def fit_head(name: str, kind: Any, encoder_dir: str | Path, held_out: Sequence[H
         return {"auc_fitted": _pair_auc(a, b, lambda x, y: kind.apply(arrays, x, y)),
                 "auc_cosine": _pair_auc(a, b, lambda x, y: np.einsum("ij,ij->i", x, y))}
 
+    hdev = np.arange(len(src)) % 10 == 9  # the held-out pairs' check: every tenth (= dev when they are the positives)
     if positives.source == "held_out":
         check = own_vs_other(u[dev], v[dev])
     else:  # the held-out pairs' every tenth, as when they were the positives, and the positives' kept-out tenth
-        hdev = np.arange(len(src)) % 10 == 9
         check = own_vs_other(encoder.encode([s for s, d in zip(src, hdev) if d], src_lang),
                              encoder.encode([s for s, d in zip(tgt, hdev) if d], tgt_lang))
         check["positives"] = own_vs_other(u[dev], v[dev])
@@ -323,8 +323,7 @@ def fit_head(name: str, kind: Any, encoder_dir: str | Path, held_out: Sequence[H
         "sha256": sha256_file(out / "head.npz"), "seed": seed,
         "encoder": {"dir": str(encoder_dir), "manifest_sha256": sha256_file(Path(encoder_dir) / MANIFEST),
                     "identity": identity},
-        "held_out": {"pairs": len(src), "check": int(dev.sum()) if positives.source == "held_out"
-                     else int((np.arange(len(src)) % 10 == 9).sum()), "report": report},
+        "held_out": {"pairs": len(src), "check": int(hdev.sum()), "report": report},
         "positives": {**positives.record(), "pairs": len(pos_src), "fit": int((~dev).sum()), "check": int(dev.sum()),
                       "check_file": CHECK_FILE, **pos_info},
         "fit": stats, "check": check, "negatives": negatives,
