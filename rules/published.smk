@@ -132,8 +132,8 @@ rule published_claims:
     conda:
         "../envs/score.yaml"
     shell:
-        "marginmine claims --results {params.results:q} --size {params.size:q} --title {params.title:q} --tsv {output.tsv:q} "
-        "--md {output.md:q} > {log:q} 2>&1"
+        "marginmine claims --results {params.results:q} --size {params.size:q} --title {params.title:q} "
+        "--tables {input.tables:q} --tsv {output.tsv:q} --md {output.md:q} > {log:q} 2>&1"
 
 
 use rule shortcut_check as published_shortcut with:

@@ -30,7 +30,7 @@ def kind_says(name, attribute, default=False):
 
 
 def is_fitted(name):
-    """A scorer whose kind has a head fitted on held-out pairs."""
+    """A scorer whose kind has a head fitted on its positives (heads.positives)."""
     return kind_says(name, "fitted")
 
 

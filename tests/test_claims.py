@@ -57,7 +57,27 @@ def test_missing_files_and_rows_are_not_measured_and_named(tmp_path: Path) -> No
 def test_not_comparable_keeps_our_direction_and_says_why(tmp_path: Path) -> None:
     _comparison(tmp_path, "7.35", "0.0010")
     row = judge(_claim(not_comparable="the paper's system is 100x larger"), tmp_path)
-    assert row["verdict"] == "not comparable (ours goes the other way)" and "100x" in row["why"]
+    assert row["verdict"] == "not comparable (ours: the other way)" and "100x" in row["why"]
+    _comparison(tmp_path, "5.90", "0.4000")
+    row = judge(_claim(not_comparable="the paper's system is 100x larger"), tmp_path)
+    assert row["verdict"] == "not comparable (ours: the same way, not significant)"
+
+
+def test_only_the_tables_the_run_built_are_read(tmp_path: Path) -> None:
+    """A table an earlier run left (here a versus/ comparison no longer configured) gives no number or p."""
+    (tmp_path / "comparison.tsv").write_text(
+        "test_set\tmethod\tN\tbleu_mean\tversus\tp_value\ntest\tmlp-60\t20k\t5.0\tratio\t0.01\n"
+        "test\tcosine\t20k\t7.0\tratio\t0.01\n")
+    (tmp_path / "versus" / "cosine").mkdir(parents=True)
+    (tmp_path / "versus" / "cosine" / "comparison.tsv").write_text(
+        "test_set\tmethod\tN\tbleu_mean\tversus\tp_value\ntest\tmlp-60\t20k\t5.0\tcosine\t0.2000\n")
+    m = Measure("comparison.tsv", "bleu_mean", {"test_set": "test", "method": "mlp-60"},
+                {"test_set": "test", "method": "cosine"})
+    built = frozenset({(tmp_path / "comparison.tsv").resolve()})
+    assert judge(_claim(measure=m, labels=("mlp", "cosine")), tmp_path, tables=built)["ours"] == "mlp 5.00 vs cosine 7.00"
+    assert judge(_claim(measure=m, labels=("mlp", "cosine")), tmp_path)["ours"].endswith("(p = 0.200)")
+    row = judge(_claim(measure=m), tmp_path, tables=frozenset())
+    assert row["verdict"] == "not measured" and "comparison.tsv not written" in row["ours"]
 
 
 def test_clean_share_sums_the_clean_groups(tmp_path: Path) -> None:

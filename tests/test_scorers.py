@@ -42,6 +42,8 @@ def test_the_cli_and_dataclass_defaults_are_the_schemas() -> None:
     assert ScoreSettings.__dataclass_fields__["batch_size"].default == defaults.BATCH_SIZE == \
         SCHEMA["scoring"]["properties"]["batch_size"]["default"]
     assert defaults.SEED == SCHEMA["seed"]["default"]
+    assert SCHEMA["heads"]["properties"]["positives"]["default"] == \
+        {"from": defaults.HEAD_POSITIVES, "size": defaults.HEAD_POSITIVES_SIZE}
     assert ScoreSettings.__dataclass_fields__["index"].default.kind == defaults.INDEX == \
         SCHEMA["scoring"]["properties"]["index"]["default"]
     bucc = SCHEMA["mining_eval"]["properties"]

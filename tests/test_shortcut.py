@@ -124,6 +124,12 @@ def test_rows_of_cosine_itself_equal_the_cosine_columns_and_are_not_flagged() ->
     tiny = shortcut_rows("cos", lambda x, y: np.einsum("ij,ij->i", x, y), [Group("one", u[:1], v[:1]), *groups],
                          Group(POSITIVES, u[250:], v[250:]), 3)
     assert tiny[0]["flag"] == "too few pairs" and np.isnan(tiny[0]["auc"]) and tiny[1]["flag"] == ""
+    # one positive: the groups keep their own AUCs, only the columns against the positives are empty
+    few = shortcut_rows("cos", lambda x, y: np.einsum("ij,ij->i", x, y), groups, Group(POSITIVES, u[250:251], v[250:251]), 3)
+    assert [r["flag"] for r in few] == ["too few positives", "too few positives", "too few pairs"], few
+    assert few[0]["auc"] > 0.9 and np.isnan(few[0]["auc_vs_positives"]), few
+    assert shortcut_rows("blind", lambda x, y: x[:, 0], groups, Group(POSITIVES, u[250:251], v[250:251]),
+                         3)[0]["flag"] in ("below chance", "far below cosine")
 
 
 def test_origins_come_from_the_labels_and_a_mismatch_names_the_file(tmp_path: Path) -> None:

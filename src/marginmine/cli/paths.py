@@ -121,7 +121,7 @@ PATHS: dict[str, tuple[tuple[tuple[str, str], ...], tuple[Derived, ...]]] = {
     "mine": ((("src", "in"), ("tgt", "in"), ("encoder", "indir"), ("output", "out"), ("ledger", "out")),
              (_ledger_tsv("ledger"),)),
     "select": ((("pairs", "in"), ("scores", "in"), ("output", "out"), ("report", "out")), ()),
-    "claims": ((("results", "indir"), ("tsv", "out"), ("md", "out")), ()),
+    "claims": ((("results", "indir"), ("tables", "in"), ("tsv", "out"), ("md", "out")), ()),
     "shortcut-check": ((("encoder", "indir"), ("test", "in"), ("tsv", "out"), ("md", "out")), ()),
     "clean-share": ((("scores", "in"), ("baselines", "in"), ("tsv", "out"), ("md", "out"), ("curve", "out"),
                      ("png", "out")), ()),

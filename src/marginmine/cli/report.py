@@ -107,7 +107,7 @@ def cmd_claims(args: argparse.Namespace) -> int:
     from marginmine.report.claim_list import CLAIMS
     from marginmine.report.claims import write_claims
 
-    for r in write_claims(CLAIMS, args.results, args.tsv, args.md, args.title, args.size):
+    for r in write_claims(CLAIMS, args.results, args.tsv, args.md, args.title, args.size, args.tables):
         log.info("%s: %s: %s", r["paper"], r["claim"], r["verdict"])
     return 0
 
@@ -189,6 +189,9 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> N
     p.add_argument("--results", required=True, help="the suite's tables (results/<exp>/published; ../ is the experiment's)")
     p.add_argument("--size", required=True, help="the N the suite's NMT systems are trained at (e.g. 20k)")
     p.add_argument("--title", default="The papers' claims beside ours", help="the Markdown table's title")
+    p.add_argument("--tables", nargs="+", metavar="TSV",
+                   help="read only these tables (the workflow passes those this run builds; a table an earlier "
+                        "run left behind then counts as not written); default: every table found")
     p.add_argument("--tsv", required=True, help="output: a row per claim")
     p.add_argument("--md", required=True, help="output: the same as Markdown")
     handlers["claims"] = cmd_claims

@@ -227,7 +227,8 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> N
 
     register_eval_filter(sub, handlers)
 
-    p = sub.add_parser("fit-scorer", help="fit a fitted score kind's head (e.g. calibrated) on held-out pairs")
+    p = sub.add_parser("fit-scorer", help="fit a fitted score kind's head (e.g. calibrated) on its positives "
+                                            "(--positives), checked on held-out pairs")
     add_scorers(p, default=None)
     p.add_argument("--name", required=True, help="the scorer (of --scorers) to fit")
     p.add_argument("--encoder", required=True, help="the encoder directory whose embeddings it scores")

@@ -15,7 +15,7 @@ way that decides the outcome (the claim says why), with our direction given besi
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -78,12 +78,19 @@ def _value(rows: Sequence[Mapping[str, str]], m: Measure, select: Mapping[str, s
     return float(picked[0][m.column]) if picked else None
 
 
-def _p_value(rows: Sequence[Mapping[str, str]], m: Measure, results: Path) -> float | None:
+def _built(path: Path, tables: Collection[Path] | None) -> bool:
+    """``path`` exists and, when the run names the tables it built (``tables``), is one of them: a
+    table an earlier run left behind is never read."""
+    return path.is_file() and (tables is None or path.resolve() in tables)
+
+
+def _p_value(rows: Sequence[Mapping[str, str]], m: Measure, results: Path,
+             tables: Collection[Path] | None) -> float | None:
     """The bootstrap p of one method's row against the other's, from the comparison table or from a
-    comparison against either method (``versus/<method>/comparison.tsv``), if one has it."""
+    comparison against either method (``versus/<method>/comparison.tsv``), if the run built one."""
     p_col = "chrf_p" if m.column.startswith("chrf") else "p_value"
     tables = [rows, *(_read(results / "versus" / s["method"] / m.file) for s in (m.b, m.a)
-                      if "method" in s and (results / "versus" / s["method"] / m.file).is_file())]
+                      if "method" in s and _built(results / "versus" / s["method"] / m.file, tables))]
     for table in tables:
         for one, other in ((m.a, m.b), (m.b, m.a)):
             for r in _pick(table, one):
@@ -106,14 +113,16 @@ def _sized(m: Measure, size: str | None) -> Measure:
     return replace(m, a=fill(m.a), b=fill(m.b))
 
 
-def judge(claim: Claim, results: Path, size: str | None = None) -> dict[str, str]:
+def judge(claim: Claim, results: Path, size: str | None = None,
+          tables: Collection[Path] | None = None) -> dict[str, str]:
     """The claim's row: ours measured from ``results`` (the suite's directory; a ``../`` file is the
-    experiment's) at ``size`` (the N of selectors that name ``{N}``), and the verdict."""
+    experiment's) at ``size`` (the N of selectors that name ``{N}``), and the verdict. ``tables``: the
+    resolved paths of the tables this run built (the workflow's inputs); others count as not written."""
     m = _sized(claim.measure, size)
     path = results / m.file
     row = {"paper": claim.paper, "claim": claim.claim, "paper_value": claim.paper_value,
            "paper_where": claim.paper_where, "paper_setting": claim.paper_setting, "our_setting": claim.our_setting}
-    if not path.is_file():
+    if not _built(path, tables):
         return {**row, "ours": f"not measured: {m.file} not written", "verdict": "not measured", "why": claim.note}
     rows = _read(path)
     a, b = _value(rows, m, m.a, path), _value(rows, m, m.b, path)
@@ -123,13 +132,14 @@ def judge(claim: Claim, results: Path, size: str | None = None) -> dict[str, str
                 "verdict": "not measured", "why": claim.note}
     assert a is not None and b is not None
     holds = a > b if m.better == "higher" else a < b
-    p = _p_value(rows, m, results)
+    p = _p_value(rows, m, results, tables)
     ours = f"{claim.labels[0]} {a:.{m.digits}f} vs {claim.labels[1]} {b:.{m.digits}f}" + (f" (p = {p:.3f})" if p is not None else "")
-    verdict = "agrees" if holds else "contradicts" if a != b else "tie"
+    way = "agrees" if holds else "contradicts" if a != b else "tie"
     if p is not None and p >= ALPHA:
-        verdict += ", not significant"
+        way += ", not significant"
+    verdict = way
     if claim.not_comparable:
-        verdict = f"not comparable (ours {'goes the same way' if holds else 'goes the other way'})"
+        verdict = f"not comparable (ours: {way.replace('agrees', 'the same way').replace('contradicts', 'the other way')})"
     why = "; ".join(x for x in (claim.not_comparable, claim.note) if x)
     return {**row, "ours": ours, "verdict": verdict, "why": why}
 
@@ -138,11 +148,13 @@ COLUMNS = ("paper", "claim", "paper_value", "paper_where", "paper_setting", "our
 
 
 def write_claims(claims: Sequence[Claim], results: str | Path, tsv: str | Path, md: str | Path, title: str,
-                 size: str | None = None) -> list[dict[str, str]]:
-    """The claims table as TSV and Markdown (rows picked at ``size`` where a claim names ``{N}``); returns its rows."""
+                 size: str | None = None, tables: Sequence[str | Path] | None = None) -> list[dict[str, str]]:
+    """The claims table as TSV and Markdown (rows picked at ``size`` where a claim names ``{N}``, read
+    only from ``tables`` when given); returns its rows."""
     from marginmine.io.safe import write_text
 
-    rows = [judge(c, Path(results), size) for c in claims]
+    built = None if tables is None else frozenset(Path(t).resolve() for t in tables)
+    rows = [judge(c, Path(results), size, built) for c in claims]
 
     def clean(v: str) -> str:
         return v.replace("\t", " ").replace("\n", " ")

@@ -89,7 +89,7 @@ class Calibrated(FittedKind):
         return head_logit(arrays, u, phi).astype(np.float32)
 
     def fit(self, u: np.ndarray, v: np.ndarray, seed: int) -> tuple[dict[str, np.ndarray], dict[str, float]]:
-        """Fit the head on held-out pairs ``(u[i], v[i])`` (unit rows): the arrays and the training
+        """Fit the head on positive pairs ``(u[i], v[i])`` (unit rows): the arrays and the training
         stats (first and last 50 steps' mean loss). Deterministic for a seed on one machine."""
         import torch
         from torch import nn

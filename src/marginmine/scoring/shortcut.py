@@ -17,8 +17,9 @@ and the same pairs re-paired at random within their group (a seeded single cycle
 
 A group is flagged ``below chance`` when either of the scorer's AUCs is under 0.5, ``far below
 cosine`` when either is more than :data:`COSINE_GAP` under cosine's (so a weak encoder, whose cosine
-fails too, is not blamed on the scorer), and ``too few pairs`` when it has fewer than two pairs to
-re-pair (its AUCs are NaN; the row is kept, not dropped).
+fails too, is not blamed on the scorer), ``too few pairs`` when it has fewer than two pairs to
+re-pair (its AUCs are NaN; the row is kept, not dropped), and ``too few positives`` when the
+positives have fewer than two (its ``*_vs_positives`` are NaN, its own AUCs still judged).
 """
 
 from __future__ import annotations
@@ -71,9 +72,9 @@ def shortcut_rows(scorer: str, score: Score, groups: Sequence[Group], positives:
     ref = ({f: np.asarray(f(*_repaired(positives, (seed, len(groups)))), np.float64) for f in (score, _cosine)}
            if len(positives.u) >= 2 else {})
     rows = []
+    nan = float("nan")
     for i, g in enumerate(everything):
-        if len(g.u) < 2 or len(positives.u) < 2:  # nothing to re-pair with: a row saying so
-            nan = float("nan")
+        if len(g.u) < 2:  # nothing to re-pair: a row saying so
             rows.append({"scorer": scorer, "group": g.name, "pairs": len(g.u), "median_true": nan, "median_repaired": nan,
                          "auc": nan, "auc_vs_positives": nan, "cosine_auc": nan, "cosine_auc_vs_positives": nan,
                          "flag": "too few pairs"})
@@ -83,13 +84,13 @@ def shortcut_rows(scorer: str, score: Score, groups: Sequence[Group], positives:
         for key, f in (("", score), ("cosine_", _cosine)):
             true, other = np.asarray(f(g.u, g.v), np.float64), np.asarray(f(*wrong), np.float64)
             found[f"{key}auc"] = auc(true, other)
-            found[f"{key}auc_vs_positives"] = auc(true, ref[f])
+            found[f"{key}auc_vs_positives"] = auc(true, ref[f]) if ref else nan  # too few positives: own AUC only
             if not key:
                 found["median_true"], found["median_repaired"] = float(np.median(true)), float(np.median(other))
-        flag = ("below chance" if min(found["auc"], found["auc_vs_positives"]) < 0.5 else
-                "far below cosine" if (found["auc"] < found["cosine_auc"] - COSINE_GAP or
-                                       found["auc_vs_positives"] < found["cosine_auc_vs_positives"] - COSINE_GAP)
-                else "")
+        pairs = [(found[c], found[f"cosine_{c}"]) for c in ("auc", "auc_vs_positives") if ref or c == "auc"]
+        flag = ("below chance" if min(a for a, _ in pairs) < 0.5 else
+                "far below cosine" if any(a < c - COSINE_GAP for a, c in pairs) else
+                "" if ref else "too few positives")
         rows.append({"scorer": scorer, "group": g.name, "pairs": len(g.u), **found, "flag": flag})
     return rows
 
@@ -134,7 +135,7 @@ def write_tables(rows: Sequence[dict[str, Any]], tsv: str | Path, md: str | Path
              "wrong pair of the positives' domain outranks a right pair of this one); `cosine_*`: the same "
              "with the cosine of the scorer's embeddings. Flag: `below chance` (an AUC of the scorer under "
              f"0.5), `far below cosine` (an AUC of the scorer more than {COSINE_GAP} under cosine's), `too few "
-             "pairs` (under two to re-pair). Medians are of the scorer's score (a logit for calibrated and mlp).", "",
+             "pairs` (under two to re-pair), `too few positives` (under two: no `*_vs_positives`). Medians are of the scorer's score (a logit for calibrated and mlp).", "",
              "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     lines += ["| " + " | ".join(cell(r, c) or " " for c in COLUMNS) + " |" for r in rows]
     write_text(md, "\n".join(lines) + "\n")
