@@ -139,7 +139,8 @@ def judge(claim: Claim, results: Path, size: str | None = None,
         way += ", not significant"
     verdict = way
     if claim.not_comparable:
-        verdict = f"not comparable (ours: {way.replace('agrees', 'the same way').replace('contradicts', 'the other way')})"
+        said = way.replace("agrees", "the same way").replace("contradicts", "the other way")
+        verdict = f"not comparable (ours: {said})"
     why = "; ".join(x for x in (claim.not_comparable, claim.note) if x)
     return {**row, "ours": ours, "verdict": verdict, "why": why}
 

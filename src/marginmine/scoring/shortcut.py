@@ -135,7 +135,8 @@ def write_tables(rows: Sequence[dict[str, Any]], tsv: str | Path, md: str | Path
              "wrong pair of the positives' domain outranks a right pair of this one); `cosine_*`: the same "
              "with the cosine of the scorer's embeddings. Flag: `below chance` (an AUC of the scorer under "
              f"0.5), `far below cosine` (an AUC of the scorer more than {COSINE_GAP} under cosine's), `too few "
-             "pairs` (under two to re-pair), `too few positives` (under two: no `*_vs_positives`). Medians are of the scorer's score (a logit for calibrated and mlp).", "",
+             "pairs` (under two to re-pair), `too few positives` (under two: no `*_vs_positives`). "
+             "Medians are of the scorer's score (a logit for calibrated and mlp).", "",
              "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     lines += ["| " + " | ".join(cell(r, c) or " " for c in COLUMNS) + " |" for r in rows]
     write_text(md, "\n".join(lines) + "\n")
