@@ -11,7 +11,7 @@ import torch
 
 from marginmine.encoders.base import EncoderError
 from marginmine.encoders.dual_model import hard_negative_loss, in_batch_loss
-from marginmine.encoders.hard_negatives import Negatives, check_settings, mine, random_negatives
+from marginmine.encoders.hard_negatives import Negatives, check_settings, mine, random_negatives, resolve_spec
 
 
 def test_loss_over_batch_and_appended_columns_by_hand():
@@ -93,6 +93,36 @@ def test_only_the_shares_pairs_are_mined_and_as_if_all_were(rows):
     assert all(texts[c] != texts[right[i]] and langs[c] == langs[right[i]] for i in only for c in ctrl.for_right[i])
 
 
+def test_capped_pools_are_seeded_samples_and_negatives_come_only_from_them(rows):
+    """``pool``: each language's pool is a seeded sample of at most that many distinct sentences;
+    every negative (hard and random) is drawn from it, still never the gold's text; a pool the
+    cap does not reach is the whole pool, so its negatives are what mining without a cap gives."""
+    from marginmine.encoders.hard_negatives import pools
+
+    emb, texts, langs, left, right = rows
+    full = pools(texts, langs)
+    capped = pools(texts, langs, cap=50, seed=3)
+    assert {lang: len(r) for lang, r in capped.items()} == {"de": 50, "en": 50, "fr": 50}
+    assert all(np.isin(capped[lang], full[lang]).all() for lang in full)  # distinct texts' first rows
+    assert all(np.array_equal(capped[k], pools(texts, langs, cap=50, seed=3)[k]) for k in capped)
+    assert not np.array_equal(capped["en"], pools(texts, langs, cap=50, seed=4)["en"])
+    neg = mine(emb, texts, langs, left, right, 3, data_fingerprint="d", miner_sha256="m", pool_cap=50, seed=3)
+    ctrl = random_negatives(texts, langs, left, right, 3, seed=3, data_fingerprint="d", pool_cap=50)
+    for found, gold_rows in ((neg.for_right, right), (neg.for_left, left), (ctrl.for_right, right)):
+        for i, g in enumerate(gold_rows):
+            assert all(int(c) in capped[langs[g]] and texts[c] != texts[g] for c in found[i]), i
+    assert neg.pool == ctrl.pool == 50 and neg.stats["skipped_gold"] > 0
+    # the German pool has 120 sentences: a cap of 120 leaves it whole, so German golds get what an uncapped miner gives
+    whole = mine(emb, texts, langs, left, right, 3, data_fingerprint="d", miner_sha256="m", pool_cap=120, seed=3)
+    plain = mine(emb, texts, langs, left, right, 3, data_fingerprint="d", miner_sha256="m")
+    de = np.flatnonzero(np.asarray(langs)[left] == "de")
+    np.testing.assert_array_equal(whole.for_left[de], plain.for_left[de])
+    with pytest.raises(EncoderError, match="hard_negatives.pool"):
+        resolve_spec({"count": 5, "miner": "m", "pool": 5})
+    with pytest.raises(EncoderError, match="hard_negatives.pool"):
+        resolve_spec({"count": 5, "miner": "m", "pool": "all"})
+
+
 def test_negatives_are_tied_to_data_and_miner(rows, tmp_path):
     emb, texts, langs, left, right = rows
     neg = mine(emb, texts, langs, left, right, 2, data_fingerprint="d", miner_sha256="m")
@@ -155,6 +185,20 @@ def test_training_with_mined_negatives(tmp_path, real_data):
     wider = dual.train(data, tmp_path / "wider", {**TINY, "max_steps": 6, "hard_negatives": {**spec, "share": 0.8}},
                        seed=7)
     assert json.loads(str(np.load(wider / "negatives.npz")["meta"]))["stats"]["mined_pairs"] > share.sum()
+    # a pool cap: the negatives come from the seeded sample, and the cap is a setting of the model
+    from marginmine.encoders.hard_negatives import pools
+
+    capped = dual.train(data, tmp_path / "capped", {**TINY, "max_steps": 6, "hard_negatives": {**spec, "pool": 100}},
+                        seed=7)
+    meta = json.loads(str(np.load(capped / "negatives.npz")["meta"]))
+    assert meta["pool"] == 100 and meta["stats"]["mined_pairs"] == share.sum()
+    assert (capped / "model.pt").read_bytes() != models[hard]
+    with pytest.raises(EncoderError, match="other settings"):
+        dual.train(data, tmp_path / "hard", {**TINY, "max_steps": 8, "hard_negatives": {**spec, "pool": 100}}, seed=7)
+    texts = [t for f in ("t.de", "t.en") for t in (tmp_path / f).read_text(encoding="utf-8").splitlines()]
+    sample = pools(texts, ["de"] * 400 + ["en"] * 400, cap=100, seed=7)
+    got = np.load(capped / "negatives.npz")
+    assert np.isin(got["for_right"][share], sample["en"]).all() and np.isin(got["for_left"][share], sample["de"]).all()
     other = dual.train(data, tmp_path / "miner2", TINY, seed=8)
     with pytest.raises(EncoderError, match="other settings"):
         dual.train(data, tmp_path / "hard", {**TINY, "max_steps": 8, "hard_negatives": {**spec, "miner": str(other)}},
@@ -173,7 +217,8 @@ def test_workflow_trains_the_miner_first_and_passes_its_directory(tmp_path):
     def change(cfg, miner="dan"):
         suite = cfg["published"]  # config/test.yaml's suite has an hn-ratio of its own; here it is the experiment's
         suite["scorers"].pop("hn-ratio")
-        suite["methods"].remove("hn-ratio")
+        if "hn-ratio" in suite["methods"]:
+            suite["methods"].remove("hn-ratio")
         suite["encoders"].remove("dan-hn")
         enc = cfg["encoder"]
         cfg["quick"] = False

@@ -22,6 +22,12 @@ so mining every pair did five times the work). The result is tied to the data
 (``data_fingerprint``), the miner (``miner_sha256``) and that subset (``subset_sha256``); the trainer
 refuses negatives mined on other data or by another model than its config names, and mines again
 for another share or seed.
+
+A language's pool can be capped (``pool``: at most that many distinct sentences per language, a
+seeded sample of them): mining then embeds only the sampled sentences and the share's own rows,
+not every training sentence - at tens of millions of training pairs, or in a short test run, the
+embedding of the full pools costs more than the search. The default searches every sentence, as the
+paper does; the cap is stored with the negatives, and another cap mines again.
 """
 
 from __future__ import annotations
@@ -48,6 +54,7 @@ class Negatives:
     kind: str = "hard"
     stats: dict[str, int] = field(default_factory=dict)
     subset_sha256: str = ""  # the pairs mined (:func:`subset_digest`); "" = every pair
+    pool: int | None = None  # the per-language pool cap they were drawn from (None: every sentence)
 
     @property
     def count(self) -> int:
@@ -57,7 +64,8 @@ class Negatives:
         from marginmine.io.safe import atomic_path
 
         meta = {"data_fingerprint": self.data_fingerprint, "miner_sha256": self.miner_sha256,
-                "kind": self.kind, "stats": self.stats, "subset_sha256": self.subset_sha256}
+                "kind": self.kind, "stats": self.stats, "subset_sha256": self.subset_sha256,
+                "pool": self.pool}
         with atomic_path(path) as tmp:
             with open(tmp, "wb") as fh:
                 np.savez(fh, for_right=self.for_right, for_left=self.for_left, meta=np.array(json.dumps(meta)))
@@ -67,7 +75,7 @@ class Negatives:
         with np.load(path, allow_pickle=False) as z:
             meta = json.loads(str(z["meta"]))
             neg = cls(z["for_right"], z["for_left"], meta["data_fingerprint"], meta["miner_sha256"], meta["kind"],
-                      meta["stats"], meta.get("subset_sha256", ""))
+                      meta["stats"], meta.get("subset_sha256", ""), meta.get("pool"))
         if neg.data_fingerprint != data_fingerprint:
             raise EncoderError(f"{path}: negatives were mined on other training data; mine them again")
         if neg.miner_sha256 != miner_sha256:
@@ -100,15 +108,23 @@ def check_settings(count: int, share: float) -> None:
         raise EncoderError(f"hard_negatives.share must be in (0, 1] (got {share!r})")
 
 
-def pools(texts: Sequence[str], langs: Sequence[str]) -> dict[str, np.ndarray]:
-    """Per language, the first row of each distinct text (sorted rows)."""
+def pools(texts: Sequence[str], langs: Sequence[str], cap: int | None = None,
+          seed: int = 0) -> dict[str, np.ndarray]:
+    """Per language, the first row of each distinct text (sorted rows); with ``cap``, a seeded
+    sample of at most ``cap`` of them per language (the same for the same texts, cap and seed)."""
     seen: dict[tuple[str, str], int] = {}
     for r, (t, lang) in enumerate(zip(texts, langs)):
         seen.setdefault((lang, t), r)
     out: dict[str, list[int]] = {}
     for (lang, _), r in seen.items():
         out.setdefault(lang, []).append(r)
-    return {lang: np.array(sorted(rows), dtype=np.int64) for lang, rows in out.items()}
+    result = {}
+    for lang, rows in sorted(out.items()):
+        arr = np.array(sorted(rows), dtype=np.int64)
+        if cap is not None and len(arr) > cap:
+            arr = np.sort(np.random.default_rng([seed, 78]).choice(arr, size=int(cap), replace=False))
+        result[lang] = arr
+    return result
 
 
 def _check_pool_sizes(pool: dict[str, np.ndarray], count: int) -> None:
@@ -120,10 +136,12 @@ def _check_pool_sizes(pool: dict[str, np.ndarray], count: int) -> None:
 
 def mine(emb: np.ndarray, texts: Sequence[str], langs: Sequence[str], left: np.ndarray, right: np.ndarray,
          count: int, *, data_fingerprint: str, miner_sha256: str, slack: int = 8,
-         block: int = 4096, progress_s: float = 30.0, only: np.ndarray | None = None) -> Negatives:
-    """Hard negatives from row embeddings ``emb`` (unit rows, one per training sentence) for the
-    pairs ``only`` (sorted indices; None: every pair; the others' rows stay -1); progress is logged
-    about every ``progress_s`` seconds (an exact search over each language's pool)."""
+         block: int = 4096, progress_s: float = 30.0, only: np.ndarray | None = None,
+         pool_cap: int | None = None, seed: int = 0) -> Negatives:
+    """Hard negatives from row embeddings ``emb`` (unit rows, one per training sentence; only the
+    pools' and the queried pairs' rows are read) for the pairs ``only`` (sorted indices; None: every
+    pair; the others' rows stay -1), from pools capped at ``pool_cap`` (:func:`pools`); progress is
+    logged about every ``progress_s`` seconds (an exact search over each language's pool)."""
     import logging
     import time
 
@@ -131,7 +149,7 @@ def mine(emb: np.ndarray, texts: Sequence[str], langs: Sequence[str], left: np.n
 
     log = logging.getLogger(__name__)
     check_settings(count, 1.0)
-    pool = pools(texts, langs)
+    pool = pools(texts, langs, pool_cap, seed)
     _check_pool_sizes(pool, count)
     stats = {"skipped_gold": 0, "skipped_identical": 0}
     langs_arr = np.asarray(langs)
@@ -139,8 +157,9 @@ def mine(emb: np.ndarray, texts: Sequence[str], langs: Sequence[str], left: np.n
     wanted[np.arange(len(left)) if only is None else only] = True
     out = {}
     total, queried, last = 2 * int(wanted.sum()), 0, time.monotonic()
-    log.info("mining %d hard negatives per side for %d of %d pairs (%d queries; pools: %s)", count,
-             int(wanted.sum()), len(left), total, ", ".join(f"{lang} {len(rows)}" for lang, rows in sorted(pool.items())))
+    log.info("mining %d hard negatives per side for %d of %d pairs (%d queries; pools%s: %s)", count,
+             int(wanted.sum()), len(left), total, "" if pool_cap is None else f" capped at {pool_cap}",
+             ", ".join(f"{lang} {len(rows)}" for lang, rows in sorted(pool.items())))
     for name, gold_rows, query_rows in (("for_right", right, left), ("for_left", left, right)):
         result = np.full((len(gold_rows), count), -1, dtype=np.int64)
         for lang, rows in sorted(pool.items()):
@@ -166,7 +185,7 @@ def mine(emb: np.ndarray, texts: Sequence[str], langs: Sequence[str], left: np.n
         out[name] = result
     stats["mined_pairs"] = int(wanted.sum())
     return Negatives(out["for_right"], out["for_left"], data_fingerprint, miner_sha256, "hard", stats,
-                     subset_digest(only))
+                     subset_digest(only), pool_cap)
 
 
 def _fill(result: np.ndarray, part: np.ndarray, cand: np.ndarray, gold_rows: np.ndarray, texts: Sequence[str],
@@ -200,10 +219,12 @@ def _fill(result: np.ndarray, part: np.ndarray, cand: np.ndarray, gold_rows: np.
 
 
 def random_negatives(texts: Sequence[str], langs: Sequence[str], left: np.ndarray, right: np.ndarray, count: int,
-                     *, seed: int, data_fingerprint: str, only: np.ndarray | None = None) -> Negatives:
+                     *, seed: int, data_fingerprint: str, only: np.ndarray | None = None,
+                     pool_cap: int | None = None) -> Negatives:
     """The "augmented random" control: ``count`` random pool rows per side, never the gold's text,
-    for the pairs ``only`` (None: every pair; the others' rows stay -1)."""
-    pool = pools(texts, langs)
+    for the pairs ``only`` (None: every pair; the others' rows stay -1), the pools capped as
+    :func:`mine`'s."""
+    pool = pools(texts, langs, pool_cap, seed)
     _check_pool_sizes(pool, count)
     rng = np.random.default_rng([seed, 31])
     langs_arr = np.asarray(langs)
@@ -222,24 +243,30 @@ def random_negatives(texts: Sequence[str], langs: Sequence[str], left: np.ndarra
             result[i] = keep
         out[name] = result
     return Negatives(out["for_right"], out["for_left"], data_fingerprint, "random", "random",
-                     {"mined_pairs": len(pairs)}, subset_digest(only))
+                     {"mined_pairs": len(pairs)}, subset_digest(only), pool_cap)
 
 
-SPEC_KEYS = {"count", "share", "kind", "miner"}
+SPEC_KEYS = {"count", "share", "kind", "miner", "pool"}
 
 
 def resolve_spec(spec: object) -> dict[str, object] | None:
-    """The ``hard_negatives`` param: ``None`` or ``{count, share, kind: hard|random, miner: DIR}``."""
+    """The ``hard_negatives`` param: ``None`` or ``{count, share, kind: hard|random, miner: DIR, pool}``."""
     if spec is None:
         return None
     if not isinstance(spec, dict):
-        raise EncoderError(f"hard_negatives: a mapping {{count, share, kind, miner}} (got {spec!r})")
+        raise EncoderError(f"hard_negatives: a mapping {{count, share, kind, miner, pool}} (got {spec!r})")
     unknown = sorted(set(spec) - SPEC_KEYS)
     if unknown:
         raise EncoderError(f"hard_negatives: unknown key(s) {unknown} (known: {', '.join(sorted(SPEC_KEYS))})")
     out = {"count": spec.get("count", 5), "share": spec.get("share", 0.2), "kind": spec.get("kind", "hard"),
            "miner": spec.get("miner")}
     check_settings(out["count"], out["share"])  # type: ignore[arg-type]
+    cap, count = spec.get("pool"), int(out["count"])  # type: ignore[call-overload]
+    if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap <= count):
+        raise EncoderError(f"hard_negatives.pool: at most this many distinct sentences per language to draw "
+                           f"negatives from, an integer above count ({count}), or null for all (got {cap!r})")
+    if cap is not None:  # (absent when unset: an encoder trained before the key existed keeps its settings)
+        out["pool"] = cap
     if out["kind"] not in ("hard", "random"):
         raise EncoderError(f"hard_negatives.kind must be hard or random (the augmented-random control), "
                            f"got {out['kind']!r}")
@@ -259,27 +286,36 @@ def prepare(out_dir: Path, spec: dict[str, object], texts: Sequence[str], langs:
     log = logging.getLogger(__name__)
     path = Path(out_dir) / "negatives.npz"
     count = int(spec["count"])  # type: ignore[call-overload]
+    cap = None if spec.get("pool") is None else int(spec["pool"])  # type: ignore[call-overload]
     only = np.flatnonzero(share_mask(len(left), float(spec["share"]), seed))  # type: ignore[arg-type]
     miner_sha = "random" if spec["kind"] == "random" else hashlib.sha256(json.dumps(
         read_manifest(str(spec["miner"]))["sha256"], sort_keys=True).encode()).hexdigest()  # the miner's files
     if path.exists():
         neg = Negatives.load(path, data_fingerprint, miner_sha)
-        if neg.count == count and neg.subset_sha256 == subset_digest(only):
+        if neg.count == count and neg.subset_sha256 == subset_digest(only) and neg.pool == cap:
             return neg
-        log.info("%s holds %d negatives per side for another subset of pairs; %d asked for %d pairs: mining again",
-                 path, neg.count, count, len(only))
+        log.info("%s holds %d negatives per side for another subset of pairs or pool (%s); %d asked for "
+                 "%d pairs (pool %s): mining again", path, neg.count, neg.pool, count, len(only), cap)
     if spec["kind"] == "random":
         neg = random_negatives(texts, langs, left, right, count, seed=seed, data_fingerprint=data_fingerprint,
-                               only=only)
+                               only=only, pool_cap=cap)
     else:
         encoder = load_encoder(str(spec["miner"]))
         emb = np.zeros((len(texts), encoder.dim), np.float32)
         langs_arr = np.asarray(langs)
+        # capped pools: only the sampled pool rows and the share's own rows are read by mine()
+        need = np.ones(len(texts), bool)
+        if cap is not None:
+            need[:] = False
+            need[np.concatenate(list(pools(texts, langs, cap, seed).values()))] = True
+            need[np.asarray(left)[only]] = need[np.asarray(right)[only]] = True
+            log.info("embedding %d of %d training sentences with the miner (pools capped at %d)",
+                     int(need.sum()), len(texts), cap)
         for lang in sorted(set(langs)):
-            rows = np.flatnonzero(langs_arr == lang)
+            rows = np.flatnonzero((langs_arr == lang) & need)
             emb[rows] = encoder.encode([texts[r] for r in rows], lang)
         neg = mine(emb, texts, langs, left, right, count, data_fingerprint=data_fingerprint,
-                   miner_sha256=miner_sha, only=only)
+                   miner_sha256=miner_sha, only=only, pool_cap=cap, seed=seed)
     log.info("negatives (%s, %d per side) for %d pairs: %s", spec["kind"], count, len(left), neg.stats)
     neg.save(path)
     return neg
