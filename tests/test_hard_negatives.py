@@ -112,8 +112,10 @@ def test_capped_pools_are_seeded_samples_and_negatives_come_only_from_them(rows)
         for i, g in enumerate(gold_rows):
             assert all(int(c) in capped[langs[g]] and texts[c] != texts[g] for c in found[i]), i
     assert neg.pool == ctrl.pool == 50 and neg.stats["skipped_gold"] > 0
-    # the German pool has 120 sentences: a cap of 120 leaves it whole, so German golds get what an uncapped miner gives
-    whole = mine(emb, texts, langs, left, right, 3, data_fingerprint="d", miner_sha256="m", pool_cap=120, seed=3)
+    # the German pool has 120 sentences: a cap of 120 leaves it whole, so German golds get what an
+    # uncapped miner gives
+    whole = mine(emb, texts, langs, left, right, 3, data_fingerprint="d", miner_sha256="m", pool_cap=120,
+                 seed=3)
     plain = mine(emb, texts, langs, left, right, 3, data_fingerprint="d", miner_sha256="m")
     de = np.flatnonzero(np.asarray(langs)[left] == "de")
     np.testing.assert_array_equal(whole.for_left[de], plain.for_left[de])
@@ -188,17 +190,30 @@ def test_training_with_mined_negatives(tmp_path, real_data):
     # a pool cap: the negatives come from the seeded sample, and the cap is a setting of the model
     from marginmine.encoders.hard_negatives import pools
 
-    capped = dual.train(data, tmp_path / "capped", {**TINY, "max_steps": 6, "hard_negatives": {**spec, "pool": 100}},
-                        seed=7)
+    capped = dual.train(data, tmp_path / "capped",
+                        {**TINY, "max_steps": 6, "hard_negatives": {**spec, "pool": 100}}, seed=7)
     meta = json.loads(str(np.load(capped / "negatives.npz")["meta"]))
     assert meta["pool"] == 100 and meta["stats"]["mined_pairs"] == share.sum()
     assert (capped / "model.pt").read_bytes() != models[hard]
     with pytest.raises(EncoderError, match="other settings"):
-        dual.train(data, tmp_path / "hard", {**TINY, "max_steps": 8, "hard_negatives": {**spec, "pool": 100}}, seed=7)
+        dual.train(data, tmp_path / "hard", {**TINY, "max_steps": 8, "hard_negatives": {**spec, "pool": 100}},
+                   seed=7)
     texts = [t for f in ("t.de", "t.en") for t in (tmp_path / f).read_text(encoding="utf-8").splitlines()]
-    sample = pools(texts, ["de"] * 400 + ["en"] * 400, cap=100, seed=7)
+    langs = ["de"] * 400 + ["en"] * 400
+    sample = pools(texts, langs, cap=100, seed=7)
     got = np.load(capped / "negatives.npz")
-    assert np.isin(got["for_right"][share], sample["en"]).all() and np.isin(got["for_left"][share], sample["de"]).all()
+    assert np.isin(got["for_right"][share], sample["en"]).all()
+    assert np.isin(got["for_left"][share], sample["de"]).all()
+    # ... and they are what the miner finds with every sentence embedded: the rows it embeds for the
+    # capped pools (the sample and the share's own pairs) are all it reads
+    from marginmine.encoders.base import load_encoder
+
+    enc = load_encoder(str(miner))
+    full = np.concatenate([enc.encode(texts[:400], "de"), enc.encode(texts[400:], "en")]).astype(np.float32)
+    want = mine(full, texts, langs, np.arange(400), np.arange(400, 800), 3, data_fingerprint="d",
+                miner_sha256="m", only=np.flatnonzero(share), pool_cap=100, seed=7)
+    np.testing.assert_array_equal(got["for_right"], want.for_right)
+    np.testing.assert_array_equal(got["for_left"], want.for_left)
     other = dual.train(data, tmp_path / "miner2", TINY, seed=8)
     with pytest.raises(EncoderError, match="other settings"):
         dual.train(data, tmp_path / "hard", {**TINY, "max_steps": 8, "hard_negatives": {**spec, "miner": str(other)}},

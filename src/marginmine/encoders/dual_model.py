@@ -56,7 +56,7 @@ DEFAULTS: dict[str, Any] = {
     "checkpoint_minutes": 2.0,
     "log_seconds": 30.0,
     "threads": None,            # torch CPU threads while training (None: torch's default)
-    "hard_negatives": None,     # {count, share, kind: hard|random, miner: DIR} (encoders/hard_negatives.py)
+    "hard_negatives": None,     # {count, share, kind: hard|random, miner: DIR, pool} (hard_negatives.py)
 }
 #: parameters that may differ between a run and its resumption
 RESUMABLE = frozenset({"epochs", "max_steps", "checkpoint_minutes", "log_seconds", "threads"})

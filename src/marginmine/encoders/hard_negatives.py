@@ -27,7 +27,8 @@ A language's pool can be capped (``pool``: at most that many distinct sentences 
 seeded sample of them): mining then embeds only the sampled sentences and the share's own rows,
 not every training sentence - at tens of millions of training pairs, or in a short test run, the
 embedding of the full pools costs more than the search. The default searches every sentence, as the
-paper does; the cap is stored with the negatives, and another cap mines again.
+paper does; the cap is stored with the negatives, and :func:`prepare` mines again for another cap
+(the trainer refuses an encoder trained with another one before that).
 """
 
 from __future__ import annotations
@@ -278,7 +279,7 @@ def resolve_spec(spec: object) -> dict[str, object] | None:
 def prepare(out_dir: Path, spec: dict[str, object], texts: Sequence[str], langs: Sequence[str], left: np.ndarray,
             right: np.ndarray, data_fingerprint: str, seed: int) -> Negatives:
     """Mine (or draw) the negatives of the share's pairs (:func:`share_mask`) once into
-    ``out_dir/negatives.npz``; a rerun loads them (another count, share or seed: mined again)."""
+    ``out_dir/negatives.npz``; a rerun loads them (another count, share, seed or pool cap: mined again)."""
     import logging
 
     from marginmine.encoders.base import load_encoder, read_manifest
