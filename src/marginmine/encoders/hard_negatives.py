@@ -138,11 +138,12 @@ def _check_pool_sizes(pool: dict[str, np.ndarray], count: int) -> None:
 def mine(emb: np.ndarray, texts: Sequence[str], langs: Sequence[str], left: np.ndarray, right: np.ndarray,
          count: int, *, data_fingerprint: str, miner_sha256: str, slack: int = 8,
          block: int = 4096, progress_s: float = 30.0, only: np.ndarray | None = None,
-         pool_cap: int | None = None, seed: int = 0) -> Negatives:
+         pool_cap: int | None = None, seed: int = 0, pool: dict[str, np.ndarray] | None = None) -> Negatives:
     """Hard negatives from row embeddings ``emb`` (unit rows, one per training sentence; only the
     pools' and the queried pairs' rows are read) for the pairs ``only`` (sorted indices; None: every
-    pair; the others' rows stay -1), from pools capped at ``pool_cap`` (:func:`pools`); progress is
-    logged about every ``progress_s`` seconds (an exact search over each language's pool)."""
+    pair; the others' rows stay -1), from pools capped at ``pool_cap`` (:func:`pools`; ``pool``: those
+    pools when the caller has drawn them already, with the same cap and seed); progress is logged
+    about every ``progress_s`` seconds (an exact search over each language's pool)."""
     import logging
     import time
 
@@ -150,7 +151,8 @@ def mine(emb: np.ndarray, texts: Sequence[str], langs: Sequence[str], left: np.n
 
     log = logging.getLogger(__name__)
     check_settings(count, 1.0)
-    pool = pools(texts, langs, pool_cap, seed)
+    if pool is None:
+        pool = pools(texts, langs, pool_cap, seed)
     _check_pool_sizes(pool, count)
     stats = {"skipped_gold": 0, "skipped_identical": 0}
     langs_arr = np.asarray(langs)
@@ -304,11 +306,11 @@ def prepare(out_dir: Path, spec: dict[str, object], texts: Sequence[str], langs:
         encoder = load_encoder(str(spec["miner"]))
         emb = np.zeros((len(texts), encoder.dim), np.float32)
         langs_arr = np.asarray(langs)
-        # capped pools: only the sampled pool rows and the share's own rows are read by mine()
-        need = np.ones(len(texts), bool)
+        pool = pools(texts, langs, cap, seed)
+        # mine() reads only the pools' rows and the share's own rows: with a cap, only those are embedded
+        need = np.ones(len(texts), bool) if cap is None else np.zeros(len(texts), bool)
         if cap is not None:
-            need[:] = False
-            need[np.concatenate(list(pools(texts, langs, cap, seed).values()))] = True
+            need[np.concatenate(list(pool.values()))] = True
             need[np.asarray(left)[only]] = need[np.asarray(right)[only]] = True
             log.info("embedding %d of %d training sentences with the miner (pools capped at %d)",
                      int(need.sum()), len(texts), cap)
@@ -316,7 +318,7 @@ def prepare(out_dir: Path, spec: dict[str, object], texts: Sequence[str], langs:
             rows = np.flatnonzero((langs_arr == lang) & need)
             emb[rows] = encoder.encode([texts[r] for r in rows], lang)
         neg = mine(emb, texts, langs, left, right, count, data_fingerprint=data_fingerprint,
-                   miner_sha256=miner_sha, only=only, pool_cap=cap, seed=seed)
+                   miner_sha256=miner_sha, only=only, pool_cap=cap, seed=seed, pool=pool)
     log.info("negatives (%s, %d per side) for %d pairs: %s", spec["kind"], count, len(left), neg.stats)
     neg.save(path)
     return neg
