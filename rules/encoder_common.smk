@@ -106,8 +106,9 @@ def encoder_budget_arg(encdir):
     """--max-minutes of a trained encoder; a twin is built untrained, without a budget."""
     if is_twin(encdir):
         return "--untrained"
-    minutes = encoder_model(encdir).get("max_minutes")
-    return f"--max-minutes {minutes}" if minutes else ""
+    model = encoder_model(encdir)
+    minutes = model.get("max_minutes")
+    return f"--max-minutes {minutes} --on-time-cap {model['on_time_cap']}" if minutes else ""
 
 
 def encoder_runtime(encdir):

@@ -115,6 +115,7 @@ rule compare_methods:
         title=f"{EXP}: {SRC}-{TGT}",
         headline=DEFAULT_METHOD,
         subsets=subset_args,
+        caps=lambda w: RESULTS,  # time-cap warnings of the models below it (on_time_cap: warn)
     threads: 1
     resources:
         mem_mb=2000,
@@ -124,4 +125,4 @@ rule compare_methods:
     shell:
         "marginmine compare --inputs {input.runs:q} --headline {params.headline:q} {params.subsets} "
         "--title {params.title:q} --tsv {output.tsv:q} --md {output.md:q} --runs {output.runs:q} "
-        "--png {output.png:q} > {log:q} 2>&1"
+        "--png {output.png:q} --caps-from {params.caps:q} > {log:q} 2>&1"

@@ -36,7 +36,7 @@ def nmt_params_json(wildcards=None):
 
 def nmt_budget_arg(wildcards=None):
     minutes = NMT.get("max_minutes")
-    return f"--max-minutes {minutes}" if minutes else ""
+    return f"--max-minutes {minutes} --on-time-cap {NMT['on_time_cap']}" if minutes else ""
 
 
 def nmt_runtime(wildcards=None):

@@ -26,3 +26,6 @@ CLEAN_TARGETS = (0.9, 0.5)
 #: where a fitted scorer's positives come from, and how many (schema: heads.positives.from, .size)
 HEAD_POSITIVES = "encoder_data"
 HEAD_POSITIVES_SIZE = 4000
+#: what a wall-clock cap (max_minutes) that ends training before its steps does: error or warn
+#: (schema: encoder.models.<name>.on_time_cap, nmt.on_time_cap; marginmine.timecap)
+ON_TIME_CAP = "error"

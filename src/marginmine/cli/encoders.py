@@ -9,7 +9,8 @@ import logging
 from pathlib import Path
 from typing import Callable
 
-from marginmine.defaults import K, SEED
+from marginmine.defaults import K, ON_TIME_CAP, SEED
+from marginmine.timecap import POLICIES
 from marginmine.errors import MarginmineError
 from marginmine.cli.score import ALLOW_EMPTY_HELP
 
@@ -40,6 +41,10 @@ def cmd_train_encoder(args: argparse.Namespace) -> int:
     work = Path(args.workdir) if args.workdir else out
     module.train(read_training_data(args.data), work, params, seed=args.seed, max_minutes=args.max_minutes,
                  untrained=args.untrained)
+    if args.max_minutes is not None and not args.untrained:
+        from marginmine.encoders.base import check_time_cap
+
+        check_time_cap(work, f"encoder {out} (trained in {work})", args.on_time_cap, args.max_minutes)
     if work != out:
         from marginmine.encoders.base import export_encoder
 
@@ -134,6 +139,9 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> N
     p.add_argument("--seed", type=int, default=SEED,
                    help="the encoder's seed: initialisation and batch order (default %(default)s)")
     p.add_argument("--max-minutes", type=float, default=None, help="wall-clock budget")
+    p.add_argument("--on-time-cap", choices=POLICIES, default=ON_TIME_CAP,
+                   help="when --max-minutes ends training before its steps: error (rerun resumes) or warn "
+                        "(the warning goes into the manifest and every table built on it)")
     p.add_argument("--threads", type=int, default=None, help="CPU threads for training")
     p.add_argument("--untrained", action="store_true",
                    help="the random-init twin: the same subwords and network, not trained (what training buys)")

@@ -11,7 +11,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from marginmine.defaults import SEED
+from marginmine.defaults import ON_TIME_CAP, SEED
+from marginmine.timecap import POLICIES
 from marginmine.errors import MarginmineError
 
 log = logging.getLogger("marginmine")
@@ -44,7 +45,8 @@ def cmd_train_nmt(args: argparse.Namespace) -> int:
     if args.arch:
         params["arch"] = args.arch
     out = train_nmt(args.train, args.dev_src, args.dev_ref, args.workdir, args.src_lang, args.tgt_lang, params,
-                    threads=args.threads or 0, max_minutes=args.max_minutes, seed=args.seed)
+                    threads=args.threads or 0, max_minutes=args.max_minutes, seed=args.seed,
+                    on_time_cap=args.on_time_cap)
     print(out)
     return 0
 
@@ -94,6 +96,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             "bpe_vocab": info.get("bpe_vocab"), "epoch": info.get("epoch"), "num_updates": info.get("num_updates"),
             "averaged": info.get("averaged"), "dev_loss": info.get("dev_loss"),
             "stopped_by_time": info.get("stopped_by_time"), "early_stop": info.get("early_stop"),
+            "time_cap": info.get("time_cap"),
             "train_seconds_total": info.get("train_seconds_total"), "seed": info.get("seed"),
             "train_machine": info.get("machine"), "machine": machine(),
             "decoding": {"decoder": args.decoder, "beam": args.beam, "lenpen": args.lenpen,
@@ -162,6 +165,9 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> N
     p.add_argument("--arch", default=None, help="fairseq arch (overrides params' arch; default transformer)")
     p.add_argument("--threads", type=int, default=None, help="CPU threads (OMP/MKL, sentencepiece)")
     p.add_argument("--max-minutes", type=float, default=None, help="wall-clock budget; rerunning continues")
+    p.add_argument("--on-time-cap", choices=POLICIES, default=ON_TIME_CAP,
+                   help="when --max-minutes ends training before its updates/epochs: error (rerun resumes) or "
+                        "warn (the warning goes into the manifest, the BLEU report and every table built on it)")
     p.add_argument("--seed", type=int, default=1, help="fairseq's training seed (default %(default)s)")
     handlers["train-nmt"] = cmd_train_nmt
 

@@ -35,8 +35,11 @@ def cmd_report_figures(args: argparse.Namespace) -> int:
     if tables is None:
         tables = [str(results / t) for t in DEFAULT_TABLES if (results / t).is_file()] if results else []
     work = Path(args.work)
+    from marginmine.timecap import caps_under
+
+    caps = caps_under([*(args.caps_from or []), *([results] if results else [])])
     out = write_report_figures(ledger, selections, args.benchmarks or work / "benchmarks", work, args.outdir,
-                               tables=tables, methods=args.methods, title=args.title)
+                               tables=tables, methods=args.methods, title=args.title, caps=caps)
     log.info("report figures written to %s", out.ledger_png.parent)
     return 0
 
@@ -50,6 +53,7 @@ def _subset(text: str) -> tuple[str, str]:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     from marginmine.nmt.comparison import compare_runs, read_run, read_subsets, write_comparison
+    from marginmine.timecap import caps_under
     from marginmine.nmt.significance import SignificanceSettings
 
     runs = [read_run(p) for p in args.inputs]
@@ -59,7 +63,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         raise MarginmineError(f"--resamples: {exc}") from exc
     subsets = read_subsets(dict(args.subsets or []))
     rows = compare_runs(runs, args.headline, subsets, settings)
-    write_comparison(rows, runs, args.headline, args.tsv, args.md, args.runs, args.png, args.title, settings)
+    write_comparison(rows, runs, args.headline, args.tsv, args.md, args.runs, args.png, args.title, settings,
+                     caps_under(args.caps_from))
     for r in rows:
         t, c, ct = r.test, r.chrf, r.chrf_test
         log.info("%s %s %s: BLEU %.2f over %d seed(s)%s%s", r.test_set, r.method, r.n, r.summary.mean,
@@ -97,7 +102,11 @@ def cmd_summary(args: argparse.Namespace) -> int:
                                      "chrf_mean", "chrf_sd", "chrf_p"]),
         selected_counts(args.select))
     sources = [p for p in (args.intrinsic, args.bucc, args.quality, args.comparison, args.runs) if p] + list(args.select)
-    write_summary(fields, rows, args.tsv, args.md, args.title, sources, runs_machines(args.runs) if args.runs else None)
+    from marginmine.timecap import caps_under
+
+    caps = caps_under(args.caps_from)
+    write_summary(fields, rows, args.tsv, args.md, args.title, sources, runs_machines(args.runs) if args.runs else None,
+                  caps)
     for r in rows:
         log.info("%s %s: BLEU %s, chrF %s", r["system"], r["N"], r["test_bleu"], r["test_chrf"])
     return 0
@@ -146,6 +155,9 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> N
                         "--headline with its confidence interval and p-value")
     p.add_argument("--md", required=True, help="output: the comparison as Markdown")
     p.add_argument("--runs", default=None, help="one row per trained system (TSV)")
+    p.add_argument("--caps-from", nargs="*", default=[], metavar="DIR",
+                   help="results directories whose time-cap warnings (on_time_cap: warn; encoder.json, nmt.json, "
+                        "bleu.json) the output prints beside its numbers")
     p.add_argument("--png", default=None,
                    help="plot: mean dev BLEU (test where no dev) against N, one line per method, "
                         "sd as error bars")
@@ -170,6 +182,9 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> N
     p.add_argument("--quality", default=None, help="eval-filter TSV")
     p.add_argument("--comparison", required=True, help="compare TSV")
     p.add_argument("--runs", default=None, help="compare's runs TSV (--runs): the machines each system ran on")
+    p.add_argument("--caps-from", nargs="*", default=[], metavar="DIR",
+                   help="results directories whose time-cap warnings (on_time_cap: warn; encoder.json, nmt.json, "
+                        "bleu.json) the output prints beside its numbers")
     p.add_argument("--select", nargs="*", default=[], help="select reports <method>.<N>.json")
     p.add_argument("--title", default="Summary", help="the Markdown page's heading")
     p.add_argument("--tsv", required=True, help="output: one row per system and N")
@@ -228,4 +243,7 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> N
                    help="Snakemake benchmark directory, read recursively (default: --work/benchmarks)")
     p.add_argument("--methods", nargs="*", default=[], help="panel order of the selection methods")
     p.add_argument("--title", default="", help="prefix of figure and page titles, e.g. the experiment")
+    p.add_argument("--caps-from", nargs="*", default=[], metavar="DIR",
+                   help="results directories whose time-cap warnings (on_time_cap: warn; encoder.json, nmt.json, "
+                        "bleu.json) the output prints beside its numbers")
     handlers["report-figures"] = cmd_report_figures

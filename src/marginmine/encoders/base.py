@@ -146,6 +146,24 @@ def export_encoder(src_dir: str | Path, dest_dir: str | Path) -> Path:
     return dest
 
 
+def check_time_cap(directory: str | Path, what: str, policy: str | None, max_minutes: float | None) -> None:
+    """After a trainer returned: a wall-clock cap that ended training before its steps is an error
+    (``policy`` ``error``: the manifest is removed so nothing exports or loads the cut-short model; the
+    checkpoint stays and a rerun resumes) or a warning written into ``info.time_cap`` (``warn``);
+    :mod:`marginmine.timecap`."""
+    from marginmine import timecap
+
+    d = Path(directory)
+    manifest = read_manifest(d, verify=False)
+    try:
+        text = timecap.enforce({"max_minutes": max_minutes, **(manifest.get("info") or {})}, what, policy)
+    except timecap.TimeCapError:
+        (d / MANIFEST).unlink(missing_ok=True)
+        raise
+    if text:
+        timecap.record(d / MANIFEST, text)
+
+
 def load_encoder(directory: str | Path, device: str = "cpu") -> SentenceEncoder:
     """Load a trained encoder; ``device`` 'cuda' fails loudly when no GPU is visible."""
     from marginmine.encoders import kind_module

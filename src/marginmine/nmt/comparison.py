@@ -31,6 +31,7 @@ from pathlib import Path
 
 from marginmine.errors import InputError, MarginmineError
 from marginmine.io.safe import atomic_path, write_text
+from marginmine.timecap import caps_lines
 from marginmine.scoring.selection import parse_count
 from marginmine.nmt.metrics import BLEU_METRIC, CHRF_METRIC
 from marginmine.nmt.significance import (SeedRun, SeedSummary, SeedTableRow, SignificanceResult, SignificanceSettings,
@@ -67,6 +68,8 @@ class Run:
     #: where it was trained and decoded (``marginmine.machine``); None in reports older than that field
     train_machine: str | None = None
     machine: str | None = None
+    #: the warning of a system its time cap cut short (``on_time_cap: warn``; :mod:`marginmine.timecap`)
+    time_cap: str | None = None
 
 
 def read_run(path: str | Path) -> Run:
@@ -94,7 +97,7 @@ def read_run(path: str | Path) -> Run:
     updates = meta.get("num_updates")
     return Run(method, n, seed, str(p), int(meta.get("train_pairs") or 0), int(updates) if updates else None,
                meta.get("train_seconds_total"), meta.get("dev_loss"), scores, meta.get("train_machine"),
-               meta.get("machine"))
+               meta.get("machine"), meta.get("time_cap") or None)
 
 
 def check_runs(runs: Sequence[Run], headline: str) -> None:
@@ -181,8 +184,13 @@ def run_machines(runs: Iterable[Run]) -> list[SystemMachines]:
     return [(r.method, r.n, r.seed, r.train_machine, r.machine) for r in runs]
 
 
+def run_caps(runs: Iterable[Run], caps: Iterable[str] = ()) -> list[str]:
+    """The time-cap warnings of a table: its systems' own and ``caps`` (e.g. its encoders'), each once."""
+    return sorted({*caps, *(r.time_cap for r in runs if r.time_cap)})
+
+
 def comparison_md(rows: Sequence[SeedTableRow], runs: Sequence[Run], headline: str, title: str = "",
-                  settings: SignificanceSettings = SignificanceSettings()) -> str:
+                  settings: SignificanceSettings = SignificanceSettings(), caps: Sequence[str] = ()) -> str:
     per_seed = {(r.method, r.n, r.seed, name): _f(s.bleu) + ("" if s.chrf is None else f" / {s.chrf:.2f}")
                 for r in runs for name, s in r.sets.items()}
     out = [f"# BLEU and chrF by selection method{': ' + title if title else ''}", "",
@@ -195,7 +203,7 @@ def comparison_md(rows: Sequence[SeedTableRow], runs: Sequence[Run], headline: s
            "clean-mix test's lines of one clean origin. Computed from the hypothesis files by "
            "`marginmine compare` (workflow rule compare_methods).", "",
            f"Signatures: BLEU `{BLEU_METRIC.signature()}`, chrF `{CHRF_METRIC.signature()}`.", "",
-           machines_line(run_machines(runs))]
+           machines_line(run_machines(runs)), *caps_lines(run_caps(runs, caps))]
     current = None
     notes: list[str] = []
 
@@ -238,9 +246,10 @@ def _cells(s: SeedSummary | None, t: SignificanceResult | None, bold: bool) -> t
 
 def write_comparison(rows: Sequence[SeedTableRow], runs: Sequence[Run], headline: str, tsv: str | Path,
                      md: str | Path, runs_out: str | Path | None = None, png: str | Path | None = None,
-                     title: str = "", settings: SignificanceSettings = SignificanceSettings()) -> None:
+                     title: str = "", settings: SignificanceSettings = SignificanceSettings(),
+                     caps: Sequence[str] = ()) -> None:
     write_text(tsv, seed_table_tsv(rows))
-    write_text(md, comparison_md(rows, runs, headline, title, settings))
+    write_text(md, comparison_md(rows, runs, headline, title, settings, caps))
     if runs_out:
         write_text(runs_out, runs_tsv(runs))
     if png:
@@ -318,4 +327,5 @@ def headline_text(runs: Sequence[Run]) -> str:
              + f"  (chrF signature: {CHRF_METRIC.signature()})"]
     for r in sorted(runs, key=lambda r: r.seed):
         lines.append(f"  seed {r.seed}: {r.sets['test'].bleu:.2f}  chrF {chrf[r.seed]:.2f}  ({r.path})")
+    lines += [f"  WARNING {c}" for c in run_caps(runs)]
     return "\n".join(lines) + "\n"

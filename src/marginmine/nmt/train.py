@@ -141,8 +141,12 @@ def load_manifest(workdir: str | Path, verify: bool = True) -> dict[str, Any]:
 
 def train_nmt(train_tsv: str | Path, dev_src: str | Path, dev_ref: str | Path, workdir: str | Path,
               src_lang: str, tgt_lang: str, params: Mapping[str, Any] | None = None, threads: int = 0,
-              max_minutes: float | None = None, seed: int = 1) -> Path:
+              max_minutes: float | None = None, seed: int = 1, on_time_cap: str | None = None) -> Path:
     """Train a fairseq transformer on the first two columns of ``train_tsv``; return the averaged model.
+
+    ``max_minutes`` that ends training before ``max_update`` / ``max_epoch`` / early stopping is an
+    error by default (``on_time_cap``; :mod:`marginmine.timecap`): no manifest is written and a rerun
+    resumes; with ``on_time_cap="warn"`` the model is kept and the warning written into its manifest.
 
     Rerunning on the same ``workdir``: a finished run with the same data and params does nothing; an
     interrupted one (killed, or stopped by ``max_minutes``) resumes from
@@ -152,8 +156,11 @@ def train_nmt(train_tsv: str | Path, dev_src: str | Path, dev_ref: str | Path, w
     """
     import torch
 
+    from marginmine import timecap
+
     t0 = time.monotonic()
     deadline = None if max_minutes is None else t0 + 60.0 * float(max_minutes)
+    on_time_cap = timecap.check_policy(on_time_cap, "on_time_cap")
     p = resolve_params(params)
     src, tgt = check_lang(src_lang), check_lang(tgt_lang)
     if src == tgt:
@@ -237,6 +244,9 @@ def train_nmt(train_tsv: str | Path, dev_src: str | Path, dev_ref: str | Path, w
     state.update(epoch=run["epoch"], num_updates=run["num_updates"])
     if not ckpt_last.exists():
         raise NmtError(f"fairseq-train wrote no checkpoint_last.pt in {work / 'checkpoints'}; see {logfile}")
+    cap_text = timecap.enforce({"max_minutes": max_minutes, "params": p, "num_updates": run["num_updates"],
+                                "epoch": run["epoch"], "stopped_by_time": run["stopped_by_time"],
+                                "machine": " + ".join(state["machines"])}, f"NMT system {work}", on_time_cap)
 
     # 3. average the last epoch checkpoints (and the partial epoch a time budget stopped in)
     if run["last_saved"] is not None:
@@ -263,6 +273,8 @@ def train_nmt(train_tsv: str | Path, dev_src: str | Path, dev_ref: str | Path, w
             "wall_seconds_this_call": round(time.monotonic() - t0, 1), "train_tsv": str(train_tsv),
             "fairseq": dist_version("fairseq-fixed", "fairseq"), "torch": torch.__version__,
             "machine": " + ".join(state["machines"])}
+    if cap_text:
+        info[timecap.FIELD] = cap_text
     manifest = {"format": 1, "src_lang": src, "tgt_lang": tgt, "arch": p["arch"], "params": p, "files": files,
                 "sha256": {name: sha256_file(work / name) for name in files.values()}, "info": info}
     write_json(work / MANIFEST, manifest)

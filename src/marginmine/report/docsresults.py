@@ -21,6 +21,7 @@ from pathlib import Path
 
 from marginmine.errors import InputError
 from marginmine.report.blocks import utc_text, written_utc
+from marginmine.timecap import caps_lines, caps_under
 
 DEMO_HINT = "make demo writes the demo's tables; then run make docs-results"
 PUBLISHED_HINT = "`make published` writes them, then `make docs-results` renders them here"
@@ -261,10 +262,9 @@ def missing_demo(results: Path) -> list[Path]:
 
 
 def key_result(results: Path, commit: str) -> str:
-    """The comparison's clean-mix test rows (``test``): each method's BLEU and chrF mean ± sd over
-    training seeds, and against the headline method each metric's difference with its interval and p,
-    under a stamp line. A comparison.tsv written before chrF is refused naming its missing columns
-    (rerunning compare_methods adds them from the stored hypotheses, without decoding again)."""
+    """The comparison's clean-mix test rows (``test``): each method's BLEU and chrF mean ± sd over seeds,
+    each metric's difference [interval] and p against the headline method, any time-cap warning, a stamp.
+    A comparison.tsv written before chrF is refused naming its missing columns (rerun compare_methods)."""
     from marginmine.report.summary import read_table
 
     path = results / "comparison.tsv"
@@ -298,7 +298,7 @@ def key_result(results: Path, commit: str) -> str:
              *md_table(["method", "N", "training seeds", "test BLEU", f"vs {headline}", "p", "test chrF",
                         f"chrF vs {headline}", "chrF p"], out)]
     lines += ["", *(f"{i}. {n}" for i, n in enumerate(notes, 1))] if notes else []
-    lines += ["", stamp(path, machine, commit)]
+    lines += [*caps_lines(caps_under([results])), "", stamp(path, machine, commit)]
     return "\n".join(lines) + "\n"
 
 

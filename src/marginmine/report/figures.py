@@ -108,7 +108,7 @@ class ReportOutputs:
 def write_report_figures(ledger_json: str | Path, selection_files: Sequence[str | Path],
                          bench_dir: str | Path, work_dir: str | Path, outdir: str | Path,
                          tables: Sequence[str | Path] = (), methods: Sequence[str] = (),
-                         title: str = "") -> ReportOutputs:
+                         title: str = "", caps: Sequence[str] = ()) -> ReportOutputs:
     """Read the workflow's results, write every figure and table; returns the paths written."""
     out = ReportOutputs.in_dir(outdir)
     Path(outdir).mkdir(parents=True, exist_ok=True)
@@ -134,7 +134,7 @@ def write_report_figures(ledger_json: str | Path, selection_files: Sequence[str 
     for t in tables:
         header, rows = parse_tsv(_read_text(t))
         sections.append((TABLE_TITLES.get(Path(t).name, str(t)), header, rows))
-    write_text(out.tables_html, tables_html(sections, f"{prefix}result tables"))
+    write_text(out.tables_html, tables_html(sections, f"{prefix}result tables", caps))
 
     runs = read_benchmarks(bench_dir)
     items = item_counts(work_dir, selections)

@@ -17,6 +17,7 @@ from pathlib import Path
 from marginmine.errors import InputError
 from marginmine.io.safe import write_text
 from marginmine.io.text import open_text_out
+from marginmine.timecap import caps_lines
 
 PARACRAWL_PREFIX = "paracrawl"
 DEMO_DATA = "demo corpus (preprocessed)"
@@ -103,8 +104,9 @@ def _fmt(field: str, v: object) -> str:
 
 
 def write_summary(fields: Sequence[str], rows: Sequence[Mapping[str, object]], tsv: str | Path, md: str | Path,
-                  title: str, sources: Sequence[str], machines: str | None = None) -> None:
-    """The TSV and the Markdown table; ``machines``: the line saying where the NMT systems ran."""
+                  title: str, sources: Sequence[str], machines: str | None = None, caps: Sequence[str] = ()) -> None:
+    """The TSV and the Markdown table; ``machines``: the line saying where the NMT systems ran; ``caps``:
+    time-cap warnings of the models the rows are built on (:mod:`marginmine.timecap`)."""
     with open_text_out(tsv) as fh:
         fh.write("\t".join(fields) + "\n")
         for r in rows:
@@ -118,7 +120,7 @@ def write_summary(fields: Sequence[str], rows: Sequence[Mapping[str, object]], t
              "table holds no value for it.", "",
              "| " + " | ".join(fields) + " |", "|" + "---|" * len(fields)]
     lines += ["| " + " | ".join(_fmt(f, r.get(f)) for f in fields) + " |" for r in rows]
-    lines += [*(["", machines] if machines else []), "", "Joined from: " + ", ".join(f"`{s}`" for s in sources)]
+    lines += [*(["", machines] if machines else []), *caps_lines(caps), "", "Joined from: " + ", ".join(f"`{s}`" for s in sources)]
     write_text(md, "\n".join(lines) + "\n")
 
 

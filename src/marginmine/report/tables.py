@@ -70,10 +70,13 @@ def html_page(title: str, body: str) -> str:
             f"<style>{_CSS}</style></head><body><h1>{html.escape(title)}</h1>{body}</body></html>\n")
 
 
-def tables_html(sections: Sequence[tuple[str, Sequence[str], Sequence[Sequence[str]]]], title: str) -> str:
-    """Several titled tables on one page."""
+def tables_html(sections: Sequence[tuple[str, Sequence[str], Sequence[Sequence[str]]]], title: str,
+                caps: Sequence[str] = ()) -> str:
+    """Several titled tables on one page, under the time-cap warnings of the models they are built on."""
+    from marginmine.timecap import caps_html
+
     body = "".join(f"<h2>{html.escape(t)}</h2>" + html_table(h, r) for t, h, r in sections)
-    return html_page(title, body or "<p>No result tables yet.</p>")
+    return html_page(title, caps_html(caps) + (body or "<p>No result tables yet.</p>"))
 
 
 # --- formatting helpers --------------------------------------------------------------------------
