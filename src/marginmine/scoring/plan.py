@@ -103,6 +103,8 @@ def planned_dim(model: Mapping[str, Any]) -> tuple[int, bool]:
     params = model.get("params") or {}
     if isinstance(params.get("dim"), int):
         return params["dim"], True
+    if model.get("kind") == "use-multilingual":  # a fixed model (marginmine.encoders.use_multilingual.DIM)
+        return 512, True
     if model.get("kind") == "trained" and params.get("path"):
         manifest = Path(str(params["path"])) / "encoder.json"
         if manifest.is_file():
