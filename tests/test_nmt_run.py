@@ -345,3 +345,31 @@ def test_jobs_decoding_one_model_side_by_side_convert_it_once(trained, tmp_path)
     assert done == [work / "ct2"] * 2 and (work / "ct2" / "model.bin").is_file()
     assert (work / "ct2" / "model_sha256.txt").read_text().strip() == manifest["sha256"][manifest["files"]["model"]]
     assert not (work / ".ct2.part").exists()
+
+
+def test_a_time_cap_that_ends_training_is_an_error_and_warn_records_it(trained, corpus, tmp_path, monkeypatch):
+    """A fairseq-train stopped by --stop-time-hours (its log says so) before max_epoch: on_time_cap error
+    (the default) writes no manifest and leaves the run to resume; warn keeps the model and records why
+    (marginmine.timecap)."""
+    import marginmine.nmt.train as nmt
+    from marginmine.timecap import TimeCapError
+
+    work = tmp_path / "model"
+    shutil.copytree(trained, work)
+    state = json.loads((work / "state.json").read_text())
+    (work / "state.json").write_text(json.dumps({**state, "train_done": False}))
+    n = load_manifest(work)["info"]["num_updates"]
+    lines = [f"x | INFO | train_inner | epoch 002:     10 / 29 loss=9.1, ppl=549.1, wps=9656.1, ups=7.43, "
+             f"num_updates={n + 10}",
+             "x | INFO | fairseq_cli.train | Stopping training due to cumulative_training_time: 0.6 > "
+             "stop_time_hours: 0.5 hour(s)",
+             f"x | INFO | train | epoch 002 | loss 8.9 | wps 10571.4 | num_updates {n + 10} | lr 0.0018"]
+    monkeypatch.setattr(nmt, "run_fairseq", lambda cmd, *a, **k: (lines, False))
+    args = (corpus / "top.tsv.gz", corpus / "dev.en", corpus / "dev.de", work, "en", "de", dict(TINY, max_epoch=3))
+    with pytest.raises(TimeCapError, match=rf"time cap max_minutes=30 after {n + 10} updates \(epoch 2 of 3\)"):
+        train_nmt(*args, threads=THREADS, seed=3, max_minutes=30)
+    assert not (work / "nmt.json").exists()                       # nothing to evaluate
+    assert json.loads((work / "state.json").read_text())["train_done"] is False   # the rerun resumes
+    train_nmt(*args, threads=THREADS, seed=3, max_minutes=30, on_time_cap="warn")
+    info = load_manifest(work)["info"]
+    assert info["stopped_by_time"] and "stopped by its time cap max_minutes=30" in info["time_cap"]
