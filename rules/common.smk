@@ -23,6 +23,9 @@ if shutil.which("marginmine") is None:
 EXP = config["experiment"]
 RESULTS = config.get("results_dir", f"results/{EXP}")
 WORK = f"work/{EXP}"
+#: --caps-from of the tables and pages: the directories whose models' time-cap warnings they print
+#: (marginmine.timecap; on_time_cap: warn)
+CAPS_FROM = " ".join(shlex.quote(d) for d in (RESULTS, WORK))
 LOGS = f"{WORK}/logs"
 BENCH = f"{WORK}/benchmarks"
 SRC = config["src_lang"]

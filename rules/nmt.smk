@@ -85,6 +85,8 @@ rule headline_bleu:
         f"{LOGS}/nmt/bleu_{{N}}.log",
     benchmark:
         f"{BENCH}/nmt/bleu_{{N}}.tsv"
+    params:
+        caps=lambda w: CAPS_FROM,
     threads: 1
     resources:
         mem_mb=100,
@@ -92,7 +94,7 @@ rule headline_bleu:
     conda:
         "../envs/nmt.yaml"
     shell:
-        "marginmine headline --inputs {input:q} --output {output:q} > {log:q} 2>&1"
+        "marginmine headline --inputs {input:q} --output {output:q} --caps-from {params.caps} > {log:q} 2>&1"
 
 
 rule compare_methods:
@@ -115,7 +117,7 @@ rule compare_methods:
         title=f"{EXP}: {SRC}-{TGT}",
         headline=DEFAULT_METHOD,
         subsets=subset_args,
-        caps=lambda w: RESULTS,  # time-cap warnings of the models below it (on_time_cap: warn)
+        caps=lambda w: CAPS_FROM,
     threads: 1
     resources:
         mem_mb=2000,
@@ -125,4 +127,4 @@ rule compare_methods:
     shell:
         "marginmine compare --inputs {input.runs:q} --headline {params.headline:q} {params.subsets} "
         "--title {params.title:q} --tsv {output.tsv:q} --md {output.md:q} --runs {output.runs:q} "
-        "--png {output.png:q} --caps-from {params.caps:q} > {log:q} 2>&1"
+        "--png {output.png:q} --caps-from {params.caps} > {log:q} 2>&1"

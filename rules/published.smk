@@ -237,7 +237,7 @@ rule published_summary:
         sizes=SIZES,
         tables=lambda w, input: " ".join(f"--{k} {shlex.quote(input[k])}" for k in ("bucc", "quality") if input[k]),
         title=f"{EXP}: published scorers, one row per system",
-        caps=lambda w: RESULTS,  # time-cap warnings of the models below it (on_time_cap: warn)
+        caps=lambda w: CAPS_FROM,
     threads: 1
     resources:
         mem_mb=500,
@@ -248,7 +248,7 @@ rule published_summary:
         "marginmine summary --scorers {params.scorers:q} --methods {params.methods:q} --sizes {params.sizes:q} "
         "--intrinsic {input.intrinsic:q} {params.tables} --comparison {input.comparison:q} --runs {input.runs:q} "
         "--select {input.select:q} "
-        "--title {params.title:q} --tsv {output.tsv:q} --md {output.md:q} --caps-from {params.caps:q} > {log:q} 2>&1"
+        "--title {params.title:q} --tsv {output.tsv:q} --md {output.md:q} --caps-from {params.caps} > {log:q} 2>&1"
 
 
 rule published_vote_report:

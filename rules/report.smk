@@ -50,7 +50,7 @@ rule report_figures:
         f"{BENCH}/report_figures.tsv"
     params:
         work=WORK,
-        caps=lambda w: RESULTS,  # time-cap warnings of the models below it (on_time_cap: warn)
+        caps=lambda w: CAPS_FROM,
         benchmarks=BENCH,
         methods=SELECTED,
         title=EXP,
@@ -65,7 +65,7 @@ rule report_figures:
         "marginmine report-figures --ledger {input.ledger:q} --select {input.select:q} --tables "
         "{input.encoders:q} {input.evals:q} --work {params.work:q} --benchmarks {params.benchmarks:q} "
         "--methods {params.methods:q} --title {params.title:q} --outdir {params.outdir:q} "
-        "--caps-from {params.caps:q} > {log:q} 2>&1"
+        "--caps-from {params.caps} > {log:q} 2>&1"
 
 
 rule report_samples:

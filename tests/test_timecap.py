@@ -6,6 +6,7 @@ key-result block). The caps are made to bind with a real DAN on real Tatoeba pai
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -14,6 +15,7 @@ import yaml
 
 from marginmine import timecap
 from marginmine.cli.main import main
+from marginmine.encoders import dual_train
 from marginmine.encoders.base import load_encoder
 from marginmine.report.docsresults import key_result
 from marginmine.report.summary import write_summary
@@ -44,13 +46,22 @@ def train(data: Path, out: Path, work: Path, *extra: str) -> int:
                  str(work), "--params", json.dumps(TINY), "--seed", "7", *extra])
 
 
+def stop_the_clock_after(monkeypatch: pytest.MonkeyPatch, readings: int) -> None:
+    """The DAN's clock jumps past any cap after ``readings`` readings: a cap that binds mid-training."""
+    calls = iter(range(10**6))
+    monkeypatch.setattr(dual_train.time, "monotonic", lambda: 0.0 if next(calls) < readings else 1e9)
+
+
 def test_a_binding_cap_is_an_error_and_the_rerun_resumes_to_the_steps(data_manifest: Path, tmp_path: Path,
-                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+                                                                       capsys: pytest.CaptureFixture[str],
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     out, work = tmp_path / "encoder", tmp_path / "work"
-    assert train(data_manifest, out, work, "--max-minutes", "1e-6") == 2
+    with monkeypatch.context() as m:
+        stop_the_clock_after(m, 20)
+        assert train(data_manifest, out, work, "--max-minutes", "1") == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1, err
-    assert "training stopped by its time cap max_minutes=1e-06 after 0 steps" in err[0]
+    assert re.search(r"training stopped by its time cap max_minutes=1\.0 after \d+ steps", err[0]), err[0]
     assert "Rerun to resume" in err[0] and "on_time_cap: warn" in err[0]
     assert not out.exists()                                  # nothing exported
     assert not (work / "encoder.json").exists() and (work / "checkpoints" / "last.pt").exists()   # the state
@@ -59,16 +70,24 @@ def test_a_binding_cap_is_an_error_and_the_rerun_resumes_to_the_steps(data_manif
     info = json.loads((out / "encoder.json").read_text())["info"]
     assert info["stopped_by"] == "epochs" and info["steps"] == 2 * (400 // 32) and timecap.FIELD not in info
     assert load_encoder(out).encode(["Hallo!"], "de").shape == (1, 16)
+    # a cap that ends training before its first step: an error whatever on_time_cap says
+    assert train(data_manifest, tmp_path / "e0", tmp_path / "w0", "--max-minutes", "1e-6", "--on-time-cap",
+                 "warn") == 2
+    assert "Not one training step was taken" in capsys.readouterr().err and not (tmp_path / "e0").exists()
 
 
-def test_warn_keeps_the_model_and_every_result_built_on_it_says_so(data_manifest: Path, tmp_path: Path) -> None:
+def test_warn_keeps_the_model_and_every_result_built_on_it_says_so(data_manifest: Path, tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     results = tmp_path / "results" / "demo"
     out = results / "encoder"
-    assert train(data_manifest, out, tmp_path / "work", "--max-minutes", "1e-6", "--on-time-cap", "warn") == 0
+    with monkeypatch.context() as m:
+        stop_the_clock_after(m, 20)
+        assert train(data_manifest, out, tmp_path / "work", "--max-minutes", "1", "--on-time-cap", "warn") == 0
     info = json.loads((out / "encoder.json").read_text())["info"]
     text = info[timecap.FIELD]
-    assert info["stopped_by"] == "max_minutes" and text.startswith(f"encoder {out} (trained in {tmp_path / 'work'}): "
-                                                                    "training stopped by its time cap max_minutes=1e-06")
+    assert info["stopped_by"] == "max_minutes" and 0 < info["steps"] < 2 * (400 // 32)
+    assert text.startswith(f"encoder {out} (trained in {tmp_path / 'work'}): training stopped by its time cap "
+                           f"max_minutes=1.0 after {info['steps']} steps")
     load_encoder(out)                                        # the manifest's hashes still hold
     assert timecap.caps_under([results]) == [text]
 
@@ -96,6 +115,13 @@ def test_warn_keeps_the_model_and_every_result_built_on_it_says_so(data_manifest
     assert f"- {text}" in block and f"- {nmt_cap}" in block
     # without a recorded warning nothing is added
     assert "time cap" not in tables_html([], "t", timecap.caps_under([tmp_path / "elsewhere"]))
+    # a manifest written before on_time_cap (a stop by the clock, no record) is reported too
+    old = tmp_path / "old" / "encoder"
+    shutil.copytree(out, old)
+    manifest = json.loads((old / "encoder.json").read_text())
+    del manifest["info"][timecap.FIELD]
+    (old / "encoder.json").write_text(json.dumps(manifest))
+    assert timecap.caps_under([old.parent]) == [timecap.describe(manifest["info"], f"{old} (no on_time_cap record)")]
 
 
 def test_policy_values_and_descriptions() -> None:
@@ -107,6 +133,8 @@ def test_policy_values_and_descriptions() -> None:
         timecap.enforce(nmt, "NMT system x", None)
     assert "after 812 of 1,000 updates" in timecap.enforce(nmt, "NMT system x", "warn")
     assert timecap.enforce({**nmt, "stopped_by_time": False}, "NMT system x", None) is None
+    # fairseq logs the time stop also on the update that reached max_update: not a cap that bound
+    assert timecap.enforce({**nmt, "num_updates": 1000}, "NMT system x", None) is None
     epochs = {"max_minutes": 30, "params": {"max_epoch": 2}, "num_updates": 90, "epoch": 2, "stopped_by_time": True}
     assert "after 90 updates (epoch 2 of 2)" in timecap.describe(epochs, "x")
 

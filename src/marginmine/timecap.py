@@ -46,8 +46,12 @@ def check_policy(policy: str | None, where: str = "on_time_cap") -> str:
 
 
 def stopped_by_time(info: Mapping[str, Any]) -> bool:
-    """Whether a trained model's manifest ``info`` says the clock, not the step count, ended training."""
-    return info.get("stopped_by") == "max_minutes" or bool(info.get("stopped_by_time"))
+    """Whether a trained model's manifest ``info`` says the clock, not the step count, ended training
+    (a time stop on the very update that reached ``max_update`` is not one: fairseq logs both)."""
+    if not (info.get("stopped_by") == "max_minutes" or info.get("stopped_by_time")):
+        return False
+    want = (info.get("params") or {}).get("max_update")
+    return not (want and info.get("num_updates") is not None and int(info["num_updates"]) >= int(want))
 
 
 def describe(info: Mapping[str, Any], what: str) -> str:
@@ -56,7 +60,8 @@ def describe(info: Mapping[str, Any], what: str) -> str:
     params = info.get("params") or {}
     if "steps" in info:  # dual encoder
         want = params.get("max_steps")
-        got = f"after {int(info['steps']):,} of {int(want):,} steps" if want else f"after {int(info['steps']):,} steps"
+        steps = int(info["steps"])
+        got = f"after {steps:,} of {int(want):,} steps" if want else f"after {steps:,} steps"
     else:  # fairseq: updates and epochs
         want = params.get("max_update")
         upd = info.get("num_updates")
@@ -67,16 +72,23 @@ def describe(info: Mapping[str, Any], what: str) -> str:
             "score, selection and BLEU built on it, depends on the machine's speed and load")
 
 
-def enforce(info: Mapping[str, Any], what: str, policy: str | None) -> str | None:
-    """None when training ended by its steps; else raise :class:`TimeCapError` (``error``) or log and
-    return the warning text to record as ``info.time_cap`` (``warn``)."""
+#: what a rerun after the error does, for a trainer whose resume gives the uninterrupted run's model
+RESUMES = "Rerun to resume from the last checkpoint with a new budget"
+
+
+def enforce(info: Mapping[str, Any], what: str, policy: str | None, rerun: str = RESUMES) -> str | None:
+    """None when training ended by its steps; else raise :class:`TimeCapError` (``error``; ``rerun``
+    says what the rerun does) or log and return the warning text to record as ``info.time_cap``
+    (``warn``). A model the cap stopped before its first step is an error either way."""
     policy = check_policy(policy)
     if not stopped_by_time(info):
         return None
     text = describe(info, what)
+    if info.get("steps") == 0 or info.get("num_updates") == 0:  # nothing trained: no model to keep
+        raise TimeCapError(f"{text}. Not one training step was taken: raise max_minutes")
     if policy == "error":
-        raise TimeCapError(f"{text}. Rerun to resume from the last checkpoint with a new budget, raise "
-                           "max_minutes, or set on_time_cap: warn to accept a model the clock cut short")
+        raise TimeCapError(f"{text}. {rerun}; raise max_minutes, or set on_time_cap: warn to accept a model "
+                           "the clock cut short")
     log.warning("TIME CAP: %s (on_time_cap: warn; recorded as info.%s)", text, FIELD)
     return text
 
@@ -111,8 +123,12 @@ def caps_under(roots: Iterable[str | Path]) -> list[str]:
                     part = json.loads(path.read_text(encoding="utf-8")).get(section) or {}
                 except (OSError, json.JSONDecodeError, AttributeError):
                     continue
-                if isinstance(part, dict) and part.get(FIELD):
+                if not isinstance(part, dict):
+                    continue
+                if part.get(FIELD):
                     found.add(str(part[FIELD]))
+                elif stopped_by_time(part):  # written before on_time_cap, or a trained-kind copy of one
+                    found.add(describe(part, f"{path.parent} (no on_time_cap record)"))
     return sorted(found)
 
 
@@ -130,8 +146,8 @@ def caps_html(caps: Iterable[str]) -> str:
     if not caps:
         return ""
     items = "".join(f"<li>{html.escape(c)}</li>" for c in caps)
-    return ('<div class="warning"><p><strong>Warning - a time cap cut training short (on_time_cap: warn); these '
-            f"results depend on the machine's speed and load:</strong></p><ul>{items}</ul></div>")
+    return ('<div class="warning"><p><strong>Warning - a time cap cut training short (on_time_cap: warn); '
+            f"these results depend on the machine's speed and load:</strong></p><ul>{items}</ul></div>")
 
 
 def caps_md(caps: Iterable[str]) -> str:

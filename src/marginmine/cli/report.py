@@ -78,7 +78,9 @@ def cmd_headline(args: argparse.Namespace) -> int:
     from marginmine.nmt.comparison import headline_text, read_run
     from marginmine.io.safe import write_text
 
-    text = headline_text([read_run(p) for p in args.inputs])
+    from marginmine.timecap import caps_under
+
+    text = headline_text([read_run(p) for p in args.inputs], caps_under(args.caps_from))
     write_text(args.output, text)
     log.info("headline: %s", text.splitlines()[2])
     return 0
@@ -170,6 +172,9 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> N
     p.add_argument("--inputs", nargs="+", required=True, help="the headline method's bleu.json files, one per seed")
     p.add_argument("--output", required=True,
                    help="text file: the mean test sacreBLEU on the first line, then each seed's")
+    p.add_argument("--caps-from", nargs="*", default=[], metavar="DIR",
+                   help="results directories whose time-cap warnings (on_time_cap: warn; encoder.json, nmt.json, "
+                        "bleu.json) the output prints beside its numbers")
     handlers["headline"] = cmd_headline
 
     p = sub.add_parser("summary", help="one row per system of a suite: AUC, BUCC F1, intrinsic error, pairs, "

@@ -151,17 +151,22 @@ def check_time_cap(directory: str | Path, what: str, policy: str | None, max_min
     (``policy`` ``error``: the manifest is removed so nothing exports or loads the cut-short model; the
     checkpoint stays and a rerun resumes) or a warning written into ``info.time_cap`` (``warn``);
     :mod:`marginmine.timecap`."""
-    from marginmine import timecap
+    from marginmine.encoders import kind_module
+    from marginmine.timecap import RESUMES, TimeCapError, enforce, record
 
     d = Path(directory)
     manifest = read_manifest(d, verify=False)
+    module = kind_module(str(manifest.get("kind")))
     try:
-        text = timecap.enforce({"max_minutes": max_minutes, **(manifest.get("info") or {})}, what, policy)
-    except timecap.TimeCapError:
+        text = enforce({"max_minutes": max_minutes, **(manifest.get("info") or {})}, what, policy,
+                       getattr(module, "RERUN_AFTER_CAP", RESUMES))
+    except TimeCapError:
         (d / MANIFEST).unlink(missing_ok=True)
+        if hasattr(module, "forget_training"):  # a kind whose resume is not the uninterrupted run's model
+            module.forget_training(d)
         raise
     if text:
-        timecap.record(d / MANIFEST, text)
+        record(d / MANIFEST, text)
 
 
 def load_encoder(directory: str | Path, device: str = "cpu") -> SentenceEncoder:

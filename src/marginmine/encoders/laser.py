@@ -56,7 +56,7 @@ if TYPE_CHECKING:
     import torch
 from marginmine.encoders.laser_common import DEFAULTS, KIND, piece_table, laser_src_dir, text_settings
 from marginmine.encoders.laser_format import batches, normalize
-from marginmine.encoders.laser_train import train
+from marginmine.encoders.laser_train import RERUN_AFTER_CAP, forget_training, train  # noqa: F401 (kind API)
 
 
 # embedding

@@ -121,6 +121,22 @@ def parse_fairseq_log(lines: Sequence[str]) -> dict[str, Any]:
             "stopped_by_time": run["stopped_by_time"], "epoch_stats": run["train"], "wps": run["wps"]}
 
 
+#: what the rerun after a time-cap error does (marginmine.timecap; encoders.base.check_time_cap)
+RERUN_AFTER_CAP = ("The checkpoints are removed: the rerun trains from the start, since fairseq's resume is not "
+                   "byte-identical")
+
+
+def forget_training(out_dir: Path) -> None:
+    """Remove the checkpoints and the training time of ``out_dir`` (BPE and binarized data stay), so that
+    the next ``train`` starts over: called when a time cap stopped it (fairseq resumes inexactly)."""
+    work = Path(out_dir) / "work"
+    shutil.rmtree(work / "checkpoints", ignore_errors=True)
+    state_path = work / "state.json"
+    if state_path.exists():
+        state = json.loads(state_path.read_text())
+        state_path.write_text(json.dumps({**state, "train_seconds": 0.0}, indent=1))
+
+
 def train(data: Sequence[ParallelData], out_dir: Path, params: dict, *, seed: int = SEED,
           max_minutes: float | None = None, untrained: bool = False) -> Path:
     """Learn the joint BPE, binarize, train with fairseq's LASER task, export ``out_dir``.

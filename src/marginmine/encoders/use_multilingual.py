@@ -67,7 +67,7 @@ from marginmine.defaults import SEED
 from marginmine.encoders.base import EncoderError, ParallelData, write_manifest
 from marginmine.encoders.pretrained import check_keys, place
 from marginmine.encoders.use_network import (BOS, CHUNKS, CNN, EMB, EOS, FEAT, ORDERS, UNK,  # noqa: F401
-                                             VOCAB_ROWS, Network, Tokenizer, flops, torch_threads)  # (the kind's API)
+                                             VOCAB_ROWS, Network, Tokenizer, flops, torch_threads)
 from marginmine.io.safe import sha256_file
 
 KIND = "use-multilingual"
@@ -285,8 +285,8 @@ def load(directory: Path, manifest: dict[str, Any], device: str = "cpu") -> UseM
     # not the import job's (neither changes the embeddings)
     runtime = (manifest.get("info") or {}).get("runtime") or {}
     settings = Settings.from_params({"langs": list(manifest.get("langs") or LANGUAGES),
-                                     **({"batch_tokens": runtime["batch_tokens"]} if runtime.get("batch_tokens")
-                                        else {})})
+                                     **({"batch_tokens": runtime["batch_tokens"]}
+                                        if runtime.get("batch_tokens") else {})})
     network = Network(read_weights(d / FILES["weights"]))
     return UseMultilingualEncoder(Tokenizer(d / FILES["spm"]), network, settings.langs, settings.batch_tokens,
                                   settings.threads)

@@ -1,7 +1,7 @@
-"""The forward pass of universal-sentence-encoder-multilingual v3 (:mod:`marginmine.encoders.use_multilingual`,
-whose docstring says how it is computed and why it is fast): the package's tokenization through the
-``sentencepiece`` library (:class:`Tokenizer`), the network in torch (:class:`Network`) and its
-FLOP count (:func:`flops`). Shapes and constants come from the kind's module."""
+"""The forward pass of universal-sentence-encoder-multilingual v3 (the kind's module,
+:mod:`marginmine.encoders.use_multilingual`, says how it is computed and why it is fast): the
+package's tokenization through the ``sentencepiece`` library (:class:`Tokenizer`), the network in
+torch (:class:`Network`) and its FLOP count (:func:`flops`)."""
 
 from __future__ import annotations
 

@@ -306,7 +306,7 @@ def chrf_of_test(run: Run) -> float:
     return float(CHRF_METRIC.score(stats.sum(axis=0)))
 
 
-def headline_text(runs: Sequence[Run]) -> str:
+def headline_text(runs: Sequence[Run], caps: Sequence[str] = ()) -> str:
     """``bleu_<N>.txt``: the mean test sacreBLEU over the headline method's seeds on the first line,
     then the mean chrF, and each seed's numbers and report."""
     if not runs:
@@ -327,5 +327,5 @@ def headline_text(runs: Sequence[Run]) -> str:
              + f"  (chrF signature: {CHRF_METRIC.signature()})"]
     for r in sorted(runs, key=lambda r: r.seed):
         lines.append(f"  seed {r.seed}: {r.sets['test'].bleu:.2f}  chrF {chrf[r.seed]:.2f}  ({r.path})")
-    lines += [f"  WARNING {c}" for c in run_caps(runs)]
+    lines += [f"  WARNING {c}" for c in run_caps(runs, caps)]
     return "\n".join(lines) + "\n"

@@ -139,6 +139,13 @@ def load_manifest(workdir: str | Path, verify: bool = True) -> dict[str, Any]:
     return manifest
 
 
+#: what the rerun after a time-cap error does (by the NMT param resume_killed)
+RERUN_AFTER_CAP = {False: "The checkpoints are removed: the rerun trains from the start, since fairseq's resume "
+                          "is not byte-identical (NMT param resume_killed: true resumes instead)",
+                   True: "The rerun resumes from checkpoint_last.pt (resume_killed: true; fairseq's resume is "
+                         "not byte-identical to an uninterrupted run)"}
+
+
 def train_nmt(train_tsv: str | Path, dev_src: str | Path, dev_ref: str | Path, workdir: str | Path,
               src_lang: str, tgt_lang: str, params: Mapping[str, Any] | None = None, threads: int = 0,
               max_minutes: float | None = None, seed: int = 1, on_time_cap: str | None = None) -> Path:
@@ -244,9 +251,16 @@ def train_nmt(train_tsv: str | Path, dev_src: str | Path, dev_ref: str | Path, w
     state.update(epoch=run["epoch"], num_updates=run["num_updates"])
     if not ckpt_last.exists():
         raise NmtError(f"fairseq-train wrote no checkpoint_last.pt in {work / 'checkpoints'}; see {logfile}")
-    cap_text = timecap.enforce({"max_minutes": max_minutes, "params": p, "num_updates": run["num_updates"],
-                                "epoch": run["epoch"], "stopped_by_time": run["stopped_by_time"],
-                                "machine": " + ".join(state["machines"])}, f"NMT system {work}", on_time_cap)
+    capped = {"max_minutes": max_minutes, "params": p, "num_updates": run["num_updates"], "epoch": run["epoch"],
+              "stopped_by_time": run["stopped_by_time"], "machine": " + ".join(state["machines"])}
+    try:  # fairseq's resume is not byte-identical: after the error the rerun trains from the start
+        cap_text = timecap.enforce(capped, f"NMT system {work}", on_time_cap, RERUN_AFTER_CAP[p["resume_killed"]])
+    except timecap.TimeCapError:
+        if not p["resume_killed"]:
+            shutil.rmtree(work / "checkpoints", ignore_errors=True)
+            state["train_seconds"] = 0.0
+            write_json(state_path, state)
+        raise
 
     # 3. average the last epoch checkpoints (and the partial epoch a time budget stopped in)
     if run["last_saved"] is not None:

@@ -120,7 +120,8 @@ def write_summary(fields: Sequence[str], rows: Sequence[Mapping[str, object]], t
              "table holds no value for it.", "",
              "| " + " | ".join(fields) + " |", "|" + "---|" * len(fields)]
     lines += ["| " + " | ".join(_fmt(f, r.get(f)) for f in fields) + " |" for r in rows]
-    lines += [*(["", machines] if machines else []), *caps_lines(caps), "", "Joined from: " + ", ".join(f"`{s}`" for s in sources)]
+    lines += [*(["", machines] if machines else []), *caps_lines(caps), "",
+              "Joined from: " + ", ".join(f"`{s}`" for s in sources)]
     write_text(md, "\n".join(lines) + "\n")
 
 
