@@ -55,6 +55,7 @@ PREQUOTED = {"params.langs", "params.args", "params.slice", "params.budget", "pa
              "params.top_n", "params.translated", "params.votes",
              "params.scores",  # report_samples': NAME=FILE,... items, each quoted by shlex in the rule
              "params.column",  # translate_shard's: the integer 0 or 1; translate_text's: "--column N" or nothing
+             "params.caps",  # CAPS_FROM (common.smk): the results and work directories, each quoted by shlex
              "wildcards.seed"}  # the seed wildcard is constrained to digits
 
 
