@@ -118,6 +118,21 @@ def test_template_plans_pretrained_files_given_by_url(tmp_path, real_data):
     assert r.returncode != 0 and "encoder.models.laser2.params.model: a url needs its sha256" in r.stdout + r.stderr
 
 
+def test_template_plans_the_offline_encoder_with_no_model_file(tmp_path, real_data):
+    """default: usem - Google's multilingual USE v3, whose weights come with make setup: the plan
+    imports it (kind use-multilingual, the template's languages), downloads nothing and needs no file
+    of the user's; its 512 dimensions are known at plan time."""
+    d, _, overlay = user_setup(tmp_path, real_data)
+    overlay["encoder"] = {"default": "usem"}
+    overlay["selection"] = {"sizes": ["1k"]}
+    (d / "mine.yaml").write_text(yaml.safe_dump(overlay), encoding="utf-8")
+    r = snakemake("-n", "-p", "filtered", "nmt", "--configfile", "config/own-corpus.yaml", "mine.yaml", cwd=d)
+    assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
+    train = next(line for line in r.stdout.splitlines() if "marginmine train-encoder" in line)
+    assert "--kind use-multilingual" in train and '"langs": ["en", "de"]' in train
+    assert "marginmine download" not in r.stdout and "dim 512" in r.stdout + r.stderr
+
+
 def test_template_plans_a_5M_corpus_with_its_scoring_estimate_and_refuses_what_cannot_be_meant(tmp_path, real_data):
     """Issue 32: the template, with only the corpus changed, plans a 5M-pair corpus on a CPU with an
     approximate index and prints each scoring job's estimate; it refuses N >= expected_pairs and an
