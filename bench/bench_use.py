@@ -49,13 +49,9 @@ from marginmine.encoders import use_multilingual as um  # noqa: E402
 from marginmine.encoders.base import load_encoder  # noqa: E402
 from marginmine.io.text import read_lines  # noqa: E402
 
-LANGS = ("en", "de", "fr", "es")
-NEWS_SETS = ("news-test2008", "newstest2009", "newstest2010", "newstest2011")
-TATOEBA = {"en": "tatoeba-manythings-deu-eng-2018/train.nooverlap.en",
-           "de": "tatoeba-manythings-deu-eng-2018/train.nooverlap.de",
-           "fr": "tatoeba-manythings-fra-eng-2017/train.nooverlap.fr",
-           "es": "tatoeba-opus-eng-fra-spa/tatoeba-tests-union.eng-spa.spa"}
-TOLERANCE = 1e-5
+sys.path.insert(0, str(REPO / "tests"))
+# the oracle's sentences and tolerance: the same as the test's (this script runs it at full size)
+from test_use_multilingual import LANGS, TOLERANCE, sample  # noqa: E402
 
 CHILD = r"""
 import json, sys, time
@@ -113,15 +109,6 @@ def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
     t0 = time.perf_counter()
     out = fn()
     return time.perf_counter() - t0, out
-
-
-def sample(data: Path, lang: str, n_news: int, n_tatoeba: int, seed: int) -> list[str]:
-    news = [s for name in NEWS_SETS
-            for s in read_lines(data / "wmt-newstest2008-2011-multiparallel" / f"{name}.{lang}")]
-    tat = read_lines(data / TATOEBA[lang])
-    rng = np.random.default_rng(seed)
-    return ([news[i] for i in sorted(rng.choice(len(news), n_news, replace=False))]
-            + [tat[i] for i in sorted(rng.choice(len(tat), n_tatoeba, replace=False))])
 
 
 def german_mix(data: Path, n: int) -> list[str]:
