@@ -11,6 +11,8 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 export MARGINMINE_DATA_DIR ?= $(abspath ../shared/data)
 CORES ?= 2
 DEMO_TARGET ?= demo
+# an overlay after config/demo.yaml changes only its own keys (e.g. config/demo-distance.yaml)
+DEMO_CONFIGS ?= config/demo.yaml
 SNAKEMAKE := $(BIN)/snakemake
 # a job killed mid-way (Ctrl-C, SIGKILL, a lost session) leaves Snakemake's "incomplete" mark on the
 # outputs it had; every marginmine output is complete or absent and long steps resume from their own
@@ -41,7 +43,7 @@ unlock-stale:
 # each part's sum of its rows in results/demo/wall_times.md
 demo: $(STAMP) unlock-stale
 	bash scripts/wall_time.sh results/demo/wall_times.tsv "$(DEMO_TARGET)" \
-	  $(SNAKEMAKE) $(DEMO_TARGET) --configfile config/demo.yaml --cores $(CORES) --printshellcmds $(RESUME)
+	  $(SNAKEMAKE) $(DEMO_TARGET) --configfile $(DEMO_CONFIGS) --cores $(CORES) --printshellcmds $(RESUME)
 
 # the published scorers' suite (config/demo.yaml `published:`) beside the demo's baselines:
 # results/demo/published/, in two parts whose wall times go to $(PUBLISHED_TIMES)

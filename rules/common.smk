@@ -12,6 +12,7 @@ import shutil
 import sys
 from pathlib import Path
 
+from marginmine.encoders import TWINLESS as ENCODER_TWINLESS
 from marginmine.preprocess.shard import shard_ids
 from marginmine.scoring.plan import check_scorer_config, check_suite_encoders, expected_kept
 from marginmine.scoring.selection import resolve_sizes
@@ -209,10 +210,14 @@ for _name, _src in [("corpus", config["corpus"]["source"]),
 for _name in ("dev", "test"):
     if "methods" in EVAL_SETS[_name]:
         raise ValueError(f"eval.{_name}: every system decodes dev and test; 'methods' applies to eval.extra only")
+# a method with no system in this run is harmless (e.g. a published baseline outside `make published`)
+_SYSTEMS = [*METHODS, *config.get("scorers", {}), *(config.get("published") or {}).get("scorers", {}), "random",
+            "unfiltered"]
 for _name, _src in EVAL_SETS.items():
-    _unknown_methods = sorted(set(_src.get("methods", [])) - set(METHODS))
+    _unknown_methods = sorted(set(_src.get("methods", [])) - set(_SYSTEMS))
     if _unknown_methods:
-        raise ValueError(f"eval.extra.{_name}.methods: {_unknown_methods} are not selection methods ({METHODS})")
+        raise ValueError(f"eval.extra.{_name}.methods: {_unknown_methods} are neither selection methods nor "
+                         f"scorers ({', '.join(dict.fromkeys(_SYSTEMS))})")
 
 
 def eval_files(name):

@@ -10,8 +10,9 @@ DEFAULT_ENCODER_DIR = f"{RESULTS}/encoder"
 _EXTRA = [] if QUICK else list(ENC["extra"])
 ENCODER_DIRS = {DEFAULT_ENCODER: DEFAULT_ENCODER_DIR}
 ENCODER_DIRS.update({n: f"{RESULTS}/encoders/{n}" for n in _EXTRA})
-if ENC["eval_random_init"] and not QUICK:
-    ENCODER_DIRS.update({f"{n}-random": f"{WORK}/encoders-random/{n}" for n in [DEFAULT_ENCODER, *_EXTRA]})
+if ENC["eval_random_init"] and not QUICK:  # twins of the trained kinds (a pre-trained import has none)
+    ENCODER_DIRS.update({f"{n}-random": f"{WORK}/encoders-random/{n}" for n in [DEFAULT_ENCODER, *_EXTRA]
+                         if ENC["models"][n]["kind"] not in ENCODER_TWINLESS})
 EVALUATED_ENCODERS = list(ENCODER_DIRS)
 # the published scorers' suite (`published:`, target `published`): its own encoders, scorers and NMT
 # methods, written beside the experiment's, never into its files (after `published`, the experiment's

@@ -19,7 +19,7 @@ def _method_seeds():
     if unknown:
         raise ValueError(f"nmt.method_seeds: {unknown} are neither scorers nor random/unfiltered ({', '.join(known)})")
     return {m: validate_seeds(overrides[m], f"nmt.method_seeds.{m}") if m in overrides else default
-            for m in METHODS + PAPER_METHODS}
+            for m in dict.fromkeys(METHODS + PAPER_BASELINES + PAPER_METHODS)}
 
 
 SEEDS = _method_seeds()

@@ -112,8 +112,8 @@ def test_the_demo_config_passes_the_checks() -> None:
 
 
 @pytest.mark.parametrize("change,message", [
-    (lambda c: c["published"].update(baselines=["cosine", "distance"]),
-     "published.baselines ['distance']: not selection.methods (ratio, cosine, random)"),
+    (lambda c: c["published"].update(baselines=["cosine", "distnace"]),
+     "published.baselines ['distnace']: neither scorers nor selection methods (use-ratio, use-cosine, "),
     (lambda c: c["published"]["scorers"].update(cosine={"kind": "cosine"}),
      "published.scorers.cosine: also a name in scorers:"),
     (lambda c: c["published"].update(encoders=["dan-hn", "no-such-model"]),
@@ -149,7 +149,7 @@ def test_the_schema_requires_the_suites_baselines(change, message: str) -> None:
         check_demo(change)
     assert err.value.message == message
     # the package refuses it too, for a caller that does not validate against the schema
-    with pytest.raises(MarginmineError, match="published.baselines: name at least one of selection.methods"):
+    with pytest.raises(MarginmineError, match="published.baselines: name at least one scorer or random"):
         check_scorer_config({"ratio": {"kind": "ratio", "encoder": "dan"}}, ["ratio"], ["dan"],
                             suite={"methods": []}, suite_scorers={})
 

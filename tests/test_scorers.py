@@ -151,7 +151,7 @@ def test_the_demo_scores_selects_and_evaluates_the_random_twin_without_training_
 def check_demo(change) -> None:
     """The demo config, changed, through the workflow's plan-time checks (marginmine.scoring.plan)
     and its schema, without planning: the workflow passes the encoders it builds (the DAN, its twin,
-    the suite's encoders)."""
+    the extra encoders (USE), the suite's encoders)."""
     cfg = copy.deepcopy(DEMO)
     change(cfg)
     jsonschema.validate(cfg, FULL_SCHEMA)
@@ -163,7 +163,7 @@ def check_demo(change) -> None:
 
     check_suite_encoders(suite.get("encoders", []), cfg["encoder"]["models"])
     check_scorer_config(fill(cfg["scorers"]), cfg["selection"]["methods"],
-                        [default, f"{default}-random", *suite.get("encoders", [])], plugins=cfg.get("plugins", []),
+                        [default, f"{default}-random", *cfg["encoder"]["extra"], *suite.get("encoders", [])], plugins=cfg.get("plugins", []),
                         suite=suite, suite_scorers=fill(suite.get("scorers", {})),
                         held_out=(cfg.get("heads") or {}).get("held_out", []),
                         positives=(cfg.get("heads") or {}).get("positives", {}))
@@ -171,9 +171,10 @@ def check_demo(change) -> None:
 
 @pytest.mark.parametrize("change,message", [
     (lambda c: c["selection"].update(methods=["ratio", "cosine", "ratoi"]),
-     "selection.methods ['ratoi']: not scorers (scorers: ratio, cosine, distance, dan-random-ratio; or random, unfiltered)"),
+     "selection.methods ['ratoi']: not scorers (scorers: use-ratio, use-cosine, use-distance, ratio, cosine, distance, "
+     "dan-random-ratio; or random, unfiltered)"),
     (lambda c: c["scorers"].update(x={"kind": "ratio", "encoder": "laser"}),
-     "scorers.x.encoder: 'laser' is not an encoder (known: dan, dan-random, dan-de"),
+     "scorers.x.encoder: 'laser' is not an encoder (known: dan, dan-random, use, dan-de"),
     (lambda c: c["scorers"].update(x={"kind": "margin-of-error"}),
      "scorers.x: score kind 'margin-of-error' is not registered"),
     (lambda c: c["scorers"].update(x={"kind": "ratio", "params": {"kk": 4}}),

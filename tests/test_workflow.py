@@ -68,28 +68,30 @@ def test_paper_config_plans_the_whole_experiment() -> None:
 
 
 def test_demo_config_plans_clean_mix_dev_test_seeds_and_extra_sets_per_method(real_data: Path, tmp_path: Path) -> None:
-    """The demo's dev/test are the clean-mix sets the corpus build holds out; every scorer-based
-    system trains on two seeds, random on one; newstest2014 (a seeded slice) is decoded by the
-    scorer-based systems only, Tatoeba and Multi30k by every system; the optional LASER-style
-    encoder is not planned. Planned in a fresh copy, so an existing demo run does not hide jobs."""
+    """The demo's dev/test are the clean-mix sets the corpus build holds out; the systems are
+    USE's (ratio, cosine: two seeds each) and random (one); newstest2014 (a seeded slice) is decoded
+    by the scorer-based systems only, Tatoeba and Multi30k by every system; the DAN is trained with
+    its random-init twin, USE (pre-trained) has no twin; the optional LASER-style encoder is not planned. Planned in a fresh copy, so an existing demo run does not hide jobs."""
     copy_workflow(tmp_path)
     r = snakemake("-n", "-p", "demo", "--configfile", "config/demo.yaml", "--config", f"data_dir={real_data}",
                   cwd=tmp_path)
     assert r.returncode == 0, r.stderr[-2000:]
     counts = job_counts(r.stdout)
     assert counts["heldout_set"] == 2  # the Tatoeba and newstest2014 slices
-    assert counts["train_encoder"] == 2 and "laser-cpu" not in r.stdout  # the DAN and its random twin
+    assert counts["train_encoder"] == 3 and "laser-cpu" not in r.stdout  # the DAN, its random twin, USE
+    assert "--kind use-multilingual" in r.stdout and "encoders-random/use" not in r.stdout
     assert "--heldout dev=1000,test=2000 --heldout-prefix work/demo/corpus/heldout" in r.stdout
     evaluate = {m.group(1, 2): m.group(0) for m in
-                re.finditer(r"marginmine evaluate --workdir \S+/nmt/(\w+)\.20k/seed(\d+)[^\n]*", r.stdout)}
-    assert set(evaluate) == {("ratio", "1"), ("ratio", "2"), ("cosine", "1"), ("cosine", "2"), ("random", "1")}
+                re.finditer(r"marginmine evaluate --workdir \S+/nmt/([\w-]+)\.20k/seed(\d+)[^\n]*", r.stdout)}
+    assert set(evaluate) == {("use-ratio", "1"), ("use-ratio", "2"), ("use-cosine", "1"), ("use-cosine", "2"),
+                             ("random", "1")}
     assert counts["train_nmt"] == 5
     for (method, _), cmd in evaluate.items():
         assert "--test-src work/demo/corpus/heldout.test.en" in cmd and "multi30k-flickr2016," in cmd
         assert "--dev-src work/demo/corpus/heldout.dev.en" in cmd and "tatoeba," in cmd
-        assert ("newstest2014," in cmd) == (method in ("ratio", "cosine")), cmd
+        assert ("newstest2014," in cmd) == (method in ("use-ratio", "use-cosine")), cmd
     compare = re.search(r"marginmine compare [^\n]*", r.stdout).group(0)
-    assert "--headline ratio" in compare and "--subsets test=work/demo/corpus/heldout.test.labels.tsv" in compare
+    assert "--headline use-ratio" in compare and "--subsets test=work/demo/corpus/heldout.test.labels.tsv" in compare
 
 
 def test_make_published_part_one_plans_rescoring_and_hard_negatives_not_translators_or_mlps(
@@ -157,7 +159,7 @@ def test_sample_outside_eval_sets_is_refused(tmp_path: Path) -> None:
 def test_extra_set_methods_must_be_selection_methods(tmp_path: Path) -> None:
     r = plan_demo_with(tmp_path, lambda cfg: cfg["eval"]["extra"]["newstest2014"].update(methods=["ratoi"]))
     assert r.returncode != 0
-    assert "['ratoi'] are not selection methods" in r.stdout + r.stderr
+    assert "['ratoi'] are neither selection methods nor scorers" in r.stdout + r.stderr
 
 
 @pytest.mark.parametrize("thresholds,message", [

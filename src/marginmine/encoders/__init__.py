@@ -32,6 +32,10 @@ KINDS = {"dual": "marginmine.encoders.dual", "laser": "marginmine.encoders.laser
          "sentence-transformers": "marginmine.encoders.sbert", "trained": "marginmine.encoders.trained",
          "use-multilingual": "marginmine.encoders.use_multilingual"}
 
+#: kinds imported, not trained: no random-init twin (``train(..., untrained=True)`` refuses); the
+#: workflow's eval_random_init builds twins of the other kinds only
+TWINLESS = frozenset({"trained", "sentence-transformers", "use-multilingual"})
+
 
 def kind_module(kind: str, where: str = "encoder") -> ModuleType:
     """The module of an encoder kind (``train(data, out_dir, params, *, seed, max_minutes)`` and

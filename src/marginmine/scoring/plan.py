@@ -28,7 +28,7 @@ def check_scorer_config(scorers: Scorers, methods: Sequence[str], encoders: Sequ
     """Refuse, naming the config key: a scorer on an unknown encoder, an unregistered kind or
     param, a method that names no scorer; in the suite (``suite`` = the ``published:`` section,
     ``suite_scorers`` its scorers with their encoders filled in) a scorer name the experiment
-    already uses, a method not among its scorers, a baseline not among ``selection.methods``; a
+    already uses, a method not among its scorers, a baseline that is neither a scorer nor a selection method; a
     fitted scorer (its kind has a head) without ``heads.held_out`` pairs to check it on, ``positives``
     on a kind that is not fitted, positives ``from: files`` (``heads.positives`` = ``positives`` with
     the scorer's own over it) without files.
@@ -71,17 +71,18 @@ def check_scorer_config(scorers: Scorers, methods: Sequence[str], encoders: Sequ
         raise MarginmineError(f"published.methods {unknown}: not published.scorers "
                               f"({', '.join(suite_scorers) or 'none'})")
     baselines = list(suite.get("baselines", []))
-    unknown = [m for m in baselines if m not in methods]
+    unknown = [m for m in baselines if m not in methods and m not in scorers and m not in BUILTIN_METHODS]
     if unknown:
-        raise MarginmineError(f"published.baselines {unknown}: not selection.methods ({', '.join(methods)}), "
-                              "whose systems the suite's tables put beside its own")
+        raise MarginmineError(f"published.baselines {unknown}: neither scorers nor selection methods "
+                              f"({', '.join([*scorers, *BUILTIN_METHODS])}); the suite's tables put their "
+                              "systems beside its own (a baseline outside selection.methods is trained by the suite)")
     systems = set(suite.get("methods", [])) | set(baselines)
     unknown = [m for m in suite.get("references", []) if m not in systems]
     if unknown:
         raise MarginmineError(f"published.references {unknown}: not among published.methods or published.baselines "
                               f"({', '.join(sorted(systems))}), whose NMT systems are tested against them")
     if suite and not baselines:
-        raise MarginmineError("published.baselines: name at least one of selection.methods (the first is "
+        raise MarginmineError("published.baselines: name at least one scorer or random (the first is "
                               "the comparison's reference, e.g. ratio)")
 
 
