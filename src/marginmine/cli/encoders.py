@@ -13,6 +13,7 @@ from marginmine.defaults import K, ON_TIME_CAP, SEED
 from marginmine.timecap import POLICIES
 from marginmine.errors import MarginmineError
 from marginmine.cli.score import ALLOW_EMPTY_HELP
+from marginmine.cli import values as domain
 
 log = logging.getLogger("marginmine")
 Handler = Callable[[argparse.Namespace], int]
@@ -21,8 +22,16 @@ Handler = Callable[[argparse.Namespace], int]
 def cmd_encoder_data(args: argparse.Namespace) -> int:
     from marginmine.encoders.data import TrainingSource, prepare
 
-    spec = json.loads(Path(args.sources).read_text(encoding="utf-8")) if args.sources.endswith(".json") \
-        else json.loads(args.sources)
+    from marginmine.io.safe import read_json
+
+    if args.sources.endswith(".json"):
+        spec = read_json(args.sources, "--sources", hint="a JSON list of {name, src_lang, tgt_lang, files}")
+    else:
+        try:
+            spec = json.loads(args.sources)
+        except json.JSONDecodeError as exc:
+            raise MarginmineError(f"--sources: neither a .json file nor JSON ({exc.msg}): give a JSON list of "
+                                  "{name, src_lang, tgt_lang, files} or a .json file holding one") from None
     sources = [TrainingSource(s["name"], s["src_lang"], s["tgt_lang"], tuple(s["files"]),
                               tuple(s.get("columns", (0, 1))), s.get("detokenize")) for s in spec]
     prepare(sources, args.outdir, args.protect, args.exclude_corpus)
@@ -92,8 +101,13 @@ def cmd_eval_encoder(args: argparse.Namespace) -> int:
     from marginmine.io.safe import write_text
 
     _torch_threads(args.threads)
-    sets = [GoldSet(name, sl, tl, Path(a), Path(b), kind)
-            for name, kind, sl, tl, a, b in (item.split(",") for item in args.set)]
+    sets = []
+    for item in args.set:
+        parts = item.split(",")
+        if len(parts) != 6 or not all(parts):
+            raise MarginmineError(f"--set {item!r}: give NAME,KIND,SRC_LANG,TGT_LANG,SRC_FILE,TGT_FILE")
+        name, kind, sl, tl, a, b = parts
+        sets.append(GoldSet(name, sl, tl, Path(a), Path(b), kind))
     from marginmine.search.margin import MARGINS
 
     margins = [m for m in args.margins.split(",") if m]
@@ -137,13 +151,13 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> N
     p.add_argument("--workdir", default=None,
                    help="where training runs and checkpoints live (resumable); default: --output")
     p.add_argument("--params", default=None, help="JSON dict of hyper-parameters")
-    p.add_argument("--seed", type=int, default=SEED,
+    p.add_argument("--seed", type=domain.SEED, default=SEED,
                    help="the encoder's seed: initialisation and batch order (default %(default)s)")
-    p.add_argument("--max-minutes", type=float, default=None, help="wall-clock budget")
+    p.add_argument("--max-minutes", type=domain.MINUTES, default=None, help="wall-clock budget")
     p.add_argument("--on-time-cap", choices=POLICIES, default=ON_TIME_CAP,
                    help="when --max-minutes ends training before its steps: error (rerun resumes) or warn "
                         "(the warning goes into the manifest and every table built on it)")
-    p.add_argument("--threads", type=int, default=None, help="CPU threads for training")
+    p.add_argument("--threads", type=domain.THREADS, default=None, help="CPU threads for training")
     p.add_argument("--untrained", action="store_true",
                    help="the random-init twin: the same subwords and network, not trained (what training buys)")
     handlers["train-encoder"] = cmd_train_encoder
@@ -161,12 +175,12 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> N
     p.add_argument("--input", required=True,
                    help="one sentence per line, or a TSV with --column (.gz allowed)")
     p.add_argument("--output", required=True, help=".npy file")
-    p.add_argument("--column", type=int, default=None, help="0-based TSV column (default: whole line)")
+    p.add_argument("--column", type=domain.COLUMN, default=None, help="0-based TSV column (default: whole line)")
     p.add_argument("--dtype", default="float16", choices=["float16", "float32"],
                    help="float type of the stored vectors")
-    p.add_argument("--chunk-size", type=int, default=50_000, help="sentences per written chunk")
+    p.add_argument("--chunk-size", type=domain.COUNT, default=50_000, help="sentences per written chunk")
     p.add_argument("--device", default="cpu", help="cpu or cuda[:N] (fails if no GPU is visible)")
-    p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
+    p.add_argument("--threads", type=domain.THREADS, default=None, help="torch CPU threads (default: torch's choice)")
     p.add_argument("--allow-empty", action="store_true", help=ALLOW_EMPTY_HELP)
     handlers["embed"] = cmd_embed
 
@@ -175,11 +189,11 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> N
     p.add_argument("--name", required=True, help="the encoder's name in the JSON (its row in encoder-report)")
     p.add_argument("--set", action="append", required=True, metavar="NAME,KIND,SRC_LANG,TGT_LANG,SRC,TGT",
                    help="a gold set; KIND is tatoeba or alignment; repeatable")
-    p.add_argument("-k", type=int, default=K, help="neighbours per sentence of the margins (default %(default)s)")
-    p.add_argument("--seed", type=int, default=SEED,
+    p.add_argument("-k", type=domain.K, default=K, help="neighbours per sentence of the margins (default %(default)s)")
+    p.add_argument("--seed", type=domain.SEED, default=SEED,
                    help="seed of the shuffle of an alignment set's candidates (default %(default)s)")
     p.add_argument("--device", default="cpu", help="cpu or cuda[:N] (fails if no GPU is visible)")
-    p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    p.add_argument("--threads", type=domain.THREADS, default=None, help="torch CPU threads")
     p.add_argument("--output", required=True, help="JSON")
     p.add_argument("--margins", default="absolute,ratio",
                    help="comma list: absolute (cosine), distance, ratio, eq9, eq10 (default: the paper's two)")

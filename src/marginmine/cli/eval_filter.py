@@ -14,6 +14,7 @@ from marginmine.cli.score import add_knn, add_scorers, index_spec, torch_threads
 from marginmine.cli.score_eval import _encoder_dirs, _load_encoders, _named_scorers
 from marginmine.defaults import SEED
 from marginmine.errors import MarginmineError
+from marginmine.cli import values as domain
 
 log = logging.getLogger("marginmine")
 Handler = Callable[[argparse.Namespace], int]
@@ -177,9 +178,9 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> N
     p.add_argument("--scores", nargs="+", action="append", default=None, metavar="FILE",
                    help="score files, one per shard in shard order; repeat the flag per encoder's group. Every "
                         "named column becomes a row")
-    p.add_argument("--id-column", type=int, default=2,
+    p.add_argument("--id-column", type=domain.COLUMN, default=2,
                    help="0-based column of --pairs holding the pair id (looked up in --demo-labels)")
-    p.add_argument("--top-n", type=int, nargs="+", default=[500, 1000],
+    p.add_argument("--top-n", type=domain.COUNT, nargs="+", default=[500, 1000],
                    help="precision is reported for the N best-scored pairs, for each N")
     p.add_argument("--tsv", required=True,
                    help="output: one row per data set and scorer: pairs, positives, ROC-AUC, "
@@ -188,7 +189,7 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> N
     p.add_argument("--json", default=None, help="output: the same rows as JSON")
     p.add_argument("--baselines", nargs="+", action="append", default=None, metavar="FILE",
                    help="the noise baselines of --scores (marginmine score --baseline), the same groups and order")
-    p.add_argument("--seed", type=int, default=SEED, help="seed of --paracrawl's re-pairing (default %(default)s)")
+    p.add_argument("--seed", type=domain.SEED, default=SEED, help="seed of --paracrawl's re-pairing (default %(default)s)")
     p.add_argument("--check-tsv", default=None,
                    help="output: the estimated clean share (noise baseline) beside the labelled one, per data set, "
                         "scorer and N (the whole set, then each --top-n)")

@@ -1,7 +1,8 @@
 """``marginmine`` command line: one subcommand per workflow stage, usable without Snakemake.
 
 Errors in the input are reported as one line naming the file (and line) and what to do,
-with exit status 2; no traceback unless ``--debug``.
+with exit status 2; no traceback unless ``--debug``. So is a value out of its option's range (every
+number has one: 0 threads, nan, a word where a count belongs are refused as the arguments are read).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Callable, Sequence
 from marginmine.defaults import PREPROCESS_CACHE_MB, SCALE_PAIRS, SEED
 from marginmine.cli.score import ALLOW_EMPTY_HELP, add_filter_settings
 from marginmine.errors import MarginmineError, NotImplementedYet
+from marginmine.cli import values as domain
 
 log = logging.getLogger("marginmine")
 
@@ -37,7 +39,7 @@ def _add_input(p: argparse.ArgumentParser) -> None:
                         "are carried through) or two line-aligned files (source, target); .gz allowed")
     p.add_argument("--columns", type=_columns, default=(0, 1),
                    help="0-based source,target columns of a TSV input (ParaCrawl/BiCleaner: 2,3)")
-    p.add_argument("--max-chars", type=int, default=10_000,
+    p.add_argument("--max-chars", type=domain.COUNT, default=10_000,
                    help="longer sides are rejected as too_long (default 10000)")
 
 
@@ -190,7 +192,7 @@ PLANNED: dict[str, int] = {}  # stage -> issue; a placeholder subcommand fails w
 
 
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="marginmine", description=__doc__.splitlines()[0])
+    ap = domain.OneLineParser(prog="marginmine", description=__doc__.splitlines()[0])
     ap.add_argument("--debug", action="store_true", help="show tracebacks")
     ap.add_argument("-q", "--quiet", action="store_true", help="only warnings and errors")
     sub = ap.add_subparsers(dest="command", required=True)
@@ -202,29 +204,29 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rejects", required=True, help="removed pairs: line, step, reason, source, target, ...")
     p.add_argument("--ledger", required=True, help="ledger JSON (a .tsv is written beside it)")
     p.add_argument("--no-dedup", action="store_true", help="skip exact dedup (input already deduplicated)")
-    p.add_argument("--shard-size", type=int, default=None,
+    p.add_argument("--shard-size", type=domain.COUNT, default=None,
                    help="split kept pairs into files of this many pairs (OUTPUT.00000.tsv, ...)")
-    p.add_argument("--workers", type=int, default=1, help="filter processes (default 1)")
-    p.add_argument("--cache-mb", type=int, default=PREPROCESS_CACHE_MB,
+    p.add_argument("--workers", type=domain.THREADS, default=1, help="filter processes (default 1)")
+    p.add_argument("--cache-mb", type=domain.COUNT0, default=PREPROCESS_CACHE_MB,
                    help="RAM (MB) for what the filters found out about the sentences seen so far, so that a "
                         "sentence that recurs is processed once; 0 = no cache; the outputs do not depend on it "
                         "(default %(default)s)")
-    p.add_argument("--dedup-mem-mb", type=int, default=1024, help="RAM for dedup keys before spilling to disk")
+    p.add_argument("--dedup-mem-mb", type=domain.COUNT, default=1024, help="RAM for dedup keys before spilling to disk")
     p.add_argument("--tmpdir", default=None, help="where dedup spills (default: system temp)")
     p.add_argument("--allow-empty", action="store_true", help=ALLOW_EMPTY_HELP)
     _HANDLERS["preprocess"] = cmd_preprocess
 
     p = sub.add_parser("split", help="read + global exact dedup, then deal pairs to N shard files")
     _add_input(p)
-    p.add_argument("--shards", type=int, required=True, help="number of shard files")
-    p.add_argument("--block", type=int, default=10_000, help="consecutive pairs per shard turn")
+    p.add_argument("--shards", type=domain.Whole(1, 1_000_000), required=True, help="number of shard files")
+    p.add_argument("--block", type=domain.COUNT, default=10_000, help="consecutive pairs per shard turn")
     p.add_argument("--outdir", required=True, help="directory of the shard files")
     p.add_argument("--prefix", default="shard", help="shard file names: PREFIX0000.tsv.gz ...")
     p.add_argument("--rejects", required=True,
                    help="removed pairs (unreadable, duplicate): line, step, reason, source, target, ...")
     p.add_argument("--ledger", required=True,
                    help="ledger JSON of the read and dedup steps (a .tsv is written beside it)")
-    p.add_argument("--dedup-mem-mb", type=int, default=1024,
+    p.add_argument("--dedup-mem-mb", type=domain.COUNT, default=1024,
                    help="RAM for dedup keys before spilling to disk")
     p.add_argument("--tmpdir", default=None, help="where dedup spills (default: system temp)")
     _HANDLERS["split"] = cmd_split
@@ -242,8 +244,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sha256", default=None,
                    help="expected SHA-256 (64 hex digits): checked after the download; an OUTPUT that "
                         "matches is kept without fetching")
-    p.add_argument("--retries", type=int, default=5, help="attempts after the first, with growing waits")
-    p.add_argument("--timeout", type=float, default=60.0, help="seconds each connect and read may take")
+    p.add_argument("--retries", type=domain.Whole(0, 1000), default=5, help="attempts after the first, with growing waits")
+    p.add_argument("--timeout", type=domain.Real(0, 7 * 86400, lo_open=True), default=60.0, help="seconds each connect and read may take")
     _HANDLERS["download"] = cmd_download
 
     p = sub.add_parser("extract", help="copy one member of a .tgz/.tar archive to a file")
@@ -263,9 +265,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--data-dir", required=True, help="the shared data folder the real sources are read from")
     p.add_argument("--output", required=True, help="corpus TSV: en, de, id")
     p.add_argument("--labels", required=True, help="sidecar TSV: id, origin, kind, clean")
-    p.add_argument("--seed", type=int, default=SEED,
+    p.add_argument("--seed", type=domain.SEED, default=SEED,
                    help="seed of every component's sample and of the corpus order (default %(default)s)")
-    p.add_argument("--scale", type=float, default=1.0, help="multiply every component's size")
+    p.add_argument("--scale", type=domain.Real(0, 1000, lo_open=True), default=1.0, help="multiply every component's size")
     p.add_argument("--heldout", type=_split_sizes, default=None, metavar="SPLIT=PAIRS,...",
                    help="clean-mix held-out sets, e.g. dev=1000,test=2000: pairs of every clean origin in the "
                         "corpus' proportions, carved out before the corpus is built")
@@ -279,10 +281,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output", required=True, help="corpus TSV: en, de, id (.gz: gzip)")
     p.add_argument("--labels", required=True,
                    help="sidecar TSV: id, origin, kind, clean (its .summary.json is written beside it)")
-    p.add_argument("--pairs", type=int, default=SCALE_PAIRS,
+    p.add_argument("--pairs", type=domain.COUNT, default=SCALE_PAIRS,
                    help="corpus pairs; each component is the same share at every size, so 100000 and 1000000 "
                         "are small versions of the default (default %(default)s)")
-    p.add_argument("--seed", type=int, default=SEED,
+    p.add_argument("--seed", type=domain.SEED, default=SEED,
                    help="seed of the clean pool, the held-out sets, every component and the line order "
                         "(default %(default)s, the demo's: then the held-out sets are the demo's)")
     p.add_argument("--heldout", type=_split_sizes, default=None, metavar="SPLIT=PAIRS,...",
@@ -310,9 +312,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("heldout", help="a dev or test set as a seeded slice of a larger parallel test set")
     p.add_argument("--src", required=True, help="the larger test set's source side, one sentence per line")
     p.add_argument("--tgt", required=True, help="its target side, line-aligned with --src")
-    p.add_argument("--start", type=int, default=0, help="first position in the shuffle")
-    p.add_argument("--size", type=int, required=True, help="pairs to take")
-    p.add_argument("--seed", type=int, default=1, help="the shuffle; slices of one seed never overlap")
+    p.add_argument("--start", type=domain.COUNT0, default=0, help="first position in the shuffle")
+    p.add_argument("--size", type=domain.COUNT, required=True, help="pairs to take")
+    p.add_argument("--seed", type=domain.SEED, default=1, help="the shuffle; slices of one seed never overlap")
     p.add_argument("--out-src", required=True, help="output: the slice's source sentences")
     p.add_argument("--out-tgt", required=True,
                    help="output: the slice's target sentences, line-aligned with --out-src")

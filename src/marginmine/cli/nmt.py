@@ -14,6 +14,7 @@ from typing import Any
 from marginmine.defaults import ON_TIME_CAP, SEED
 from marginmine.timecap import POLICIES
 from marginmine.errors import MarginmineError
+from marginmine.cli import values as domain
 
 log = logging.getLogger("marginmine")
 Handler = Callable[[argparse.Namespace], int]
@@ -142,12 +143,12 @@ def cmd_translator_data(args: argparse.Namespace) -> int:
 
 
 def _decoding_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--beam", type=int, default=5, help="beam size")
-    p.add_argument("--batch-size", type=int, default=64, help="sentences per decoding batch")
-    p.add_argument("--lenpen", type=float, default=1.0, help="length penalty of the beam search")
-    p.add_argument("--max-len-a", type=float, default=1.5, help="hypothesis <= a * source pieces + b")
-    p.add_argument("--max-len-b", type=int, default=10, help="the b of --max-len-a's bound")
-    p.add_argument("--threads", type=int, default=None, help="CPU threads of the decoder")
+    p.add_argument("--beam", type=domain.Whole(1, 1000), default=5, help="beam size")
+    p.add_argument("--batch-size", type=domain.COUNT, default=64, help="sentences per decoding batch")
+    p.add_argument("--lenpen", type=domain.Real(0, 10), default=1.0, help="length penalty of the beam search")
+    p.add_argument("--max-len-a", type=domain.Real(0, 1000), default=1.5, help="hypothesis <= a * source pieces + b")
+    p.add_argument("--max-len-b", type=domain.Whole(0, 1_000_000), default=10, help="the b of --max-len-a's bound")
+    p.add_argument("--threads", type=domain.THREADS, default=None, help="CPU threads of the decoder")
     p.add_argument("--device", default="auto", help="auto, cpu or cuda (fails if no GPU is visible)")
     p.add_argument("--decoder", default=_default_decoder(), choices=("ctranslate2", "fairseq"),
                    help="beam search by CTranslate2 (default; the checkpoint converted once) or fairseq-generate")
@@ -163,12 +164,12 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> N
     p.add_argument("--tgt-lang", required=True, help="target language code (second column of --train)")
     p.add_argument("--params", default=None, help="JSON object (inline or a .json file) of NMT params")
     p.add_argument("--arch", default=None, help="fairseq arch (overrides params' arch; default transformer)")
-    p.add_argument("--threads", type=int, default=None, help="CPU threads (OMP/MKL, sentencepiece)")
-    p.add_argument("--max-minutes", type=float, default=None, help="wall-clock budget; rerunning continues")
+    p.add_argument("--threads", type=domain.THREADS, default=None, help="CPU threads (OMP/MKL, sentencepiece)")
+    p.add_argument("--max-minutes", type=domain.MINUTES, default=None, help="wall-clock budget; rerunning continues")
     p.add_argument("--on-time-cap", choices=POLICIES, default=ON_TIME_CAP,
                    help="when --max-minutes ends training before its updates/epochs: error (rerun resumes) or "
                         "warn (the warning goes into the manifest, the BLEU report and every table built on it)")
-    p.add_argument("--seed", type=int, default=1, help="fairseq's training seed (default %(default)s)")
+    p.add_argument("--seed", type=domain.SEED, default=1, help="fairseq's training seed (default %(default)s)")
     handlers["train-nmt"] = cmd_train_nmt
 
     p = sub.add_parser("evaluate", help="beam-search test (and dev, extra) sets; sacreBLEU + tokenised BLEU")
@@ -181,7 +182,7 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> N
                    help="further test sets, e.g. newstest2014,nt14.en,nt14.de")
     p.add_argument("--output", required=True, help="report: first line the test sacreBLEU (a .json beside it)")
     p.add_argument("--hyp-dir", default=None, help="hypotheses (default: OUTPUT without suffix + .hyp/)")
-    p.add_argument("--max-tokens", type=int, default=None, help="source tokens per decoding batch")
+    p.add_argument("--max-tokens", type=domain.COUNT, default=None, help="source tokens per decoding batch")
     _decoding_args(p)
     handlers["evaluate"] = cmd_evaluate
 
@@ -190,10 +191,10 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> N
     p.add_argument("--src-lang", required=True, help="the language of the input (checked against the model)")
     p.add_argument("--tgt-lang", required=True, help="the language to translate into (checked against the model)")
     p.add_argument("--input", required=True, help="one sentence per line, or a TSV with --column (.gz allowed)")
-    p.add_argument("--column", type=int, default=None, help="0-based column of a TSV input to translate")
+    p.add_argument("--column", type=domain.COLUMN, default=None, help="0-based column of a TSV input to translate")
     p.add_argument("--output", required=True, help="one translation per input line (.gz allowed); empty lines kept")
     p.add_argument("--stats", default=None, help="JSON: lines, empty sources/translations, sentences/s")
-    p.add_argument("--chunk-lines", type=int, default=5000,
+    p.add_argument("--chunk-lines", type=domain.COUNT, default=5000,
                    help="lines per saved chunk: a killed run resumes at the first missing one (default %(default)s)")
     _decoding_args(p)
     handlers["translate"] = cmd_translate
@@ -205,8 +206,8 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> N
     p.add_argument("--tgt-lang", required=True, help="language code of the second column written")
     p.add_argument("--output", required=True, help="TSV (.gz allowed): source, target")
     p.add_argument("--report", default=None, help="JSON: pairs per data set")
-    p.add_argument("--max-pairs", type=int, default=0, help="a uniform sample of this many pairs (0 = all)")
-    p.add_argument("--seed", type=int, default=SEED,
+    p.add_argument("--max-pairs", type=domain.COUNT0, default=0, help="a uniform sample of this many pairs (0 = all)")
+    p.add_argument("--seed", type=domain.SEED, default=SEED,
                    help=f"the sample's seed (the same rows for both directions; default {SEED}, the workflow's seed)")
     handlers["translator-data"] = cmd_translator_data
 

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from marginmine.errors import MarginmineError
+from marginmine.cli import values as domain
 
 log = logging.getLogger("marginmine")
 Handler = Callable[[argparse.Namespace], int]
@@ -116,8 +117,12 @@ def cmd_summary(args: argparse.Namespace) -> int:
 
 def cmd_claims(args: argparse.Namespace) -> int:
     from marginmine.report.claim_list import CLAIMS
+    from marginmine.errors import InputError
     from marginmine.report.claims import write_claims
 
+    if not Path(args.results).is_dir():
+        raise InputError(args.results, "--results: no such directory", hint="the results directory of a run, "
+                         "e.g. results/demo after make published")
     for r in write_claims(CLAIMS, args.results, args.tsv, args.md, args.title, args.size, args.tables):
         log.info("%s: %s: %s", r["paper"], r["claim"], r["verdict"])
     return 0
@@ -150,8 +155,8 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> N
     p.add_argument("--headline", required=True, help="the method every other one is tested against")
     p.add_argument("--subsets", nargs="*", type=_subset, default=None, metavar="TEST_SET=LABELS_TSV",
                    help="score a test set also per origin (the held-out set's labels: id, origin, kind, clean)")
-    p.add_argument("--resamples", type=int, default=1000, help="bootstrap rounds")
-    p.add_argument("--bootstrap-seed", type=int, default=12345, help="seed of the bootstrap's resampling")
+    p.add_argument("--resamples", type=domain.Whole(1, 10_000_000), default=1000, help="bootstrap rounds")
+    p.add_argument("--bootstrap-seed", type=domain.SEED, default=12345, help="seed of the bootstrap's resampling")
     p.add_argument("--tsv", required=True,
                    help="output: per test set, method and N: BLEU mean and sd over seeds, the difference to "
                         "--headline with its confidence interval and p-value")

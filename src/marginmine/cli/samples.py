@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 from marginmine.defaults import SEED
 from marginmine.errors import MarginmineError
+from marginmine.cli import values as domain
 
 log = logging.getLogger("marginmine")
 Handler = Callable[[argparse.Namespace], int]
@@ -92,10 +93,10 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> N
     p = sub.add_parser("removed-sample", help="a seeded sample of a rejects file's pairs, per preprocessing step "
                                               "(the same after any repeated run, whatever the file's order)")
     p.add_argument("--rejects", required=True, help="a rejects file of marginmine preprocess or split")
-    p.add_argument("--shard", type=int, required=True,
+    p.add_argument("--shard", type=domain.Whole(-1, 1_000_000, "-1: split's rejects"), required=True,
                    help="the shard's index (0, 1, ...; -1 for split's rejects): with --seed, what the sample draws")
-    p.add_argument("--seed", type=int, default=SEED, help="the run's seed (with --shard, what the sample draws)")
-    p.add_argument("--per-step", type=int, default=PER_STEP, help="pairs per step")
+    p.add_argument("--seed", type=domain.SEED, default=SEED, help="the run's seed (with --shard, what the sample draws)")
+    p.add_argument("--per-step", type=domain.COUNT, default=PER_STEP, help="pairs per step")
     p.add_argument("--output", required=True, help="TSV: priority, file, line, step, reason, src, tgt, extra")
     handlers["removed-sample"] = cmd_removed_sample
 
@@ -112,14 +113,14 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> N
     p.add_argument("--split-rejects", default=None,
                    help="split's rejects: its read / dedup steps are sampled, and the shards' lines are "
                         "traced to the raw corpus's (the shard count is that of --pairs)")
-    p.add_argument("--block", type=int, default=10_000, help="split's --block")
-    p.add_argument("--seed", type=int, default=SEED,
+    p.add_argument("--block", type=domain.COUNT, default=10_000, help="split's --block")
+    p.add_argument("--seed", type=domain.SEED, default=SEED,
                    help="the run's seed: the samples of removed pairs and of disagreements")
-    p.add_argument("--per-step", type=int, default=PER_STEP, help="removed pairs per step")
-    p.add_argument("--per-quantile", type=int, default=PER_QUANTILE,
+    p.add_argument("--per-step", type=domain.COUNT, default=PER_STEP, help="removed pairs per step")
+    p.add_argument("--per-quantile", type=domain.COUNT, default=PER_QUANTILE,
                    help="pairs at each score quantile (1%%, 5%%, 10%%, 25%%, 50%%, 75%%, 90%%, 95%%, 99%%)")
-    p.add_argument("--per-boundary", type=int, default=PER_BOUNDARY, help="pairs either side of each N's boundary")
-    p.add_argument("--per-disagree", type=int, default=PER_DISAGREE, help="pairs each way per N")
+    p.add_argument("--per-boundary", type=domain.COUNT, default=PER_BOUNDARY, help="pairs either side of each N's boundary")
+    p.add_argument("--per-disagree", type=domain.COUNT, default=PER_DISAGREE, help="pairs each way per N")
     p.add_argument("--title", default="Samples", help="the page's title")
     p.add_argument("--html", required=True, help="output: the page")
     p.add_argument("--scores-tsv", required=True, help="output: pairs at quantiles and boundaries")

@@ -12,6 +12,7 @@ from typing import Callable
 
 from marginmine.defaults import BATCH_SIZE, INDEX, K, SEED
 from marginmine.errors import MarginmineError
+from marginmine.cli import values as domain
 
 log = logging.getLogger("marginmine")
 ALLOW_EMPTY_HELP = "an empty input (an empty shard of split) gives empty outputs instead of an error"
@@ -27,13 +28,13 @@ def add_filter_settings(p: argparse.ArgumentParser, protect: bool = True) -> Non
          for f in ("min_tokens", "max_tokens", "max_overlap", "max_ratio", "langid_min_prob")}
     p.add_argument("--src-lang", required=True, help="the source side's language code, e.g. en")
     p.add_argument("--tgt-lang", required=True, help="the target side's language code, e.g. de")
-    p.add_argument("--min-tokens", type=int, default=d["min_tokens"], help="default %(default)s")
-    p.add_argument("--max-tokens", type=int, default=d["max_tokens"], help="default %(default)s")
-    p.add_argument("--max-overlap", type=float, default=d["max_overlap"],
+    p.add_argument("--min-tokens", type=domain.Whole(0, 1_000_000), default=d["min_tokens"], help="default %(default)s")
+    p.add_argument("--max-tokens", type=domain.Whole(1, 1_000_000), default=d["max_tokens"], help="default %(default)s")
+    p.add_argument("--max-overlap", type=domain.PROBABILITY, default=d["max_overlap"],
                    help="drop pairs whose content tokens overlap this much or more (default %(default)s)")
-    p.add_argument("--max-ratio", type=float, default=d["max_ratio"],
+    p.add_argument("--max-ratio", type=domain.Real(1, 1_000_000), default=d["max_ratio"],
                    help="drop pairs with a token length ratio above (default %(default)s)")
-    p.add_argument("--langid-min-prob", type=float, default=d["langid_min_prob"],
+    p.add_argument("--langid-min-prob", type=domain.PROBABILITY, default=d["langid_min_prob"],
                    help="fastText probability each side's expected language needs (default %(default)s)")
     p.add_argument("--no-langid", action="store_true", help="skip language identification")
     p.add_argument("--langid-model", default=None, help="fastText LID model (default: bundled lid.176.ftz)")
@@ -62,7 +63,7 @@ def index_spec(args: argparse.Namespace):
 
 def add_knn(p: argparse.ArgumentParser, k: bool = True) -> None:
     if k:
-        p.add_argument("-k", "--neighbourhood", dest="k", type=int, default=K,
+        p.add_argument("-k", "--neighbourhood", dest="k", type=domain.K, default=K,
                        help=f"neighbours per sentence (default {K})")
     from marginmine.search.knn import BLAS_QUERY_BLOCK, INDEX_KINDS, QUERY_BLOCK
 
@@ -70,15 +71,15 @@ def add_knn(p: argparse.ArgumentParser, k: bool = True) -> None:
                    help=f"kNN index: auto by the database's size (default {INDEX}: exact up to 200k distinct "
                         "sentences), exact flat, ivf-blas, FAISS IVF-Flat, IVF with float16 or 8-bit vectors, "
                         "IVF-PQ (docs/scale.md)")
-    p.add_argument("--nlist", type=int, default=0, help="IVF cells (default 0: about 4 sqrt(database size))")
-    p.add_argument("--nprobe", type=int, default=0, help="IVF cells visited per query (default 0: auto's setting)")
-    p.add_argument("--refine", type=int, default=0,
+    p.add_argument("--nlist", type=domain.COUNT0, default=0, help="IVF cells (default 0: about 4 sqrt(database size))")
+    p.add_argument("--nprobe", type=domain.COUNT0, default=0, help="IVF cells visited per query (default 0: auto's setting)")
+    p.add_argument("--refine", type=domain.COUNT0, default=0,
                    help="search refine x k candidates and re-rank them with exact similarities (0: off)")
-    p.add_argument("--query-block", type=int, default=0,
+    p.add_argument("--query-block", type=domain.COUNT0, default=0,
                    help=f"queries per search block, the unit a killed search resumes from (default 0: "
                         f"{QUERY_BLOCK:,}; {BLAS_QUERY_BLOCK:,} for ivf-blas); the scores depend on it")
     p.add_argument("--device", default="cpu", help="cpu or cuda[:N] (fails if no GPU is visible)")
-    p.add_argument("--threads", type=int, default=None, help="CPU threads for the encoder and FAISS")
+    p.add_argument("--threads", type=domain.THREADS, default=None, help="CPU threads for the encoder and FAISS")
 
 
 def add_scorers(p: argparse.ArgumentParser, default: str | None = "ratio,cosine") -> None:
@@ -86,7 +87,7 @@ def add_scorers(p: argparse.ArgumentParser, default: str | None = "ratio,cosine"
                    help="the score columns: a JSON object {name: {kind, params...}} (what the workflow passes) "
                         "or a comma list of kinds or name=kind (default %(default)s); kinds: ratio, distance, "
                         "cosine, absolute and those of --plugin modules")
-    p.add_argument("-k", "--neighbourhood", dest="k", type=int, default=None,
+    p.add_argument("-k", "--neighbourhood", dest="k", type=domain.K, default=None,
                    help=f"k of every scorer whose kind has one and whose JSON does not set it "
                         f"(default {K})")
     p.add_argument("--plugin", action="append", default=[], metavar="MODULE",
@@ -274,14 +275,14 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler], colu
                    help="the target side's language code, given to --encoder "
                         "(unused with precomputed embeddings)")
     add_scorers(p)
-    p.add_argument("--batch-size", type=int, default=BATCH_SIZE,
+    p.add_argument("--batch-size", type=domain.COUNT, default=BATCH_SIZE,
                    help="pairs per kNN batch (paper 5M, the default); scores depend on it, nothing else")
     p.add_argument("--allow-empty", action="store_true", help=ALLOW_EMPTY_HELP)
     p.add_argument("--baseline", default=None, metavar="FILE",
                    help="also write the noise baseline here: each batch re-paired at random (seeded by --seed and "
                         "the batch's first line), scored by every scorer against the batch's neighbourhoods, in "
                         "the score file's columns (.gz allowed); `marginmine clean-share` reads it")
-    p.add_argument("--seed", type=int, default=SEED, help="the baseline's seed (default %(default)s)")
+    p.add_argument("--seed", type=domain.SEED, default=SEED, help="the baseline's seed (default %(default)s)")
     add_knn(p, k=False)
     handlers["score"] = cmd_score
 
@@ -295,7 +296,7 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler], colu
     p.add_argument("--retrieval", default="max", choices=["fwd", "bwd", "intersect", "max"],
                    help="candidates: each source's best (fwd), each target's best (bwd), the pairs both "
                         "agree on (intersect), or both, one pair per sentence by descending score (max)")
-    p.add_argument("--threshold", type=float, default=None, help="keep pairs scoring at least this")
+    p.add_argument("--threshold", type=domain.FINITE, default=None, help="keep pairs scoring at least this")
     p.add_argument("--output", required=True, help="TSV sorted by score: src, tgt, score, src_line, tgt_line")
     p.add_argument("--ledger", default=None, help="JSON ledger of removed candidates (a .tsv beside it)")
     p.add_argument("--no-checks", action="store_true", help="skip the language-id / length / copy / ratio checks")
@@ -308,8 +309,8 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler], colu
     p.add_argument("--method", required=True,
                    help="a scorer: the name of a score-file column (e.g. ratio, cosine); or random, unfiltered")
     p.add_argument("-n", default=None, help="how many pairs: 500, 20k, 10M")
-    p.add_argument("--threshold", type=float, default=None, help="instead of -n: keep scores >= this")
-    p.add_argument("--seed", type=int, default=SEED, help="seed of the random method (default %(default)s)")
+    p.add_argument("--threshold", type=domain.FINITE, default=None, help="instead of -n: keep scores >= this")
+    p.add_argument("--seed", type=domain.SEED, default=SEED, help="seed of the random method (default %(default)s)")
     p.add_argument("--output", required=True, help="TSV: src, tgt, score, further shard columns")
     p.add_argument("--report", default=None, help="JSON: counts, threshold, score histogram")
     handlers["select"] = cmd_select

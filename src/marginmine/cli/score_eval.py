@@ -13,6 +13,7 @@ from typing import Callable
 from marginmine.cli.score import add_knn, add_scorers, scorer_spec, torch_threads
 from marginmine.defaults import BUCC_DISTRACTORS, BUCC_MONO_MAX, BUCC_SHARE, HEAD_POSITIVES, HEAD_POSITIVES_SIZE, K, SEED
 from marginmine.errors import MarginmineError
+from marginmine.cli import values as domain
 
 log = logging.getLogger("marginmine")
 Handler = Callable[[argparse.Namespace], int]
@@ -138,6 +139,8 @@ def cmd_vote_report(args: argparse.Namespace) -> int:
     from marginmine.scoring.votereport import VoteSet, corpus_sizes, intrinsic_rows, translator_rows, write_report
 
     torch_threads(args.threads)
+    if not (args.set or args.translator or args.scores):
+        raise MarginmineError("vote-report: nothing to report; give --set, --translator or --scores")
     sets = []
     for item in args.set:
         parts = item.split(",")
@@ -194,11 +197,11 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> N
                    help="source-language text files: the unpaired lines of the source pools")
     p.add_argument("--mono-tgt", nargs="+", required=True,
                    help="target-language text files: the unpaired lines of the target pools")
-    p.add_argument("--share", type=float, default=BUCC_SHARE, help="gold share of each pool (BUCC: 2-3%%)")
-    p.add_argument("--distractors", type=int, default=BUCC_DISTRACTORS, help="unpaired gold-domain lines per side")
-    p.add_argument("--mono-max", type=int, default=BUCC_MONO_MAX,
+    p.add_argument("--share", type=domain.SHARE, default=BUCC_SHARE, help="gold share of each pool (BUCC: 2-3%%)")
+    p.add_argument("--distractors", type=domain.COUNT0, default=BUCC_DISTRACTORS, help="unpaired gold-domain lines per side")
+    p.add_argument("--mono-max", type=domain.COUNT0, default=BUCC_MONO_MAX,
                    help="the first this many distinct monolingual lines per side (0 = all; half per split)")
-    p.add_argument("--seed", type=int, default=SEED,
+    p.add_argument("--seed", type=domain.SEED, default=SEED,
                    help="which gold pairs and distractors are drawn, and the pools' order "
                         "(default %(default)s)")
     p.add_argument("--output-dir", required=True,
@@ -237,7 +240,7 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> N
     p.add_argument("--positives", choices=POSITIVE_SOURCES, default=HEAD_POSITIVES,
                    help="the fit's positives: a sample of the encoder's training pairs (--encoder-data), "
                         "--positives-files, or the held-out pairs (default %(default)s)")
-    p.add_argument("--positives-size", type=int, default=HEAD_POSITIVES_SIZE,
+    p.add_argument("--positives-size", type=domain.COUNT0, default=HEAD_POSITIVES_SIZE,
                    help="positive pairs sampled (seeded) from the encoder data or files; 0 = all "
                         "(default %(default)s)")
     p.add_argument("--positives-files", nargs="*", default=[], type=HeldOut.parse, metavar="SL,TL,SRC,TGT",
@@ -251,10 +254,10 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> N
                    help="the corpus' shards and their embeddings (kinds whose negatives come from the corpus)")
     p.add_argument("--exclude-pairs", default=None, help="a human-labelled evaluation TSV (ParaCrawl format): "
                                                           "its pairs are never negatives")
-    p.add_argument("--seed", type=int, default=SEED,
+    p.add_argument("--seed", type=domain.SEED, default=SEED,
                    help="seed of the fit and of the choice of corpus negatives (default %(default)s)")
     p.add_argument("--device", default="cpu", help="cpu or cuda[:N] (fails if no GPU is visible)")
-    p.add_argument("--threads", type=int, default=None, help="CPU threads for the encoder and FAISS")
+    p.add_argument("--threads", type=domain.THREADS, default=None, help="CPU threads for the encoder and FAISS")
     p.add_argument("--output", required=True, help="the head's directory")
     handlers["fit-scorer"] = cmd_fit_scorer
 
@@ -269,7 +272,7 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> N
                    help="translate --stats files of the corpus shards")
     p.add_argument("--scores", nargs="*", default=[], metavar="SCORER=FILE[,...]",
                    help="a vote scorer's shard score files")
-    p.add_argument("-k", type=int, default=K,
+    p.add_argument("-k", type=domain.K, default=K,
                    help="neighbours per sentence of the intrinsic sets' ratio margin (default %(default)s)")
     p.add_argument("--src-lang", required=True, help="language code of the sets' source side")
     p.add_argument("--tgt-lang", required=True, help="language code of the sets' target side")
@@ -279,7 +282,7 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> N
                         "the row as JSON")
     p.add_argument("--md", required=True, help="output: the three sections as Markdown tables")
     p.add_argument("--device", default="cpu", help="cpu or cuda[:N] (fails if no GPU is visible)")
-    p.add_argument("--threads", type=int, default=None, help="CPU threads for the encoder and FAISS")
+    p.add_argument("--threads", type=domain.THREADS, default=None, help="CPU threads for the encoder and FAISS")
     handlers["vote-report"] = cmd_vote_report
 
     p = sub.add_parser("eval-similarity", help="intrinsic retrieval error with a learned similarity (e.g. mlp) "
@@ -292,9 +295,9 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> N
                    help="a gold set; KIND is tatoeba or alignment; repeatable")
     p.add_argument("--src-lang", required=True, help="the language of the similarity's first input")
     p.add_argument("--label", default="similarity", help="the margin column's name in the report")
-    p.add_argument("--seed", type=int, default=SEED,
+    p.add_argument("--seed", type=domain.SEED, default=SEED,
                    help="seed of the shuffle of an alignment set's candidates (default %(default)s)")
     p.add_argument("--device", default="cpu", help="cpu or cuda[:N] (fails if no GPU is visible)")
-    p.add_argument("--threads", type=int, default=None, help="CPU threads for the encoder")
+    p.add_argument("--threads", type=domain.THREADS, default=None, help="CPU threads for the encoder")
     p.add_argument("--output", required=True, help="JSON (eval-encoder's format)")
     handlers["eval-similarity"] = cmd_eval_similarity

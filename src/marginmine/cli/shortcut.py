@@ -10,6 +10,7 @@ from typing import Callable
 
 from marginmine.defaults import SEED
 from marginmine.errors import InputError, MarginmineError
+from marginmine.cli import values as domain
 
 log = logging.getLogger("marginmine")
 Handler = Callable[[argparse.Namespace], int]
@@ -69,9 +70,9 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> N
                    help="a labelled clean set: its two aligned files and its labels TSV (origin, clean columns)")
     p.add_argument("--src-lang", required=True)
     p.add_argument("--tgt-lang", required=True)
-    p.add_argument("--seed", type=int, default=SEED, help="seed of the re-pairings (default %(default)s)")
+    p.add_argument("--seed", type=domain.SEED, default=SEED, help="seed of the re-pairings (default %(default)s)")
     p.add_argument("--device", default="cpu", help="cpu or cuda[:N]")
-    p.add_argument("--threads", type=int, default=None, help="CPU threads for the encoders")
+    p.add_argument("--threads", type=domain.THREADS, default=None, help="CPU threads for the encoders")
     p.add_argument("--title", default="Shortcut check of the fitted scorers", help="the Markdown table's title")
     p.add_argument("--tsv", required=True, help="output: a row per scorer and group")
     p.add_argument("--md", required=True, help="output: the same as Markdown, with what each column means")

@@ -138,7 +138,9 @@ def write_report(inputs: Sequence[Path], tsv: Path, md: Path, votes: Path | None
     """One row per encoder x set x margin (TSV), and a Markdown table: encoder per row; with
     ``votes`` (a vote-report TSV) the votes' F1 on the intrinsic sets below it (Markdown only: F1 is
     not an error rate)."""
-    results = [json.loads(p.read_text(encoding="utf-8")) for p in inputs]
+    from marginmine.io.safe import read_json
+
+    results = [read_json(p, "an eval-encoder result", hint="rerun eval-encoder") for p in inputs]
     with open_text_out(tsv) as fh:
         fh.write("encoder\tset\tmargin\tpairs\terr_src2tgt\terr_tgt2src\terr_avg\ttrain_minutes\n")
         for res in results:

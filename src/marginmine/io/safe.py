@@ -232,3 +232,21 @@ def json_fingerprint(obj: object) -> str:
     import json
 
     return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()
+
+
+def read_json(path: str | Path, what: str, hint: str = "rerun the step that writes it"):
+    """The JSON in ``path``; a missing, unreadable or malformed file is an InputError naming it
+    (``what``: which input it is, e.g. ``--first``)."""
+    import json
+
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(str(p), f"{what}: no such file", hint=hint) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(str(p), f"{what}: cannot be read ({exc})", hint=hint) from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(str(p), f"{what}: not JSON ({exc.msg})", line=exc.lineno, hint=hint) from None

@@ -168,7 +168,9 @@ class Ledger:
 
     @classmethod
     def read(cls, json_path: str | Path) -> "Ledger":
-        return cls.from_dict(json.loads(Path(json_path).read_text(encoding="utf-8")))
+        from marginmine.io.safe import read_json
+
+        return cls.from_dict(read_json(json_path, "a ledger", hint="rerun the preprocessing step that writes it"))
 
     def summary(self) -> str:
         """A few human-readable lines for logs."""

@@ -1,0 +1,123 @@
+"""Every numeric and choice option of every ``marginmine`` subcommand, given 0, -1, nan, a huge
+number and a word: either the value is in the option's domain and the arguments are read, or the
+command refuses it on one line naming the option, with exit status 2 - never a traceback. And every
+subcommand run with its required files missing stops on one error line with exit status 2."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+from pathlib import Path
+
+import pytest
+
+from marginmine.cli import values as domain
+from marginmine.cli.main import build_parser, main
+
+BAD = ["0", "-1", "nan", "inf", "1e30", str(10**30), "many"]
+
+
+def _subparsers() -> dict[str, argparse.ArgumentParser]:
+    ap = build_parser()
+    sub = next(a for a in ap._actions if isinstance(a, argparse._SubParsersAction))
+    return {name: p for name, p in sub.choices.items() if not any(a.dest == "rest" for a in p._actions)}
+
+
+COMMANDS = _subparsers()
+
+
+def _options(p: argparse.ArgumentParser) -> list[argparse.Action]:
+    return [a for a in p._actions if a.option_strings and (a.type is not None or a.choices)]
+
+
+def _filler(a: argparse.Action, tmp: Path) -> list[str]:
+    """A value the option accepts: its domain's lower end, its first choice, or a missing file."""
+    if isinstance(a.type, (domain.Whole, domain.Real)):
+        low = a.type.lo if a.type.lo is not None else 0
+        value = str(low + 1 if getattr(a.type, "lo_open", False) else low)
+    elif a.choices:
+        value = str(next(iter(a.choices)))
+    else:  # a file, or a value of its own format naming files (NAME=FILE, SRC_LANG,TGT_LANG,SRC,TGT ...)
+        path = tmp / f"missing-{a.dest}"
+        value = next((v for v in (str(path), f"en,de,{path},{path}", f"x={path}", f"{path},{path}", "0,1")
+                      if _accepts(a, v)), str(path))
+    return [value] * (a.nargs if isinstance(a.nargs, int) else 1)
+
+
+def _accepts(a: argparse.Action, value: str) -> bool:
+    try:
+        (a.type or str)(value)
+    except Exception:  # noqa: BLE001 - any refusal
+        return False
+    return True
+
+
+def _required(p: argparse.ArgumentParser, tmp: Path, skip: argparse.Action | None = None) -> list[str]:
+    out: list[str] = []
+    for a in p._actions:
+        if a.required and a is not skip:
+            out += ([a.option_strings[0]] if a.option_strings else []) + _filler(a, tmp)
+    return out
+
+
+def _parse(argv: list[str]) -> tuple[int | None, str]:
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        try:
+            build_parser().parse_args(argv)
+        except SystemExit as exc:
+            return int(exc.code or 0), err.getvalue()
+    return None, err.getvalue()
+
+
+def test_every_numeric_option_declares_its_domain() -> None:
+    bare = [f"{name} {a.option_strings[0]}" for name, p in COMMANDS.items() for a in p._actions
+            if a.type in (int, float)]
+    assert not bare, f"options typed int/float, not a cli.values domain: {bare}"
+    numeric = [a for p in COMMANDS.values() for a in p._actions if isinstance(a.type, (domain.Whole, domain.Real))]
+    assert len(numeric) >= 80  # the command line's numbers (85 when this test was written)
+
+
+CASES = [(name, a.option_strings[0]) for name, p in COMMANDS.items() for a in _options(p)]
+
+
+@pytest.mark.parametrize("command,option", CASES, ids=[f"{c} {o}" for c, o in CASES])
+def test_a_bad_value_is_one_error_line(command: str, option: str, tmp_path: Path) -> None:
+    p = COMMANDS[command]
+    action = next(a for a in p._actions if option in a.option_strings)
+    base = [command, *_required(p, tmp_path, skip=action)]
+    checked = 0
+    for value in BAD:
+        try:
+            accepted = action.type(value) is not None if action.type else True
+            if action.choices is not None:
+                accepted = accepted and (action.type(value) if action.type else value) in action.choices
+        except Exception:  # noqa: BLE001 - the option's own parser refused it (any kind of error)
+            accepted = False
+        code, err = _parse([*base, option, value])
+        if accepted:
+            assert code is None, f"{command} {option} {value}: refused although in its domain: {err}"
+            continue
+        checked += 1
+        assert code == 2, f"{command} {option} {value}: exit {code}"
+        lines = err.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith(f"marginmine {command}: error: argument {option}"), err
+        assert "Traceback" not in err
+    assert checked >= 1, f"{command} {option}: every bad value was accepted"
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_a_command_with_its_files_missing_stops_on_one_line(command: str, tmp_path: Path) -> None:
+    """The required options filled with files that do not exist (numbers at their domain's lower
+    end): the command names what is missing in one line and exits 2."""
+    argv = [command, *_required(COMMANDS[command], tmp_path)]
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        try:
+            code = main(argv)
+        except SystemExit as exc:
+            code = int(exc.code or 0)
+    lines = [x for x in err.getvalue().splitlines() if " error: " in x or "Traceback" in x]
+    assert code == 2, f"{argv}: exit {code}\n{err.getvalue()[-2000:]}"
+    assert len(lines) == 1 and lines[0].startswith(f"marginmine {command}: error: "), err.getvalue()[-2000:]
