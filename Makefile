@@ -42,7 +42,7 @@ unlock-stale:
 # each invocation's wall time and machine: a row of results/demo/wall_times.tsv (scripts/wall_time.sh),
 # each part's sum of its rows in results/demo/wall_times.md
 demo: $(STAMP) unlock-stale
-	bash scripts/wall_time.sh results/demo/wall_times.tsv "$(DEMO_TARGET)" \
+	bash scripts/wall_time.sh results/demo/wall_times.tsv "$(DEMO_TARGET)$(if $(filter-out config/demo.yaml,$(DEMO_CONFIGS)), + $(filter-out config/demo.yaml,$(DEMO_CONFIGS)))" \
 	  $(SNAKEMAKE) $(DEMO_TARGET) --configfile $(DEMO_CONFIGS) --cores $(CORES) --printshellcmds $(RESUME)
 
 # the published scorers' suite (config/demo.yaml `published:`) beside the demo's baselines:

@@ -4,7 +4,7 @@ and CTranslate2 including the checkpoint's conversion (the system is copied to a
 directory, so nothing is converted in advance). The decision this measured: CTranslate2 became the
 default decoder (the measured speed-up: bench/RESULTS.md).
 
-    .venv/bin/python bench/bench_decoding.py [--system work/demo/nmt/ratio.20k/seed1]
+    .venv/bin/python bench/bench_decoding.py [--system work/demo/nmt/use-ratio.20k/seed1]
 The length limit is fairseq's ``1.5 * source pieces + 10`` per sentence in both. Writes
 bench/out/decoding.{json,md}.
 """
@@ -42,7 +42,7 @@ def run_ours(system: Path, jobs: list[tuple[str, str]], threads: int, beam: int,
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--system", default=str(REPO / "work/demo/nmt/ratio.20k/seed1"))
+    ap.add_argument("--system", default=str(REPO / "work/demo/nmt/use-ratio.20k/seed1"))
     ap.add_argument("--work", default=str(REPO / "work/demo"))
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--beam", type=int, default=5)

@@ -1,5 +1,5 @@
-"""The demo NMT's learning curve: dev loss and dev BLEU against updates, on the demo's headline
-selection (run ``make demo`` first).
+"""The demo NMT's learning curve: dev loss and dev BLEU against updates, on the DAN's ratio-margin
+selection of the demo (run ``make demo`` first).
 
 One system (the demo's NMT settings, one training seed) is trained in steps: to the first point,
 decoded on the dev set, then trained further to the next point (``train-nmt`` resumes from its last

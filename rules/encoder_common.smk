@@ -8,6 +8,10 @@ QUICK = config["quick"]
 DEFAULT_ENCODER = ENC["default"]
 DEFAULT_ENCODER_DIR = f"{RESULTS}/encoder"
 _EXTRA = [] if QUICK else list(ENC["extra"])
+_UNKNOWN = [n for n in [DEFAULT_ENCODER, *ENC["extra"]] if n not in ENC["models"]]
+if _UNKNOWN:
+    raise ValueError(f"encoder.default / encoder.extra: {_UNKNOWN} not keys of encoder.models "
+                     f"({', '.join(ENC['models'])})")
 ENCODER_DIRS = {DEFAULT_ENCODER: DEFAULT_ENCODER_DIR}
 ENCODER_DIRS.update({n: f"{RESULTS}/encoders/{n}" for n in _EXTRA})
 if ENC["eval_random_init"] and not QUICK:  # twins of the trained kinds (a pre-trained import has none)

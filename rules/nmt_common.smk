@@ -45,8 +45,10 @@ def nmt_runtime(wildcards=None):
 
 
 def extra_eval_sets(wildcards):
-    """The extra test sets this method's system decodes (an extra set's `methods`, default all)."""
-    return [n for n in EXTRA_EVAL if wildcards.method in EVAL_SETS[n].get("methods", METHODS + PAPER_METHODS)]
+    """The extra test sets this method's system decodes (an extra set's `methods`, default every system:
+    the experiment's, the suite's baselines and methods)."""
+    every = METHODS + PAPER_BASELINES + PAPER_METHODS
+    return [n for n in EXTRA_EVAL if wildcards.method in EVAL_SETS[n].get("methods", every)]
 
 
 def extra_eval_files(wildcards):

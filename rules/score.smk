@@ -153,7 +153,7 @@ rule select_top:
         args=select_args,
         seed=config["seed"],
     wildcard_constraints:
-        method="|".join(map(re.escape, SELECTED + PAPER_SELECTED)),
+        method="|".join(map(re.escape, dict.fromkeys(SELECTED + PAPER_BASELINES + PAPER_SELECTED))),
     priority: 10  # the critical path: a selection waits for no NMT training
     threads: 1
     resources:
@@ -182,7 +182,7 @@ rule export_filtered:
     params:
         columns=source_columns(config["corpus"]["source"]),
     wildcard_constraints:
-        method="|".join(map(re.escape, SELECTED + PAPER_SELECTED)),
+        method="|".join(map(re.escape, dict.fromkeys(SELECTED + PAPER_BASELINES + PAPER_SELECTED))),
     threads: 1
     resources:
         mem_mb=500,

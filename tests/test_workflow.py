@@ -124,6 +124,40 @@ def test_make_published_part_one_plans_rescoring_and_hard_negatives_not_translat
     trained = set(re.findall(r"--workdir \S+/nmt/([\w.-]+)\.20k/seed(\d+)", r.stdout))
     suite = {(m, s) for m in ("eq9", "eq10", "hn-ratio") for s in ("1", "2")}
     assert suite <= trained and not any(m.startswith(("mlp", "vote")) for m, _ in trained), trained
+    # the suite's baselines the demo does not train (the DAN's ratio and cosine: the demo's are USE's)
+    assert {(m, s) for m in ("ratio", "cosine") for s in ("1", "2")} <= trained, trained
+    ratio = re.search(r"marginmine evaluate --workdir \S+/nmt/ratio\.20k/seed1[^\n]*", r.stdout).group(0)
+    assert all(f"{name}," in ratio for name in ("tatoeba", "multi30k-flickr2016", "newstest2014")), ratio
+
+
+def test_the_demo_and_scale_overlays_plan(real_data: Path, tmp_path: Path) -> None:
+    """config/demo-distance.yaml (make demo DEMO_CONFIGS=...) adds use-distance's two systems to the
+    demo's five; config/scale-use.yaml (make scale SCALE_ENCODER=use) embeds and scores the scale
+    corpus with USE beside the DAN, its selections in the same composition table."""
+    r = subprocess.run(["make", "-n", "demo", "DEMO_CONFIGS=config/demo.yaml config/demo-distance.yaml"], cwd=REPO,
+                       capture_output=True, text=True, timeout=60)
+    assert "--configfile config/demo.yaml config/demo-distance.yaml" in r.stdout, r.stdout[-2000:]
+    assert '"demo + config/demo-distance.yaml"' in r.stdout, r.stdout[-2000:]
+    copy_workflow(tmp_path)
+    r = snakemake("-n", "-p", "demo", "--configfile", "config/demo.yaml", "config/demo-distance.yaml", "--config",
+                  f"data_dir={real_data}", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-2000:]
+    trained = set(re.findall(r"--workdir \S+/nmt/([\w.-]+)\.20k/seed(\d+)", r.stdout))
+    assert trained == {(m, s) for m in ("use-ratio", "use-cosine", "use-distance") for s in "12"} | {("random", "1")}
+    r = subprocess.run(["make", "-n", "scale", "SCALE=1m", "SCALE_ENCODER=use"], cwd=REPO, capture_output=True,
+                       text=True, timeout=60)
+    assert "config/scale.yaml config/scale-1m.yaml config/scale-use.yaml" in r.stdout, r.stdout[-2000:]
+    stand_in = tmp_path / "results" / "demo" / "encoder" / "encoder.json"  # the demo's DAN, as make scale needs it
+    stand_in.parent.mkdir(parents=True)
+    stand_in.write_text('{"dim": 320}')
+    r = snakemake("-n", "-p", "preprocess", "scoring", "--configfile", "config/scale.yaml", "config/scale-1m.yaml",
+                  "config/scale-use.yaml", "--config", f"data_dir={real_data}", cwd=tmp_path)
+    assert r.returncode == 0, (r.stdout + r.stderr)[-2000:]
+    assert "--kind use-multilingual" in r.stdout and "encoders-random" not in r.stdout
+    assert re.search(r"marginmine embed --encoder results/scale-1m/encoders/use ", r.stdout), r.stdout[-2000:]
+    composition = re.search(r"marginmine composition [^\n]*", r.stdout).group(0)
+    assert all(f"select/{m}.{n}.tsv.gz" in composition  # 10% and 30% of 1M pairs
+               for m in ("ratio", "cosine", "use-ratio", "use-cosine", "random") for n in ("100k", "300k")), composition
 
 
 @pytest.mark.parametrize("seeds,message", [([], "nmt.seeds is empty"), ([1, 2, 1], "repeats seed(s) [1]")])

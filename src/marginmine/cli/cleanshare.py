@@ -62,7 +62,7 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> N
                    help="the N to estimate the top N's clean share at (20k, 1.5M, ...)")
     p.add_argument("--thresholds", nargs="*", default=[], metavar="NAME=T[,T]",
                    help="score thresholds of a scorer to estimate the clean share at (e.g. ratio=1.04,1.06)")
-    p.add_argument("--targets", nargs="*", type=domain.SHARE, default=list(CLEAN_TARGETS),
+    p.add_argument("--targets", nargs="*", type=domain.Real(0, 1, lo_open=True), default=list(CLEAN_TARGETS),
                    help="estimated clean shares whose largest N is reported (default %(default)s)")
     p.add_argument("--title", default="", help="the tables' and figure's title")
     p.add_argument("--tsv", required=True, help="output: a row per scorer and N / threshold / target")

@@ -52,7 +52,7 @@ DEMO = (
           "once, by the first step that rejects it. Written by the workflow rule preprocess_ledger (JSON; "
           "drawn here as the HTML report draws it)."),
     Table("intrinsic", "encoders/intrinsic.md", "Encoder intrinsic evaluation",
-          "Each encoder's error rate on the intrinsic sets, its random-init twin beside it. Written by the "
+          "Each encoder's error rate on the intrinsic sets, a trained encoder's random-init twin beside it. Written by the "
           "workflow rule encoder_report."),
     Table("bucc", "mining/bucc.md", "BUCC-style mining",
           "Bitext mining from the newstest pools: precision, recall and F1 on the test split, thresholds from "

@@ -108,8 +108,10 @@ def planned_dim(model: Mapping[str, Any]) -> tuple[int, bool]:
         return 512, True
     if model.get("kind") == "trained" and params.get("path"):
         manifest = Path(str(params["path"])) / "encoder.json"
-        if manifest.is_file():
+        try:  # a manifest without its dimension is refused when the encoder is placed, not here
             return int(json.loads(manifest.read_text(encoding="utf-8"))["dim"]), True
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
     return ASSUMED_DIM, False
 
 
