@@ -121,3 +121,20 @@ def test_a_command_with_its_files_missing_stops_on_one_line(command: str, tmp_pa
     lines = [x for x in err.getvalue().splitlines() if " error: " in x or "Traceback" in x]
     assert code == 2, f"{argv}: exit {code}\n{err.getvalue()[-2000:]}"
     assert len(lines) == 1 and lines[0].startswith(f"marginmine {command}: error: "), err.getvalue()[-2000:]
+
+
+def test_a_value_its_settings_refuse_is_one_error_line(tmp_path: Path) -> None:
+    """Values each in range that the validated settings refuse together (fewer maximum than minimum
+    tokens): one line and exit 2, the traceback only with --debug."""
+    src = tmp_path / "c.tsv"
+    src.write_text("Ein Haus.\tA house.\n", encoding="utf-8")
+    argv = ["preprocess", "--input", str(src), "--src-lang", "de", "--tgt-lang", "en", "--min-tokens", "10",
+            "--max-tokens", "5", "--output", str(tmp_path / "k.tsv"), "--rejects", str(tmp_path / "r.tsv"),
+            "--ledger", str(tmp_path / "l.json"), "--no-langid"]
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        code = main(argv)
+    lines = [x for x in err.getvalue().splitlines() if " error: " in x or "Traceback" in x]
+    assert code == 2 and len(lines) == 1 and lines[0].startswith("marginmine preprocess: error: "), err.getvalue()
+    with pytest.raises(ValueError):
+        main(["--debug", *argv])

@@ -377,6 +377,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"marginmine {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except ValueError as exc:  # a validated setting (a frozen settings class, a kind's params) refused a value
+        if args.debug:
+            raise
+        print(f"marginmine {args.command}: error: {exc} (--debug shows where)", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print(f"marginmine {args.command}: interrupted", file=sys.stderr)
         return 130

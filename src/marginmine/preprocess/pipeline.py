@@ -57,6 +57,10 @@ class PreprocessSettings:
     max_chars: int = DEFAULT_MAX_CHARS
     protected: frozenset[bytes] = field(default_factory=frozenset)
 
+    def __post_init__(self) -> None:
+        if self.min_tokens > self.max_tokens:
+            raise ValueError(f"min_tokens {self.min_tokens} > max_tokens {self.max_tokens}: no pair could be kept")
+
     def filters(self) -> list[PairFilter]:
         from marginmine.preprocess.langid import LangIdFilter
 
