@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from marginmine.defaults import K
 from marginmine.errors import MarginmineError
 from marginmine.scoring.kinds import BUILTIN_METHODS, load_plugins, make_kind
 
@@ -123,7 +124,7 @@ def expected_kept(expected_pairs: int, expected_keep: float) -> int:
 
 def check_scale(*, expected_pairs: int, expected_keep: float, sizes: Sequence[str], shard_size: int,
                 batch_size: int, spec: Any, dims: Mapping[str, tuple[int, bool]], device: str,
-                max_cpu_hours: float, k: int = 4) -> list[str]:
+                max_cpu_hours: float, k: int = K) -> list[str]:
     """Plan-time refusals of a run that cannot be meant, naming the config keys, and the scoring
     estimate of each scored encoder (lines to print; :mod:`marginmine.search.cost`):
 

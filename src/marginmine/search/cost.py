@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from marginmine.defaults import K
 from marginmine.search.knn import IndexSpec
 
 #: multiply-adds per second and core: BLAS (exact search, k-means, centroids: FAISS IndexFlatIP on
@@ -47,7 +48,7 @@ class SearchCost:
         return self.train_s + self.add_s + self.query_s
 
 
-def search_cost(queries: int, database: int, dim: int, spec: IndexSpec, k: int = 4) -> SearchCost:
+def search_cost(queries: int, database: int, dim: int, spec: IndexSpec, k: int = K) -> SearchCost:
     """The CPU-seconds of searching ``queries`` vectors among ``database`` with ``spec``."""
     s = spec.resolved(database)
     if s.kind == "flat":
@@ -62,7 +63,7 @@ def search_cost(queries: int, database: int, dim: int, spec: IndexSpec, k: int =
     return SearchCost(train_s, add_s, query_s)
 
 
-def batch_cpu_seconds(pairs: int, dim: int, spec: IndexSpec, k: int = 4) -> float:
+def batch_cpu_seconds(pairs: int, dim: int, spec: IndexSpec, k: int = K) -> float:
     """Both directions of a batch of ``pairs`` pairs (distinct sentences taken as ``pairs``)."""
     return 2 * search_cost(pairs, pairs, dim, spec, k).total_s
 
@@ -91,7 +92,7 @@ class JobEstimate:
                 f"{self.cpu_hours_per_batch:.2g} CPU-hours per batch, {self.cpu_hours:.2g} per job")
 
 
-def job_estimate(shard_pairs: int, batch_size: int, dim: int, spec: IndexSpec, k: int = 4) -> JobEstimate:
+def job_estimate(shard_pairs: int, batch_size: int, dim: int, spec: IndexSpec, k: int = K) -> JobEstimate:
     """The estimate of a scoring job over a shard of ``shard_pairs`` pairs."""
     shard_pairs = max(1, shard_pairs)
     batches = math.ceil(shard_pairs / batch_size)
