@@ -122,9 +122,10 @@ def test_the_demo_scores_selects_and_evaluates_the_random_twin_without_training_
                   cwd=tmp_path)
     assert r.returncode == 0, r.stderr[-2000:]
     counts = job_counts(r.stdout)
-    assert counts["embed_shard"] == 8 == counts["score_shard"]  # 4 shards x (dan, dan-random)
-    # 4 scorers and random at 20k, and ratio >= 1.04 (selection.thresholds); NMT: ratio x2, cosine x2, random
-    assert counts["select_top"] == 6 and counts["train_nmt"] == 5
+    assert counts["embed_shard"] == 12 == counts["score_shard"]  # 4 shards x (dan, dan-random, use)
+    # 7 scorers and random at 20k, and ratio >= 1.04 (selection.thresholds); NMT: use-ratio x2,
+    # use-cosine x2, random
+    assert counts["select_top"] == 9 and counts["train_nmt"] == 5
     assert "--method ratio --threshold 1.04" in r.stdout
     score = re.findall(r"marginmine score [^\n]*", r.stdout)
     twin = [c for c in score if "work/demo/score/dan-random/" in c]
@@ -137,7 +138,8 @@ def test_the_demo_scores_selects_and_evaluates_the_random_twin_without_training_
     assert "dan-random-ratio.20k.tsv.gz" in re.search(r"marginmine composition [^\n]*", r.stdout).group(0)
     for cmd in ("eval-filter", "eval-mining"):
         line = re.search(rf"marginmine {cmd} [^\n]*", r.stdout).group(0)
-        assert "--encoder dan=results/demo/encoder dan-random=work/demo/encoders-random/dan" in line, line
+        assert ("--encoder use=results/demo/encoders/use dan=results/demo/encoder "
+                "dan-random=work/demo/encoders-random/dan") in line, line
     assert "nmt/dan-random-ratio" not in r.stdout
     # the twin is built by the DAN's own trainer, untrained, from the DAN's own params (the workflow
     # knows no encoder internals such as max_steps)
@@ -190,10 +192,15 @@ def test_scorer_config_errors_name_the_key(change, message: str) -> None:
 
 def test_the_workflow_refuses_a_bad_scorer_at_plan_time(tmp_path: Path) -> None:
     """The checks above run when the workflow plans, with the encoders it builds: under quick: true
-    the random-init twins are not built, so a scorer over one names the key (and why)."""
+    the extra encoders (the demo's USE) are not built, without eval_random_init the random-init
+    twins are not, so a scorer over one names the key (and why)."""
     r = plan(tmp_path, "config/demo.yaml", lambda c: c.update(quick=True))
     out = r.stdout + r.stderr
-    assert r.returncode != 0 and "scorers.dan-random-ratio.encoder: 'dan-random' is not an encoder (known: dan, dan-de" \
+    assert r.returncode != 0 and "scorers.use-ratio.encoder: 'use' is not an encoder (known: dan, dan-de" \
+        in out and "encoder.extra's encoders are built unless quick: true" in out, out[-2000:]
+    r = plan(tmp_path, "config/demo.yaml", lambda c: c["encoder"].update(eval_random_init=False))
+    out = r.stdout + r.stderr
+    assert r.returncode != 0 and "scorers.dan-random-ratio.encoder: 'dan-random' is not an encoder (known: dan, use" \
         in out and "random-init twins exist unless quick: true" in out, out[-2000:]
 
 

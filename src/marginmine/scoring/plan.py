@@ -50,7 +50,7 @@ def check_scorer_config(scorers: Scorers, methods: Sequence[str], encoders: Sequ
                                       "(a name gives one score column)")
             if s["encoder"] not in encoders:
                 twin = (" (random-init twins exist unless quick: true or encoder.eval_random_init: false)"
-                        if s["encoder"].endswith("-random") else "")
+                        if s["encoder"].endswith("-random") else " (encoder.extra's encoders are built unless quick: true)")
                 raise MarginmineError(f"{key}.{name}.encoder: {s['encoder']!r} is not an encoder "
                                       f"(known: {', '.join(encoders)}){twin}")
             kind = make_kind(s["kind"], s.get("params", {}), f"{key}.{name}")
