@@ -46,6 +46,9 @@ def job_threads(wanted):
 
 
 PRE = config["preprocess"]
+if PRE["min_tokens"] > PRE["max_tokens"]:
+    raise ValueError(f"preprocess.min_tokens {PRE['min_tokens']} > preprocess.max_tokens {PRE['max_tokens']}: "
+                     "no pair could be kept")
 SHARD_SIZE = PRE["shard_size"]
 N_SHARDS = max(1, math.ceil(config["corpus"]["expected_pairs"] / SHARD_SIZE))
 SHARDS = shard_ids(N_SHARDS)

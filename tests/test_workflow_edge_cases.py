@@ -36,6 +36,12 @@ def test_missing_data_dir_fails_at_planning(tmp_path: Path) -> None:
         in lines[0], lines
 
 
+def test_token_bounds_that_keep_nothing_fail_at_planning(tmp_path: Path) -> None:
+    r = plan_demo_with(tmp_path, lambda cfg: cfg["preprocess"].update(min_tokens=90))
+    assert r.returncode != 0
+    assert "preprocess.min_tokens 90 > preprocess.max_tokens 80: no pair could be kept" in r.stdout + r.stderr
+
+
 def test_missing_local_source_file_names_its_key(tmp_path: Path) -> None:
     def change(cfg: dict) -> None:
         cfg["eval"]["extra"]["multi30k-flickr2016"]["src"] = "multi30k/test_2061_flickr.en.gz"
