@@ -72,7 +72,7 @@ def test_published_plans_its_encoders_scores_selections_systems_and_tables(real_
     assert len(cal) == 4 and '"hn-cal": {"kind": "calibrated", "encoder": "dan-hn", "head": "work/demo/heads/hn-cal"}' in cal[0]
     assert "--src-embeddings work/demo/embed/dan-hn/" in cal[0] and '"hn-ratio"' not in cal[0]
     assert suite["baselines"] == ["ratio", "cosine", "random"]
-    assert counts["train_nmt"] == 2 * len(suite["methods"]) + 2 + 2 + 1  # two seeds each (the methods, ratio, cosine); random one
+    assert counts["train_nmt"] == 2 * len(suite["methods"]) + 2 + 2 + 2  # two seeds each: the methods, ratio, cosine, random
     # the suite's intrinsic evaluation: every encoder of its table under cosine, ratio and Eq. 9 / 10
     assert counts["published_eval_encoder"] == 1 + len(suite["encoders"])
     evals = [c for c in re.findall(r"marginmine eval-encoder [^\n]*", r.stdout) if "results/demo/published/eval/" in c]

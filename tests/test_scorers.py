@@ -123,9 +123,9 @@ def test_the_demo_scores_selects_and_evaluates_the_random_twin_without_training_
     assert r.returncode == 0, r.stderr[-2000:]
     counts = job_counts(r.stdout)
     assert counts["embed_shard"] == 12 == counts["score_shard"]  # 4 shards x (dan, dan-random, use)
-    # 7 scorers and random at 20k, and ratio >= 1.04 (selection.thresholds); NMT: use-ratio x2,
-    # use-cosine x2, random
-    assert counts["select_top"] == 9 and counts["train_nmt"] == 5
+    # 7 scorers and random at 20k, and ratio >= 1.04 (selection.thresholds); NMT: use-ratio, use-cosine
+    # and random, two seeds each
+    assert counts["select_top"] == 9 and counts["train_nmt"] == 6
     assert "--method ratio --threshold 1.04" in r.stdout
     score = re.findall(r"marginmine score [^\n]*", r.stdout)
     twin = [c for c in score if "work/demo/score/dan-random/" in c]
