@@ -243,9 +243,9 @@ def read_json(path: str | Path, what: str, hint: str = "rerun the step that writ
     try:
         text = p.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise InputError(str(p), f"{what}: no such file", hint=hint) from None
+        raise InputError(str(p), f"cannot read {what}: no such file", hint=hint) from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(str(p), f"{what}: cannot be read ({exc})", hint=hint) from None
+        raise InputError(str(p), f"cannot read {what} ({exc})", hint=hint) from None
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
