@@ -413,7 +413,7 @@ def scoring_targets():
         out += rules.selection_composition.output
     if shortcut_scorers("main"):
         out += rules.shortcut_check.output
-    return out
+    return out + audit_targets()
 
 
 def published_targets():
@@ -464,3 +464,24 @@ def shortcut_test_files():
 def shortcut_encoders(suite="published"):
     """The encoders of a suite's fitted scorers (the shortcut check's)."""
     return list(dict.fromkeys(ALL_SCORERS[n]["encoder"] for n in shortcut_scorers(suite)))
+
+
+# --- the labelled audit (rules/audit.smk, docs/choosing-n.md) ---------------------------------------
+
+AUDIT = config["audit"]
+#: the audited scorer: audit.scorer, else the first scorer among selection.methods
+AUDIT_SCORER = AUDIT["scorer"] or next((m for m in METHODS if m in SCORERS), None)
+if AUDIT["scorer"] and AUDIT["scorer"] not in SCORERS:
+    raise ValueError(f"audit.scorer: {AUDIT['scorer']!r} is not a scorer of `scorers:` ({', '.join(SCORERS)})")
+AUDIT_SIZES = (resolve_sizes(AUDIT["sizes"], expected_kept(config["corpus"]["expected_pairs"], PRE["expected_keep"]))
+               if AUDIT["sizes"] else SIZES)
+
+
+def audit_targets():
+    """The audit's sample and page, and its estimate where there are labels."""
+    if AUDIT_SCORER is None:
+        return []
+    out = list(rules.audit_sample.output)
+    if AUDIT["labels_file"] or LABELLED_CORPUS:
+        out += list(rules.audit_estimate.output)
+    return out
