@@ -147,6 +147,14 @@ def main() -> None:
                 tables[title] += rows
                 for r in rows:
                     print(title, {k: v for k, v in r.items() if k not in ("pairs", "seeds")}, flush=True)
+    # how many labels for what interval width: the first scorer of each set, at its middle N
+    tables["labels and interval width"] = []
+    for sets, ns, _ in plans:
+        data, scorer, scores, positive, _b = sets[0]
+        for labels in (100, 200, 300, 500, 1000):
+            sim = simulation_rows(data, scorer, scores, positive, [ns[1]], labels, args.strata, range(args.seeds))
+            tables["labels and interval width"] += sim
+            print(sim, flush=True)
     result = {"cpu": cpu(), "seconds": round(time.time() - t0, 1), "seeds": args.seeds, "strata": args.strata,
               "tables": tables}
     args.out.mkdir(parents=True, exist_ok=True)

@@ -165,6 +165,36 @@ def test_the_noise_baseline_scores_like_misaligned_pairs_and_below_clean_ones(sm
     assert (smoke / "results/test/select/clean_share.png").stat().st_size > 10_000
 
 
+def test_the_audit_samples_the_ranking_and_its_interval_holds_the_labelled_precision(smoke: Path) -> None:
+    """The workflow's audit of the ratio ranking: every sampled row is the pair at its rank over both
+    shards (score descending, ties in corpus order), labelled from the sidecar as the sidecar says,
+    and the estimate at the smoke's N lies within 0.05 of its interval around the labelled precision
+    of the whole top N."""
+    from marginmine.evaluate.audit import ranks_of, truth_at
+    from marginmine.io.labels import PairLabels
+    from marginmine.scoring.files import read_scores
+
+    shards = [smoke / f"work/test/preprocess/kept/shard{s}.tsv.gz" for s in SHARDS]
+    rows = [r for s in shards for r in read_tsv(s)]
+    scores = np.concatenate([read_scores(smoke / f"work/test/score/dan/shard{s}.scores.tsv.gz", "ratio")
+                             for s in SHARDS])
+    by_rank = np.argsort(ranks_of(scores))
+    sample = tsv_rows(smoke / "work/test/audit/labels.sidecar.tsv")
+    labels = PairLabels.read(smoke / "work/test/corpus/demo.labels.tsv")
+    assert len(sample) == 300
+    for r in sample:
+        pair = rows[by_rank[int(r["rank"]) - 1]]
+        assert r["id"] == pair[2] and abs(float(r["score"]) - scores[by_rank[int(r["rank"]) - 1]]) < 1e-6
+        assert r["label"] == ("good" if labels.clean[labels.positions([r["id"]])[0]] else "bad")
+    result = json.loads((smoke / "results/test/audit/estimate.json").read_text())
+    positive = labels.clean[labels.positions(r[2] for r in rows)]
+    (row,) = result["rows"]
+    truth = truth_at(ranks_of(scores), positive, [row["N"]])[0]
+    assert row["N"] == 2000 and row["low"] - 0.05 <= truth <= row["high"] + 0.05, (row, truth)
+    assert "stands in for a person" in (smoke / "results/test/audit/estimate.md").read_text()
+    assert (smoke / "results/test/audit/sample.html").stat().st_size > 50_000
+
+
 def test_mining_benchmark_and_report_figures_are_written(smoke: Path) -> None:
     with open(smoke / "results/test/mining/bucc.tsv", encoding="utf-8") as fh:
         head, *rows = [line.rstrip("\n").split("\t") for line in fh]

@@ -45,8 +45,7 @@ DEMO = (
     Table("comparison", "comparison.md", "BLEU and chrF by selection method",
           "BLEU and chrF of the NMT systems trained on each selection: mean and sd over training seeds, and the "
           "two-level paired bootstrap against the headline method (for both metrics). Written by the workflow rule "
-          "compare_methods.",
-          "runs:comparison_runs.tsv"),
+          "compare_methods.", "runs:comparison_runs.tsv"),
     Table("ledger", "preprocess/ledger.json", "Preprocessing ledger",
           "What preprocessing removed, by step and reason and by source length; every removed pair is counted "
           "once, by the first step that rejects it. Written by the workflow rule preprocess_ledger (JSON; "
@@ -74,6 +73,8 @@ DEMO = (
           "Why the estimate is off where it is: each labelled group's median score, share below the "
           "baseline's median, ROC-AUC against the baseline and share of each top N. Written by the workflow "
           "rule eval_filter."),
+    Table("audit", "audit/estimate.md", "The labelled audit", "Precision of the audited scorer's top N with 95% "
+          "intervals from a labelled sample (docs/choosing-n.md). Written by the workflow rule audit_estimate."),
     Table("wall-times", "wall_times.md", "Wall time",
           "The wall time of each `make demo` invocation (scripts/wall_time.sh)."),
 )
@@ -121,11 +122,8 @@ def display(path: str | Path) -> str:
 
 
 def md_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    def cell(v: str) -> str:
-        return str(v).replace("|", "\\|")
-
-    return ["| " + " | ".join(map(cell, header)) + " |", "|" + "---|" * len(header),
-            *("| " + " | ".join(map(cell, r)) + " |" for r in rows)]
+    return ["| " + " | ".join(str(v).replace("|", "\\|") for v in r) + " |" if i != 1 else "|" + "---|" * len(header)
+            for i, r in enumerate([header, header, *rows])]
 
 
 # --- where a table's machine is recorded ------------------------------------------------------------
