@@ -60,7 +60,9 @@ rule audit_fill:
 
 rule audit_estimate:
     """The precision of every N and threshold with 95% intervals, the largest N at audit.target,
-    the label counts and a plot, from the labelled sample."""
+    the label counts and a plot, from the labelled sample. A person's labels file is an audit on its
+    own: drawn again for new sizes, the sample's plan no longer matches it, and the estimate is made at
+    audit.sizes without the thresholds (the log says so)."""
     input:
         plan=rules.audit_sample.output.plan,
         labels=AUDIT["labels_file"] or rules.audit_fill.output[0],
@@ -74,6 +76,8 @@ rule audit_estimate:
     benchmark:
         f"{BENCH}/audit/estimate.tsv"
     params:
+        scorer=AUDIT_SCORER,
+        sizes=" ".join(AUDIT_SIZES),
         target=AUDIT["target"],
         monotone="--monotone" if AUDIT["monotone"] else "",
         note="Labels: " + (f"{AUDIT['labels_file']} (a person's)." if AUDIT["labels_file"] else
@@ -86,6 +90,7 @@ rule audit_estimate:
     conda:
         "../envs/score.yaml"
     shell:
-        "marginmine audit-estimate --plan {input.plan:q} --labels {input.labels:q} --target {params.target} "
+        "marginmine audit-estimate --plan {input.plan:q} --labels {input.labels:q} --scorer {params.scorer:q} "
+        "--sizes {params.sizes} --target {params.target} "
         "{params.monotone} --note {params.note:q} --seed {params.seed:q} --tsv {output.tsv:q} --md {output.md:q} "
         "--json {output.json:q} --png {output.png:q} > {log:q} 2>&1"

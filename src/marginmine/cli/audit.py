@@ -47,17 +47,25 @@ def cmd_audit_fill(args: argparse.Namespace) -> int:
 
 
 def cmd_audit_estimate(args: argparse.Namespace) -> int:
+    from marginmine.errors import InputError
     from marginmine.evaluate.audit_files import SamplePlan, read_labels
     from marginmine.evaluate.audit_report import estimate, summary_line, write_estimate
+    from marginmine.scoring.selection import parse_count
 
-    plan = SamplePlan.read(args.plan)
-    audit = read_labels(args.labels, plan, args.monotone)
+    audit = read_labels(args.labels, args.monotone)
     if not (audit.labels >= 0).any():
-        from marginmine.errors import InputError
-
         raise InputError(args.labels, "no pair is labelled good or bad", hint="label the sample in its page and "
                          "export the labels (marginmine audit-sample --html)")
-    result = estimate(audit, plan, args.target, args.seed, args.draws)
+    plan = SamplePlan.read(args.plan) if args.plan else None
+    scorer = args.scorer or (plan.scorer if plan else "the audited scorer")
+    sizes = [parse_count(s) for s in args.sizes] if args.sizes else list(plan.sizes if plan else ())
+    thresholds: dict[str, int] = {}
+    if plan is not None and plan.matches(audit):
+        thresholds = plan.thresholds
+    elif plan is not None:
+        log.warning("%s is not the plan these labels were drawn with (the sample was drawn again since?): "
+                    "estimating at --sizes only, thresholds left out", args.plan)
+    result = estimate(audit, scorer, sizes, thresholds, args.target, args.seed, args.draws)
     write_estimate(result, audit, args.tsv, args.md, args.png, args.json, args.note, args.draws, args.seed)
     log.info("%s", summary_line(result))
     return 0
@@ -89,9 +97,13 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> N
     p.add_argument("--output", required=True, help="output: the sample with its label column filled")
     handlers["audit-fill"] = cmd_audit_fill
 
-    p = sub.add_parser("audit-estimate", help="precision of every N with 95%% intervals from the labelled sample")
-    p.add_argument("--plan", required=True, help="the sample's plan (audit-sample --plan)")
-    p.add_argument("--labels", required=True, help="the labelled sample (the page's export, or the TSV filled)")
+    p = sub.add_parser("audit-estimate", help="precision of every N with intervals from the labelled sample")
+    p.add_argument("--labels", required=True, help="the labelled sample (the page's export, or a copy of the "
+                   "sample TSV with its label column filled): an audit on its own")
+    p.add_argument("--plan", default=None, help="the sample's plan (audit-sample --plan): its sizes and thresholds, "
+                   "used where it is the plan the labels were drawn with")
+    p.add_argument("--sizes", nargs="*", default=[], metavar="N", help="the N to estimate at (default: the plan's)")
+    p.add_argument("--scorer", default=None, help="the audited scorer's name for the tables (default: the plan's)")
     p.add_argument("--target", type=domain.Real(0, 1, lo_open=True), default=AUDIT_TARGET,
                    help="precision whose largest N is reported (default %(default)s)")
     p.add_argument("--draws", type=domain.Whole(100, 1_000_000), default=4000, help="posterior draws (default %(default)s)")

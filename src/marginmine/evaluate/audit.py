@@ -19,9 +19,10 @@ stratum's unlabelled pairs a binomial count of good ones (they are a finite set)
 the top N are the labelled good ones among them plus, per stratum, its share of those counts for
 the stratum's unlabelled ranks below N (all of it for a stratum wholly inside the top N; a
 proportional share for the stratum N ends in): the precision at N is their count over N, its 95%
-interval the 2.5th-97.5th percentiles over the draws (``DRAWS``). The point estimate uses the
-observed rates ``g_h / s_h`` (a stratum without labels takes the nearest labelled stratum's rate
-below it).
+interval the 2.5th-97.5th percentiles over the draws (``DRAWS``), widened to hold the point estimate
+where every label agrees (Brown, Cai & DasGupta set the Jeffreys interval's upper end to 1 when every
+trial succeeds). The point estimate uses the observed rates ``g_h / s_h`` (a stratum without labels
+takes the nearest labelled stratum's rate below it).
 
 **The monotone fit in the rank** (``monotone=True``, ``marginmine audit-estimate --monotone``)
 projects the rates, and each draw, onto the sequences that do not rise with the rank (weighted
@@ -34,9 +35,12 @@ against 93-97% for each stratum's own rate.
 
 Why a posterior and not the bootstrap: at the top of a good ranking every sampled label is often
 ``good``; a bootstrap of such a stratum never draws a bad pair and its interval has width zero,
-which covers the truth far less often than 95%. Jeffreys intervals keep their binomial coverage
-near nominal even at 0 or all successes (Brown, Cai & DasGupta 2001, Statist. Sci. 16); the
-simulation (:mod:`marginmine.evaluate.audit_sim`) measures the coverage on real labels.
+which covers the truth far less often than 95%. The Jeffreys posterior keeps a width there, and its
+interval is the one Brown, Cai & DasGupta (2001, Statist. Sci. 16) recommend for a binomial share,
+with the boundary change above; the simulation (:mod:`marginmine.evaluate.audit_sim`) measures the
+coverage of the whole estimate on real labels. An N inside a stratum (not an edge) takes a
+proportional share of the stratum's drawn count: exact in expectation where the stratum's precision
+is flat, its within-stratum spread not modelled; the largest N at a target scans such N.
 
 Memory: the sample's ranks and the draws (``strata x DRAWS``), never the corpus.
 """
@@ -221,6 +225,10 @@ class Audit:
         for a in range(0, len(ns), 256):  # bounded memory: 256 N x draws at a time
             g = known[a:a + 256, None] + unl[a:a + 256] @ goods
             lo[a:a + 256], hi[a:a + 256] = np.percentile(g, [tail, 100 - tail], axis=1)
+        # where every label agrees the percentiles can exclude the point (all good: the upper end
+        # below 1): the interval is widened to hold it, as Brown, Cai & DasGupta close the Jeffreys
+        # interval at 0 and 1 (the upper end is 1 when every trial succeeds)
+        lo, hi = np.minimum(lo, point), np.maximum(hi, point)
         return Precision(tuple(int(x) for x in ns), point / ns, lo / ns, hi / ns, point)
 
     def largest_n(self, target: float, draws: int = DRAWS, seed: int = 0, step: float = 0.002) -> int:

@@ -21,8 +21,10 @@ from marginmine.errors import InputError, MarginmineError
 from marginmine.evaluate.audit import LABEL_WORDS, Audit, allocate, draw_ranks, plan_strata
 from marginmine.io.safe import read_json, write_text
 
-#: the sample file's columns (the page exports the same with ``label`` filled)
-SAMPLE_COLUMNS = ("item", "rank", "stratum", "score", "id", "src", "tgt", "label")
+#: the sample file's columns (the page exports the same with ``label`` filled). ``first`` / ``last``:
+#: the rank range of the row's stratum, ``pairs``: the ranking's size - so a labelled file is an
+#: audit on its own, whatever happens to the plan later (a sample drawn again for new sizes)
+SAMPLE_COLUMNS = ("item", "rank", "stratum", "first", "last", "pairs", "score", "id", "src", "tgt", "label")
 
 
 @dataclass(frozen=True)
@@ -38,6 +40,11 @@ class SamplePlan:
     thresholds: dict[str, int]
     seed: int
 
+    def matches(self, audit: Audit) -> bool:
+        """Whether ``audit`` (read from a labels file) is a labelling of this plan's sample."""
+        return (self.n == audit.n and tuple(self.edges) == tuple(audit.edges)
+                and set(audit.ranks.tolist()) <= set(self.ranks))
+
     @classmethod
     def read(cls, path: str | Path) -> "SamplePlan":
         d = read_json(path, "audit sample plan", hint="draw the sample again (marginmine audit-sample)")
@@ -45,7 +52,7 @@ class SamplePlan:
             return cls(d["scorer"], int(d["n"]), tuple(d["edges"]), tuple(d["ranks"]), tuple(d["sizes"]),
                        {k: int(v) for k, v in d["thresholds"].items()}, int(d["seed"]))
         except (KeyError, TypeError, ValueError) as exc:
-            raise InputError(str(path), f"is not an audit sample plan ({exc})",
+            raise InputError(str(path), f"is not an audit sample plan ({exc!r})",
                              hint="draw the sample again (marginmine audit-sample)") from exc
 
 
@@ -79,9 +86,13 @@ def draw_sample(pairs: Sequence[str | Path], scores: Sequence[str | Path], score
     if counts is None:
         raise MarginmineError(f"no scored pairs in {len(scores)} score file(s): nothing to audit")
     n = counts.n
-    for s in sizes:
-        if not 1 <= s <= n:
-            raise MarginmineError(f"audit size N = {s}: outside 1..{n} (the scored pairs)")
+    too_big = [s for s in sizes if s > n]
+    if too_big:  # as top-N selection keeps them all and the clean share skips them: said, not fatal
+        import logging
+
+        logging.getLogger(__name__).warning("audit: N = %s above the %d scored pairs: not a stratum edge, not "
+                                            "estimated", ", ".join(map(str, too_big)), n)
+    sizes = [s for s in sizes if s <= n]
     kept = {f"{t:g}": int(counts.at_least(float(t))) for t in thresholds}
     edges = plan_strata(n, strata, [*sizes, *kept.values()])
     ranks = draw_ranks(edges, allocate(edges, labels), seed)
@@ -101,12 +112,13 @@ def draw_sample(pairs: Sequence[str | Path], scores: Sequence[str | Path], score
         for line_no, line in enumerate(iter_sentences(p)):
             if line_no in hit:
                 cols = line.split("\t")
-                if len(cols) <= max(1, id_column):
-                    raise InputError(str(p), f"has {len(cols)} columns, the pair id is column {id_column}",
-                                     line=line_no + 1)
-                j = int(pos[line_no])
-                rows[j] = [str(item_of[j] + 1), str(ranks[j] + 1), str(stratum[j] + 1), f"{sc[line_no]:.6f}",
-                           tsv_field(cols[id_column]), tsv_field(cols[0]), tsv_field(cols[1]), ""]
+                if len(cols) < 2:
+                    raise InputError(str(p), f"has {len(cols)} column(s), a pair needs two", line=line_no + 1)
+                # a corpus without an id column: the shard and line name the pair
+                pid = cols[id_column] if len(cols) > id_column else f"{Path(p).name}:{line_no + 1}"
+                j, h = int(pos[line_no]), int(stratum[int(pos[line_no])])
+                rows[j] = [str(item_of[j] + 1), str(ranks[j] + 1), str(h + 1), str(edges[h] + 1), str(edges[h + 1]),
+                           str(n), f"{sc[line_no]:.6f}", tsv_field(pid), tsv_field(cols[0]), tsv_field(cols[1]), ""]
     if any(r is None for r in rows):
         raise MarginmineError(f"{sum(r is None for r in rows)} sampled ranks were not found in the pair shards "
                               "(a score file and its shard differ in length: score the shard again)")
@@ -120,40 +132,63 @@ def draw_sample(pairs: Sequence[str | Path], scores: Sequence[str | Path], score
     return plan
 
 
-def read_labels(path: str | Path, plan: SamplePlan, monotone: bool = False) -> Audit:
+def read_labels(path: str | Path, monotone: bool = False) -> Audit:
     """The labelled sample (the sample TSV with its ``label`` column filled: ``good``, ``bad``,
-    ``unsure`` or empty) as an :class:`Audit` of ``plan``'s ranking. Rows are matched by ``item``
-    and checked against the plan's ranks; a missing item counts as unlabelled."""
+    ``unsure`` or empty, any case) as an :class:`Audit`, from the file alone: its rows carry their
+    ranks, their strata's rank ranges and the ranking's size."""
     from marginmine.io.text import open_binary
 
-    labels = np.full(len(plan.ranks), LABEL_WORDS[""], np.int64)
-    seen: set[int] = set()
-    with open_binary(path) as fh:
-        header = fh.readline().decode("utf-8").rstrip("\r\n").split("\t")
-        need = ("item", "rank", "label")
-        if any(c not in header for c in need):
-            raise InputError(str(path), f"header {header[:8]} lacks {', '.join(c for c in need if c not in header)}",
-                             line=1, hint="export the labels from the audit page, or fill the sample TSV's label column")
-        ci, cr, cl = (header.index(c) for c in need)
-        for n, raw in enumerate(fh, 2):
-            cols = raw.decode("utf-8").rstrip("\r\n").split("\t")
-            if cols == [""]:
-                continue
-            if len(cols) < len(header):
-                raise InputError(str(path), f"has {len(cols)} columns, the header {len(header)}", line=n)
-            try:
-                item, rank = int(cols[ci]), int(cols[cr])
-            except ValueError as exc:
-                raise InputError(str(path), f"item {cols[ci]!r} / rank {cols[cr]!r} is not a number", line=n) from exc
-            if not 1 <= item <= len(plan.ranks) or plan.ranks[item - 1] + 1 != rank:
-                raise InputError(str(path), f"item {item} with rank {rank} is not in the sample's plan",
-                                 line=n, hint="label the sample drawn with this plan (same scorer, seed, corpus)")
-            if item in seen:
-                raise InputError(str(path), f"item {item} is labelled twice", line=n)
-            seen.add(item)
-            word = cols[cl].strip().lower()
-            if word not in LABEL_WORDS:
-                raise InputError(str(path), f"label {cols[cl]!r}: give good, bad, unsure or leave it empty", line=n)
-            labels[item - 1] = LABEL_WORDS[word]
-    order = np.argsort(plan.ranks)
-    return Audit(plan.n, plan.edges, np.asarray(plan.ranks, np.int64)[order], labels[order], monotone)
+    need = ("item", "rank", "first", "last", "pairs", "label")
+    hint = "export the labels from the audit page, or fill the label column of a copy of the sample TSV"
+    ranks: list[int] = []
+    labels: list[int] = []
+    bounds: set[int] = set()
+    sizes: set[int] = set()
+    items: set[int] = set()
+    try:
+        with open_binary(path) as fh:
+            header = fh.readline().decode("utf-8").lstrip("\ufeff").rstrip("\r\n").split("\t")
+            if any(c not in header for c in need):
+                raise InputError(str(path), f"header {header[:8]} lacks {', '.join(c for c in need if c not in header)}",
+                                 line=1, hint=hint)
+            ci, cr, cf, cl_, cp, cl = (header.index(c) for c in need)
+            for n, raw in enumerate(fh, 2):
+                cols = raw.decode("utf-8").rstrip("\r\n").split("\t")
+                if cols == [""]:
+                    continue
+                if len(cols) < len(header):
+                    raise InputError(str(path), f"has {len(cols)} columns, the header {len(header)}", line=n)
+                try:
+                    item, rank, first, last, pairs = (int(cols[c]) for c in (ci, cr, cf, cl_, cp))
+                except ValueError as exc:
+                    raise InputError(str(path), f"item, rank, first, last or pairs is not a number: {exc}",
+                                     line=n) from exc
+                if not 1 <= first <= rank <= last <= pairs:
+                    raise InputError(str(path), f"rank {rank} is not in its stratum {first}..{last} of {pairs}",
+                                     line=n, hint=hint)
+                if item in items:
+                    raise InputError(str(path), f"item {item} is labelled twice", line=n)
+                word = cols[cl].strip().lower()
+                if word not in LABEL_WORDS:
+                    raise InputError(str(path), f"label {cols[cl]!r}: give good, bad, unsure or leave it empty",
+                                     line=n)
+                items.add(item)
+                ranks.append(rank - 1)
+                labels.append(LABEL_WORDS[word])
+                bounds |= {first - 1, last}
+                sizes.add(pairs)
+    except UnicodeDecodeError as exc:
+        raise InputError(str(path), f"is not UTF-8 text ({exc.reason})",
+                         hint="save it as UTF-8 (a spreadsheet's 'TSV UTF-8'), or export it from the page") from exc
+    if len(sizes) != 1:
+        raise InputError(str(path), f"its rows name {len(sizes)} ranking sizes ({sorted(sizes)[:3]}): "
+                         "rows of different samples", hint=hint)
+    if not ranks:
+        raise InputError(str(path), "has no labelled rows", hint=hint)
+    order = np.argsort(ranks)
+    n_pairs = sizes.pop()
+    try:
+        return Audit(n_pairs, tuple(sorted(bounds | {0, n_pairs})), np.asarray(ranks, np.int64)[order],
+                     np.asarray(labels, np.int64)[order], monotone)
+    except ValueError as exc:
+        raise InputError(str(path), f"is not one audit sample: {exc}", hint=hint) from exc

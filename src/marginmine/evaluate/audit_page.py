@@ -39,7 +39,11 @@ _JS = r"""
   try { marks = JSON.parse(localStorage.getItem(key) || '{}'); } catch (e) { marks = {}; }
   const rows = Array.from(document.querySelectorAll('tr.pair'));
   let current = 0;
-  function save(){ localStorage.setItem(key, JSON.stringify(marks)); }
+  let stored = true;
+  function save(){
+    try { localStorage.setItem(key, JSON.stringify(marks)); }
+    catch (e) { if (stored) { stored = false; alert('This browser does not keep the marks (local storage is off): export them before closing the page.'); } }
+  }
   function paint(){
     let done = 0;
     rows.forEach(function(r){
@@ -99,7 +103,12 @@ def audit_page(sample_tsv: str | Path, out_html: str | Path, title: str, intro: 
     raw = Path(sample_tsv).read_bytes()
     with open_binary(sample_tsv) as fh:
         lines = [r.decode("utf-8").rstrip("\r\n").split("\t") for r in fh]
-    header, body = lines[0], [r for r in lines[1:] if r != [""]]
+    header, body = (lines[0] if lines else []), [r for r in lines[1:] if r != [""]]
+    if any(c not in header for c in ("item", "src", "tgt", "label")):
+        from marginmine.errors import InputError
+
+        raise InputError(str(sample_tsv), f"header {header[:8]} is not an audit sample's", line=1,
+                         hint="give the sample TSV marginmine audit-sample wrote")
     ci, cs, ct = header.index("item"), header.index("src"), header.index("tgt")
     data = {"digest": hashlib.sha256(raw).hexdigest()[:16], "header": header, "rows": body}
     payload = json.dumps(data, ensure_ascii=False).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")

@@ -6,30 +6,36 @@ own label sidecar where that stands in for a person (the demo)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
 
 from marginmine.evaluate.audit import DRAWS, LEVEL, Audit
-from marginmine.evaluate.audit_files import SamplePlan
 
 TITLE = "How many pairs to keep: the labelled audit"
 
 
-def estimate(audit: Audit, plan: SamplePlan, target: float, seed: int, draws: int = DRAWS) -> dict:
-    """The estimate's rows (each configured N, then each threshold), the largest N at ``target``
-    and the label counts."""
-    cuts = [("N", str(n), n) for n in plan.sizes] + [("threshold", t, n) for t, n in plan.thresholds.items()]
-    cuts = [c for c in cuts if c[2] >= 1]
+def estimate(audit: Audit, scorer: str, sizes: Sequence[int], thresholds: Mapping[str, int], target: float,
+             seed: int, draws: int = DRAWS) -> dict:
+    """The estimate's rows (each N of ``sizes``, then each threshold with the N it keeps), the largest
+    N at ``target`` and the label counts. An N above the ranking's size is left out (``skipped``); an
+    N inside a stratum (not one of the sample's edges) takes a proportional share of the stratum's
+    estimate (``within stratum``)."""
+    cuts = [("N", str(n), int(n)) for n in sizes] + [("threshold", t, int(n)) for t, n in thresholds.items()]
+    skipped = [f"{k} {v}" for k, v, n in cuts if not 1 <= n <= audit.n]
+    cuts = [c for c in cuts if 1 <= c[2] <= audit.n]
     p = audit.precision([c[2] for c in cuts], draws, seed)
     rows = []
     for j, (kind, value, n) in enumerate(cuts):
-        rows.append({"scorer": plan.scorer, "cut": kind, "value": value, "N": n,
+        rows.append({"scorer": scorer, "cut": kind, "value": value, "N": n,
                      "precision": round(float(p.point[j]), 4), "low": round(float(p.low[j]), 4),
                      "high": round(float(p.high[j]), 4), "expected good": int(round(float(p.good[j]))),
-                     "good low": int(np.floor(p.low[j] * n)), "good high": int(np.ceil(p.high[j] * n))})
-    return {"scorer": plan.scorer, "pairs": plan.n, "target": target, "level": LEVEL,
-            "largest_n": audit.largest_n(target, draws, seed), "labels": audit.counts(), "rows": rows}
+                     "good low": int(np.floor(p.low[j] * n)), "good high": int(np.ceil(p.high[j] * n)),
+                     "within stratum": "no" if n in audit.edges else "yes"})
+    return {"scorer": scorer, "pairs": audit.n, "target": target, "level": LEVEL,
+            "largest_n": audit.largest_n(target, draws, seed), "labels": audit.counts(), "rows": rows,
+            "skipped": skipped}
 
 
 def summary_line(result: dict) -> str:
@@ -48,14 +54,18 @@ def write_estimate(result: dict, audit: Audit, tsv: str | Path, md: str | Path, 
                    json_path: str | Path, note: str = "", draws: int = DRAWS, seed: int = 0) -> None:
     """The table (TSV, Markdown with the summary line and ``note``), the result as JSON, the plot."""
     from marginmine.io.safe import write_text
-    cols = ["scorer", "cut", "value", "N", "precision", "low", "high", "expected good", "good low", "good high"]
+    cols = ["scorer", "cut", "value", "N", "precision", "low", "high", "expected good", "good low", "good high",
+            "within stratum"]
     rows = [[str(r[c]) for c in cols] for r in result["rows"]]
     write_text(tsv, "\t".join(cols) + "\n" + "".join("\t".join(r) + "\n" for r in rows))
-    text = (f"# {TITLE}\n\n{summary_line(result)}.\n\n" + (f"{note}\n\n" if note else "")
+    skipped = (f"Not estimated: {', '.join(result['skipped'])} (above the {result['pairs']:,} ranked pairs).\n\n"
+               if result.get("skipped") else "")
+    text = (f"# {TITLE}\n\n{summary_line(result)}.\n\n" + (f"{note}\n\n" if note else "") + skipped
             + "Precision of the top N estimated from the labelled sample, stratified over the ranking ("
             + ("rates fitted monotone in the rank" if audit.monotone else "each stratum its own rate")
             + "), 95% intervals from Jeffreys posterior draws (docs/choosing-n.md); "
-              "`good low`/`good high`: the interval as pairs.\n\n" + _md(cols, rows))
+              "`good low`/`good high`: the interval as pairs; `within stratum`: N is not an edge of the sample's "
+              "strata, its stratum's estimate is shared in proportion.\n\n" + _md(cols, rows))
     write_text(md, text)
     write_text(json_path, json.dumps(result, indent=1) + "\n")
     _plot(audit, result, png, draws, seed)
@@ -106,7 +116,10 @@ def fill_from_sidecar(sample_tsv: str | Path, sidecar: str | Path, out_tsv: str 
     labels = PairLabels.read(sidecar)
     with open_binary(sample_tsv) as fh:
         lines = [raw.decode("utf-8").rstrip("\r\n").split("\t") for raw in fh]
-    header, body = lines[0], [r for r in lines[1:] if r != [""]]
+    header, body = (lines[0] if lines else []), [r for r in lines[1:] if r != [""]]
+    if "id" not in header or "label" not in header:
+        raise InputError(str(sample_tsv), f"header {header[:8]} lacks id / label", line=1,
+                         hint="give the sample TSV marginmine audit-sample wrote")
     ci, cl = header.index("id"), header.index("label")
     pos = labels.positions(r[ci] for r in body)
     if (pos < 0).any():

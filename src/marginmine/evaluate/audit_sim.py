@@ -4,8 +4,10 @@ precision of the whole top N, over many seeds; beside it, the noise baselines' e
 (:mod:`marginmine.scoring.cleanshare`) of the same rows.
 
 A row per data set, scorer and N: the true precision, the audit's median absolute error, the share
-of seeds whose 95% interval covers the truth, the mean interval width, and each baseline's estimate
-and absolute error (one number: a baseline has no labels to draw).
+of seeds whose 95% interval covers the truth, the mean interval width; the same error and coverage
+for *the rest* - the top N's pairs the draw did not label, whose labelled precision is what the
+labels did not already show; and each baseline's estimate and absolute error (one number: a
+baseline has no labels to draw).
 """
 
 from __future__ import annotations
@@ -32,14 +34,26 @@ def simulate(scores: np.ndarray, positive: np.ndarray, ns: Sequence[int], labels
     truth = truth_at(ranks, positive, ns)
     edges = plan_strata(len(scores), strata, ns)
     alloc = allocate(edges, labels)
+    n_arr = np.asarray(ns, np.int64)
+    good_top = truth * n_arr
     est, low, high = (np.empty((len(seeds), len(ns))) for _ in range(3))
+    rest_err, rest_cover = (np.empty((len(seeds), len(ns))) for _ in range(2))
     for i, seed in enumerate(seeds):
         drawn = draw_ranks(edges, alloc, seed)
         audit = Audit(len(scores), edges, drawn, np.where(by_rank[drawn], GOOD, BAD), monotone)
         p = audit.precision(ns, draws, seed)
         est[i], low[i], high[i] = p.point, p.low, p.high
+        # the pairs of the top N nobody labelled ("the rest"): their labelled precision against the
+        # estimate's share for them (the top N's estimate less its known labels, over their count)
+        labelled = np.searchsorted(drawn, n_arr)
+        known = np.asarray([by_rank[drawn[:m]].sum() for m in labelled])
+        rest = np.maximum(n_arr - labelled, 1)
+        rest_truth = (good_top - known) / rest
+        rest_err[i] = np.abs((p.good - known) / rest - rest_truth)
+        rest_cover[i] = ((low[i] * n_arr - known) / rest <= rest_truth + 1e-9) & (rest_truth <= (high[i] * n_arr - known) / rest + 1e-9)
     return {"truth": truth, "estimate": est, "median_abs_error": np.median(np.abs(est - truth), axis=0),
-            "coverage": ((low <= truth) & (truth <= high)).mean(axis=0), "mean_width": (high - low).mean(axis=0)}
+            "coverage": ((low <= truth) & (truth <= high)).mean(axis=0), "mean_width": (high - low).mean(axis=0),
+            "rest_median_abs_error": np.median(rest_err, axis=0), "rest_coverage": rest_cover.mean(axis=0)}
 
 
 def simulation_rows(data: str, scorer: str, scores: np.ndarray, positive: np.ndarray, ns: Sequence[int],
@@ -59,7 +73,9 @@ def simulation_rows(data: str, scorer: str, scores: np.ndarray, positive: np.nda
             "truth": round(float(sim["truth"][j]), 4),
             "audit median |error|": round(float(sim["median_abs_error"][j]), 4),
             "audit 95% coverage": round(float(sim["coverage"][j]), 3),
-            "audit mean width": round(float(sim["mean_width"][j]), 4)}
+            "audit mean width": round(float(sim["mean_width"][j]), 4),
+            "rest median |error|": round(float(sim["rest_median_abs_error"][j]), 4),
+            "rest coverage": round(float(sim["rest_coverage"][j]), 3)}
         for name, s in shares.items():
             row[f"{name} estimate"] = round(float(s[j]), 4)
             row[f"{name} |error|"] = round(abs(float(s[j]) - float(sim["truth"][j])), 4)

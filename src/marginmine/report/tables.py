@@ -21,6 +21,7 @@ TABLE_TITLES = {
     "clean_share.tsv": "Estimated clean share by N, threshold and target (noise baseline; an upper bound)",
     "clean_share_check.tsv": "Estimated (noise baseline) vs labelled clean share",
     "baseline_groups.tsv": "Each labelled group's scores against the noise baseline",
+    "estimate.tsv": "The labelled audit: precision of the top N with its 95% interval (docs/choosing-n.md)",
 }
 
 

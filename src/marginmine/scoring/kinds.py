@@ -91,6 +91,8 @@ class Batch:
     _votes: dict[int, np.ndarray] = field(default_factory=dict, repr=False)  # k -> vote_partners
     #: the batch this one re-pairs (:meth:`repaired`): its neighbourhood means are used
     _origin: "Batch | None" = field(default=None, repr=False)
+    #: each distinct source's two nearest distinct targets, kept from the first source-side search
+    _nearest: np.ndarray | None = field(default=None, repr=False)
 
     def __len__(self) -> int:
         return len(self.gx)
@@ -127,22 +129,29 @@ class Batch:
         misaligned neighbour or a related sentence makes, scored against the same neighbourhoods as
         :meth:`repaired`. A target may serve several sources. :meth:`original_pairs` marks the
         re-paired lines that are still a pair of this batch. A batch whose targets are all one
-        sentence, or one that is itself re-paired, is refused."""
-        from marginmine.search.knn import knn
-
+        sentence, or one that is itself re-paired, is refused. The neighbours come from the margin's
+        source-side search where it ran (k >= 2), else from a search of their own. A neighbour an
+        approximate index did not find (-1) leaves the line its own target: an original pair, left
+        out by :meth:`original_pairs`."""
         if self._origin is not None:
             raise ValueError("a re-paired batch cannot be re-paired again")
         if len(self.yu) < 2:
             raise ValueError(f"a batch of {len(self.yu)} distinct target(s) cannot be re-paired by neighbour")
-        idx = knn(self.xu, self.yu, 2, spec=self.spec, what="kNN hard re-pairing")[1]
+        idx = self._nearest
+        if idx is None:
+            from marginmine.search.knn import knn
+
+            idx = knn(self.xu, self.yu, 2, spec=self.spec, what="kNN hard re-pairing")[1]
         own = self.gy
-        first = idx[self.gx, 0]
-        gy = np.where(first == own, idx[self.gx, 1], first).astype(self.gy.dtype)
+        first, second = idx[self.gx, 0], idx[self.gx, 1]
+        gy = np.where(first == own, second, first)
+        gy = np.where(gy < 0, own, gy).astype(self.gy.dtype)
         line_of = np.empty(len(self.yu), np.int64)  # a line holding each distinct target
         line_of[self.gy[::-1]] = np.arange(len(self.gy))[::-1]
         lines = line_of[gy]
         tgt = self.tgt[lines] if isinstance(self.tgt, np.ndarray) else [self.tgt[i] for i in lines]
-        return dataclasses.replace(self, tgt=tgt, gy=gy, _cos=None, _means={}, _votes={}, _origin=self)
+        return dataclasses.replace(self, tgt=tgt, gy=gy, _cos=None, _means={}, _votes={}, _origin=self,
+                                   _nearest=None)
 
     def original_pairs(self) -> np.ndarray:
         """bool per pair: the pair (its distinct source and target) is also a pair of the batch this
@@ -168,9 +177,11 @@ class Batch:
             gq, go = (self.gx, self.gy) if side == "src" else (self.gy, self.gx)
             scratch = self.scratch / f"{side}-k{k}" if self.scratch is not None else None
             approximate = self.spec.resolved(len(base)).kind != "flat"
-            sims = knn(query, base, k, spec=self.spec, scratch=scratch, what=f"kNN {side} (k={k})",
-                       candidates=partners(gq, go, len(query)) if approximate else None)[0]
+            sims, idx = knn(query, base, k, spec=self.spec, scratch=scratch, what=f"kNN {side} (k={k})",
+                            candidates=partners(gq, go, len(query)) if approximate else None)
             self._means[(side, k)] = knn_mean(sims)
+            if side == "src" and idx.shape[1] >= 2:
+                self._nearest = idx[:, :2]  # the hard re-pairing's neighbours, from the search already made
         return self._means[(side, k)]
 
     def neighbourhood_mean(self, k: int) -> np.ndarray:
