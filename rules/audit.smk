@@ -21,8 +21,8 @@ rule audit_sample:
         scorer=AUDIT_SCORER,
         labels=AUDIT["labels"],
         strata=AUDIT["strata"],
-        sizes=" ".join(AUDIT_SIZES),
-        thresholds=" ".join(f"{t:g}" for t in THRESHOLDS.get(AUDIT_SCORER, [])),
+        sizes=AUDIT_SIZES,
+        thresholds=[f"{t:g}" for t in THRESHOLDS.get(AUDIT_SCORER, [])],
         seed=config["seed"],
     threads: 1
     resources:
@@ -32,7 +32,7 @@ rule audit_sample:
         "../envs/score.yaml"
     shell:
         "marginmine audit-sample --pairs {input.pairs:q} --scores {input.scores:q} --scorer {params.scorer:q} "
-        "--labels {params.labels} --strata {params.strata} --sizes {params.sizes} --thresholds {params.thresholds} "
+        "--labels {params.labels:q} --strata {params.strata:q} --sizes {params.sizes:q} --thresholds {params.thresholds:q} "
         "--seed {params.seed:q} --tsv {output.tsv:q} --plan {output.plan:q} --html {output.html:q} > {log:q} 2>&1"
 
 
@@ -77,9 +77,9 @@ rule audit_estimate:
         f"{BENCH}/audit/estimate.tsv"
     params:
         scorer=AUDIT_SCORER,
-        sizes=" ".join(AUDIT_SIZES),
+        sizes=AUDIT_SIZES,
         target=AUDIT["target"],
-        monotone="--monotone" if AUDIT["monotone"] else "",
+        monotone=["--monotone"] if AUDIT["monotone"] else [],
         note="Labels: " + (f"{AUDIT['labels_file']} (a person's)." if AUDIT["labels_file"] else
                            "the corpus' own label sidecar (clean = good) stands in for a person."),
         seed=config["seed"],
@@ -91,6 +91,6 @@ rule audit_estimate:
         "../envs/score.yaml"
     shell:
         "marginmine audit-estimate --plan {input.plan:q} --labels {input.labels:q} --scorer {params.scorer:q} "
-        "--sizes {params.sizes} --target {params.target} "
-        "{params.monotone} --note {params.note:q} --seed {params.seed:q} --tsv {output.tsv:q} --md {output.md:q} "
-        "--json {output.json:q} --png {output.png:q} > {log:q} 2>&1"
+        "--sizes {params.sizes:q} --target {params.target:q} {params.monotone:q} --note {params.note:q} "
+        "--seed {params.seed:q} --tsv {output.tsv:q} --md {output.md:q} --json {output.json:q} --png {output.png:q} "
+        "> {log:q} 2>&1"

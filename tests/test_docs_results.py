@@ -96,6 +96,14 @@ def write_tables(out: Path, intrinsic_name: str = "intrinsic.md") -> None:
     write_quality_table(baseline_by_group("demo corpus", {"ratio": scores}, {"ratio": noise}, truth.astype(int),
                                           ["noise", "clean"], [200]),
                         out / "baseline_groups.tsv", out / "baseline_groups.md", "Groups against the baseline")
+    from marginmine.evaluate.audit import BAD, GOOD, Audit, allocate, draw_ranks, plan_strata
+    from marginmine.evaluate.audit_report import estimate as audit_estimate, write_estimate
+
+    edges = plan_strata(1000, 4, [200])
+    drawn = draw_ranks(edges, allocate(edges, 60), 1)
+    audit = Audit(1000, edges, drawn, np.where(truth[np.argsort(-scores, kind="stable")][drawn], GOOD, BAD))
+    write_estimate(audit_estimate(audit, "ratio", [200], {}, 0.9, 1, 500), audit, out / "estimate.tsv",
+                   out / "estimate.md", out / "estimate.png", out / "estimate.json", draws=500)
 
 
 def build_demo(root: Path) -> Path:
@@ -109,7 +117,8 @@ def build_demo(root: Path) -> Path:
     for sub, names in (("encoders", ("intrinsic.md", "intrinsic.tsv")), ("mining", ("bucc.md", "bucc.tsv")),
                        ("filtering", ("quality.md", "quality.tsv", "clean_share_check.md", "clean_share_check.tsv",
                                       "baseline_groups.md", "baseline_groups.tsv")),
-                       ("select", ("composition.md", "composition.tsv", "density.tsv", "clean_share.md"))):
+                       ("select", ("composition.md", "composition.tsv", "density.tsv", "clean_share.md")),
+                       ("audit", ("estimate.md",))):
         (res / sub).mkdir(exist_ok=True)
         for n in names:
             (res / n).rename(res / sub / n)

@@ -105,6 +105,10 @@ CLASHES: dict[str, list[str]] = {
                         "--report", "in.json"],
     "eval-similarity": ["--encoder", "x=data", "--name", "m", "--src-lang", "en", "--set",
                         "t,tatoeba,de,en,in.txt,in2.txt", "--output", "data/in.tsv"],
+    "audit-sample": ["--pairs", "in.tsv", "--scores", "in2.txt", "--scorer", "x", "--tsv", "in.tsv", "--plan",
+                     "p.json", "--html", "o.html"],
+    "audit-fill": ["--sample", "in.tsv", "--labels", "l.tsv", "--output", "in.tsv"],
+    "audit-estimate": ["--labels", "in.tsv", "--tsv", "o.tsv", "--md", "o.md", "--json", "o.json", "--png", "in.tsv"],
     "vote-report": ["--encoder", "data", "--src-lang", "en", "--tgt-lang", "de", "--set",
                     "t,in.txt,in2.txt,p.txt,l.tsv", "--tsv", "o.tsv", "--md", "p.txt"],
 }
