@@ -192,6 +192,11 @@ def test_the_audit_samples_the_ranking_and_its_interval_holds_the_labelled_preci
     truth = truth_at(ranks_of(scores), positive, [row["N"]])[0]
     assert row["N"] == 2000 and row["low"] - 0.05 <= truth <= row["high"] + 0.05, (row, truth)
     assert "stands in for a person" in (smoke / "results/test/audit/estimate.md").read_text()
+    # the simulation on this corpus' own labels (issue 47 item 4, small): 300 labels, 40 seeds
+    from marginmine.evaluate.audit_sim import simulate
+
+    sim = simulate(scores, positive, [1000, 2000], 300, 8, range(40), draws=1000)
+    assert np.all(sim["median_abs_error"] <= 0.05) and np.all(sim["coverage"] >= 0.85), sim
     assert (smoke / "results/test/audit/sample.html").stat().st_size > 50_000
 
 
