@@ -58,8 +58,9 @@ EVAL_SETS = {
     **config["eval"].get("extra", {}),
 }
 # N as count labels; a share ("10%") is that share of the pairs expected after preprocessing
-SIZES = resolve_sizes(config["selection"]["sizes"],
-                      expected_kept(config["corpus"]["expected_pairs"], PRE["expected_keep"]))
+#: the pairs expected after preprocessing (corpus.expected_pairs x preprocess.expected_keep)
+EXPECTED_KEPT = expected_kept(config["corpus"]["expected_pairs"], PRE["expected_keep"])
+SIZES = resolve_sizes(config["selection"]["sizes"], EXPECTED_KEPT)
 METHODS = config["selection"]["methods"]
 #: scorer -> the score thresholds it also selects by (selection.thresholds): selections {method}.t{T}
 THRESHOLDS = {name: [float(t) for t in ts] for name, ts in config["selection"].get("thresholds", {}).items()}

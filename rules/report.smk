@@ -112,7 +112,7 @@ rule report_samples:
     threads: 1
     resources:
         # one scorer's scores and ranking, and the two compared scorers' (~80 bytes a pair at most)
-        mem_mb=max(2000, 1000 + expected_kept(config["corpus"]["expected_pairs"], PRE["expected_keep"]) * 80 // 2**20),
+        mem_mb=max(2000, 1000 + EXPECTED_KEPT * 80 // 2**20),
         runtime=PRE["runtime_min"],
     conda:
         "../envs/score.yaml"

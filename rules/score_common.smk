@@ -473,8 +473,7 @@ AUDIT = config["audit"]
 AUDIT_SCORER = AUDIT["scorer"] or next((m for m in METHODS if m in SCORERS), None)
 if AUDIT["scorer"] and AUDIT["scorer"] not in SCORERS:
     raise ValueError(f"audit.scorer: {AUDIT['scorer']!r} is not a scorer of `scorers:` ({', '.join(SCORERS)})")
-AUDIT_SIZES = (resolve_sizes(AUDIT["sizes"], expected_kept(config["corpus"]["expected_pairs"], PRE["expected_keep"]))
-               if AUDIT["sizes"] else SIZES)
+AUDIT_SIZES = resolve_sizes(AUDIT["sizes"], EXPECTED_KEPT) if AUDIT["sizes"] else SIZES
 
 
 def audit_targets():

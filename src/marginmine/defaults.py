@@ -33,3 +33,5 @@ ON_TIME_CAP = "error"
 AUDIT_LABELS = 300
 AUDIT_STRATA = 8
 AUDIT_TARGET = 0.9
+#: posterior draws of the audit's intervals (marginmine audit-estimate --draws)
+AUDIT_DRAWS = 4000

@@ -10,22 +10,18 @@ import logging
 from typing import Callable
 
 from marginmine.cli import values as domain
-from marginmine.defaults import AUDIT_LABELS, AUDIT_STRATA, AUDIT_TARGET, SEED
+from marginmine.defaults import AUDIT_DRAWS, AUDIT_LABELS, AUDIT_STRATA, AUDIT_TARGET, SEED
 
 log = logging.getLogger("marginmine")
 Handler = Callable[[argparse.Namespace], int]
 
 
 def cmd_audit_sample(args: argparse.Namespace) -> int:
-    from marginmine.errors import MarginmineError
     from marginmine.evaluate.audit_files import draw_sample
     from marginmine.evaluate.audit_page import audit_page
     from marginmine.scoring.selection import parse_count
 
     sizes = [parse_count(s) for s in args.sizes]
-    if len(args.pairs) != len(args.scores):
-        raise MarginmineError(f"--pairs gives {len(args.pairs)} shards, --scores {len(args.scores)} files: one per "
-                              "shard, in the same order")
     plan = draw_sample(args.pairs, args.scores, args.scorer, args.labels, args.strata, sizes, args.thresholds,
                        args.seed, args.id_column, args.tsv, args.plan)
     intro = (f"{len(plan.ranks)} pairs drawn from {plan.n:,} ranked by {plan.scorer} (shown in a shuffled order, "
@@ -106,7 +102,7 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> N
     p.add_argument("--scorer", default=None, help="the audited scorer's name for the tables (default: the plan's)")
     p.add_argument("--target", type=domain.Real(0, 1, lo_open=True), default=AUDIT_TARGET,
                    help="precision whose largest N is reported (default %(default)s)")
-    p.add_argument("--draws", type=domain.Whole(100, 1_000_000), default=4000, help="posterior draws (default %(default)s)")
+    p.add_argument("--draws", type=domain.Whole(100, 1_000_000), default=AUDIT_DRAWS, help="posterior draws (default %(default)s)")
     p.add_argument("--seed", type=domain.SEED, default=SEED, help="seed of the draws (default %(default)s)")
     p.add_argument("--monotone", action="store_true",
                    help="fit the strata's rates to not rise with the rank (narrower; wrong where a scorer ranks "

@@ -52,12 +52,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from marginmine.defaults import AUDIT_DRAWS
+
 #: a label's code: good, bad, unsure (left out, counted), none given (left out, counted)
 GOOD, BAD, UNSURE, UNLABELLED = 1, 0, -1, -2
 #: the label words of the sample file and the page
 LABEL_WORDS = {"good": GOOD, "bad": BAD, "unsure": UNSURE, "": UNLABELLED}
 #: posterior draws of the interval
-DRAWS = 4000
+DRAWS = AUDIT_DRAWS
 #: two-sided level of every interval
 LEVEL = 0.95
 #: a geometric stratum edge within this share of a configured cut gives way to the cut
@@ -254,11 +256,16 @@ class Precision:
     good: np.ndarray
 
 
+def labels_by_rank(ranks: np.ndarray, positive: np.ndarray) -> np.ndarray:
+    """Each pair's label (bool) in rank order (``ranks`` from :func:`ranks_of`)."""
+    out = np.empty(len(ranks), bool)
+    out[ranks] = np.asarray(positive, bool)
+    return out
+
+
 def truth_at(ranks: np.ndarray, positive: np.ndarray, ns: Sequence[int]) -> np.ndarray:
     """The labelled precision of the top N for each N (all pairs labelled; ``ranks`` from
     :func:`ranks_of`)."""
-    by_rank = np.empty(len(ranks), bool)
-    by_rank[ranks] = np.asarray(positive, bool)
-    cum = np.cumsum(by_rank)
+    cum = np.cumsum(labels_by_rank(ranks, positive))
     ns = np.asarray(ns, np.int64)
     return cum[ns - 1] / ns

@@ -56,6 +56,21 @@ class SamplePlan:
                              hint="draw the sample again (marginmine audit-sample)") from exc
 
 
+def read_sample(path: str | Path, need: Sequence[str]) -> tuple[list[str], list[list[str]]]:
+    """A sample TSV's header and rows (its fields as written); a header without every column of
+    ``need`` is an error naming the file."""
+    from marginmine.io.text import open_binary
+
+    with open_binary(path) as fh:
+        lines = [raw.decode("utf-8").rstrip("\r\n").split("\t") for raw in fh]
+    header, body = (lines[0] if lines else []), [r for r in lines[1:] if r != [""]]
+    missing = [c for c in need if c not in header]
+    if missing:
+        raise InputError(str(path), f"header {header[:8]} lacks {', '.join(missing)}", line=1,
+                         hint="give the sample TSV marginmine audit-sample wrote")
+    return header, body
+
+
 def _rank_shard(values: np.ndarray, scores: np.ndarray, greater: np.ndarray, seen: np.ndarray) -> np.ndarray:
     """The ranks of one shard's pairs (``seen``: the earlier shards' count of each distinct score,
     updated)."""

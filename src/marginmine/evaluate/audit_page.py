@@ -20,7 +20,7 @@ import html
 import json
 from pathlib import Path
 
-from marginmine.report.sample_pages import visible_html
+from marginmine.report.sample_pages import tsv_text, visible_html
 from marginmine.report.tables import html_page
 
 _CSS = """
@@ -97,25 +97,18 @@ _JS = r"""
 
 def audit_page(sample_tsv: str | Path, out_html: str | Path, title: str, intro: str = "") -> None:
     """Write the labelling page of the sample TSV (:data:`marginmine.evaluate.audit_files.SAMPLE_COLUMNS`)."""
+    from marginmine.evaluate.audit_files import read_sample
     from marginmine.io.safe import write_text
-    from marginmine.io.text import open_binary
 
     raw = Path(sample_tsv).read_bytes()
-    with open_binary(sample_tsv) as fh:
-        lines = [r.decode("utf-8").rstrip("\r\n").split("\t") for r in fh]
-    header, body = (lines[0] if lines else []), [r for r in lines[1:] if r != [""]]
-    if any(c not in header for c in ("item", "src", "tgt", "label")):
-        from marginmine.errors import InputError
-
-        raise InputError(str(sample_tsv), f"header {header[:8]} is not an audit sample's", line=1,
-                         hint="give the sample TSV marginmine audit-sample wrote")
+    header, body = read_sample(sample_tsv, ("item", "src", "tgt", "label"))
     ci, cs, ct = header.index("item"), header.index("src"), header.index("tgt")
     data = {"digest": hashlib.sha256(raw).hexdigest()[:16], "header": header, "rows": body}
     payload = json.dumps(data, ensure_ascii=False).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
     trs = "".join(
         f'<tr class="pair" data-item="{html.escape(r[ci])}"><td>{html.escape(r[ci])}</td>'
-        f'<td class="text" dir="auto">{visible_html(_unescape(r[cs]))}</td>'
-        f'<td class="text" dir="auto">{visible_html(_unescape(r[ct]))}</td>'
+        f'<td class="text" dir="auto">{visible_html(tsv_text(r[cs]))}</td>'
+        f'<td class="text" dir="auto">{visible_html(tsv_text(r[ct]))}</td>'
         '<td class="mark"><button data-label="good">good (g)</button><button data-label="bad">bad (b)</button>'
         '<button data-label="unsure">unsure (u)</button></td><td class="label"></td></tr>' for r in body)
     body_html = (f"<style>{_CSS}</style><p>{html.escape(intro)}</p>"
@@ -126,11 +119,3 @@ def audit_page(sample_tsv: str | Path, out_html: str | Path, title: str, intro: 
                  f'<script type="application/json" id="sample">{payload}</script><script>{_JS}</script>')
     write_text(out_html, html_page(title, body_html))
 
-
-def _unescape(field: str) -> str:
-    """A sample TSV field back to its text (the inverse of ``tsv_field``)."""
-    import re
-
-    table = {"\\\\": "\\", "\\t": "\t", "\\n": "\n", "\\r": "\r"}
-    return re.sub(r"\\\\|\\t|\\n|\\r|\\u[0-9a-f]{4}",
-                  lambda m: table.get(m.group(0)) or chr(int(m.group(0)[2:], 16)), field)

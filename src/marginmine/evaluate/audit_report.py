@@ -54,6 +54,8 @@ def write_estimate(result: dict, audit: Audit, tsv: str | Path, md: str | Path, 
                    json_path: str | Path, note: str = "", draws: int = DRAWS, seed: int = 0) -> None:
     """The table (TSV, Markdown with the summary line and ``note``), the result as JSON, the plot."""
     from marginmine.io.safe import write_text
+    from marginmine.report.docsresults import md_table
+
     cols = ["scorer", "cut", "value", "N", "precision", "low", "high", "expected good", "good low", "good high",
             "within stratum"]
     rows = [[str(r[c]) for c in cols] for r in result["rows"]]
@@ -65,15 +67,10 @@ def write_estimate(result: dict, audit: Audit, tsv: str | Path, md: str | Path, 
             + ("rates fitted monotone in the rank" if audit.monotone else "each stratum its own rate")
             + "), 95% intervals from Jeffreys posterior draws (docs/choosing-n.md); "
               "`good low`/`good high`: the interval as pairs; `within stratum`: N is not an edge of the sample's "
-              "strata, its stratum's estimate is shared in proportion.\n\n" + _md(cols, rows))
+              "strata, its stratum's estimate is shared in proportion.\n\n" + "\n".join(md_table(cols, rows)) + "\n")
     write_text(md, text)
     write_text(json_path, json.dumps(result, indent=1) + "\n")
     _plot(audit, result, png, draws, seed)
-
-
-def _md(cols: list[str], rows: list[list[str]]) -> str:
-    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)] + ["| " + " | ".join(r) + " |" for r in rows]
-    return "\n".join(lines) + "\n"
 
 
 def _plot(audit: Audit, result: dict, png: str | Path, draws: int, seed: int) -> None:
@@ -110,16 +107,12 @@ def fill_from_sidecar(sample_tsv: str | Path, sidecar: str | Path, out_tsv: str 
     """The sample with each pair's label taken from a label sidecar (``clean`` 1 = good, 0 = bad):
     a corpus' own labels standing in for a person. An id the sidecar lacks is an error."""
     from marginmine.errors import InputError
+    from marginmine.evaluate.audit_files import read_sample
     from marginmine.io.labels import PairLabels
-    from marginmine.io.text import open_binary, open_text_out
+    from marginmine.io.text import open_text_out
 
     labels = PairLabels.read(sidecar)
-    with open_binary(sample_tsv) as fh:
-        lines = [raw.decode("utf-8").rstrip("\r\n").split("\t") for raw in fh]
-    header, body = (lines[0] if lines else []), [r for r in lines[1:] if r != [""]]
-    if "id" not in header or "label" not in header:
-        raise InputError(str(sample_tsv), f"header {header[:8]} lacks id / label", line=1,
-                         hint="give the sample TSV marginmine audit-sample wrote")
+    header, body = read_sample(sample_tsv, ("id", "label"))
     ci, cl = header.index("id"), header.index("label")
     pos = labels.positions(r[ci] for r in body)
     if (pos < 0).any():

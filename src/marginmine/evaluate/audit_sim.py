@@ -16,7 +16,8 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from marginmine.evaluate.audit import DRAWS, GOOD, BAD, Audit, allocate, draw_ranks, plan_strata, ranks_of, truth_at
+from marginmine.evaluate.audit import (BAD, DRAWS, GOOD, Audit, allocate, draw_ranks, labels_by_rank, plan_strata,
+                                       ranks_of, truth_at)
 
 
 def simulate(scores: np.ndarray, positive: np.ndarray, ns: Sequence[int], labels: int, strata: int,
@@ -29,8 +30,7 @@ def simulate(scores: np.ndarray, positive: np.ndarray, ns: Sequence[int], labels
     if len(scores) != len(positive):
         raise ValueError(f"{len(scores)} scores for {len(positive)} labels")
     ranks = ranks_of(scores)
-    by_rank = np.empty(len(ranks), bool)
-    by_rank[ranks] = positive
+    by_rank = labels_by_rank(ranks, positive)
     truth = truth_at(ranks, positive, ns)
     edges = plan_strata(len(scores), strata, ns)
     alloc = allocate(edges, labels)
@@ -92,8 +92,7 @@ def largest_n_rows(data: str, scorer: str, scores: np.ndarray, positive: np.ndar
     scores = np.asarray(scores, np.float64)
     positive = np.asarray(positive, bool)
     ranks = ranks_of(scores)
-    by_rank = np.empty(len(ranks), bool)
-    by_rank[ranks] = positive
+    by_rank = labels_by_rank(ranks, positive)
     precision = np.cumsum(by_rank) / np.arange(1, len(by_rank) + 1)
     ok = np.flatnonzero(precision >= target)
     true_n = int(ok.max()) + 1 if len(ok) else 0

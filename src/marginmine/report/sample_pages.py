@@ -55,6 +55,15 @@ def tsv_field(text: str) -> str:
     return _TSV_SPECIAL.sub(lambda m: _TSV_ESCAPES.get(m.group(0), f"\\u{ord(m.group(0)):04x}"), text)
 
 
+_TSV_UNESCAPES = {v: k for k, v in _TSV_ESCAPES.items()}
+
+
+def tsv_text(field: str) -> str:
+    """A field written by :func:`tsv_field` back to its text."""
+    return re.sub(r"\\\\|\\t|\\n|\\r|\\u[0-9a-f]{4}",
+                  lambda m: _TSV_UNESCAPES.get(m.group(0)) or chr(int(m.group(0)[2:], 16)), field)
+
+
 # --- TSV ---------------------------------------------------------------------------------------
 
 SCORE_HEADER = ("scorer", "section", "label", "rank", "score", "kept", "other", "other_rank", "other_score",
