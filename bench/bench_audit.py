@@ -62,7 +62,7 @@ def paracrawl_sets(data: Path, encoders: dict[str, str]) -> list[tuple[str, str,
     from marginmine.encoders.base import load_encoder
     from marginmine.scoring import parse_scorers
     from marginmine.scoring.files import EncoderEmbeddings, ScoreSettings, make_batch
-    from marginmine.scoring.filtereval import read_paracrawl_eval
+    from marginmine.evaluate.filtereval import read_paracrawl_eval
 
     d = read_paracrawl_eval(data / PARACRAWL)
     sets = []
@@ -80,7 +80,7 @@ def demo_sets(run: Path, exp: str, encoders: dict[str, str]) -> list[tuple[str, 
     from marginmine.scoring import parse_scorers
     from marginmine.scoring.embeddings import ArrayEmbeddings
     from marginmine.scoring.files import ScoreSettings, make_batch, read_scores
-    from marginmine.scoring.filtereval import demo_labels
+    from marginmine.evaluate.filtereval import demo_labels
     from marginmine.io.text import iter_sentences
 
     work = run / "work" / exp

@@ -56,7 +56,7 @@ def main() -> int:
 
     from marginmine.machine import machine as describe_machine
     from marginmine.scoring.files import read_scores
-    from marginmine.scoring.selection import count_label
+    from marginmine.io.sizes import count_label
 
     out = Path(args.out)
     work = out / "work" / "batch_size"

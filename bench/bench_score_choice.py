@@ -14,7 +14,7 @@ the texts, so repeated sentences share one neighbourhood entry, as in the workfl
   corpus keeps its own embedding and the cosine is exactly that of ``own batch``); only their
   scores are evaluated.
 
-Each score's ROC-AUC (:func:`marginmine.scoring.filtereval.roc_auc`) is reported for three
+Each score's ROC-AUC (:func:`marginmine.scoring.metrics.roc_auc`) is reported for three
 contrasts: ``V vs rest`` (2,000 pairs), ``V vs rest w/o MT`` (the labelled machine translations
 left out) and ``V vs A+L`` (valid against pairs that are not translations at all: wrong alignment
 or wrong language; MT, E, F, T left out). Uncertainty: one set of ``--resamples`` bootstrap
@@ -93,7 +93,8 @@ sys.path.insert(0, str(REPO / "src"))
 
 from marginmine.encoders.base import encoder_identity, load_encoder, read_manifest  # noqa: E402
 from marginmine.io.text import iter_sentences, open_binary, read_aligned, read_lines  # noqa: E402
-from marginmine.scoring.filtereval import average_ranks, read_paracrawl_eval, roc_auc  # noqa: E402
+from marginmine.evaluate.filtereval import read_paracrawl_eval  # noqa: E402
+from marginmine.scoring.metrics import average_ranks, roc_auc  # noqa: E402
 from marginmine.search.knn import knn  # noqa: E402
 from marginmine.search.margin import filter_scores, unique_groups  # noqa: E402
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from marginmine.encoders import TWINLESS as ENCODER_TWINLESS
 from marginmine.preprocess.shard import shard_ids
 from marginmine.scoring.plan import check_scorer_config, check_suite_encoders, expected_kept
-from marginmine.scoring.selection import resolve_sizes
+from marginmine.io.sizes import SIZE_PATTERN, check_thresholds, resolve_sizes, threshold_label
 
 # `marginmine` comes from the environment snakemake runs in (make puts .venv/bin on PATH).
 if shutil.which("marginmine") is None:
@@ -66,24 +66,12 @@ METHODS = config["selection"]["methods"]
 THRESHOLDS = {name: [float(t) for t in ts] for name, ts in config["selection"].get("thresholds", {}).items()}
 
 
-def threshold_label(t):
-    """The {N} of a selection by threshold: t1.06."""
-    return f"t{t:g}"
-
-
 for _name, _ts in THRESHOLDS.items():
-    _labels = [threshold_label(t) for t in _ts]
-    for _t, _label in zip(_ts, _labels):
-        # the label is the file name and what select_top passes back: it must give the same number
-        if not re.fullmatch(r"t-?[0-9.]+", _label) or float(_label[1:]) != _t:
-            raise ValueError(f"selection.thresholds.{_name}: {_t!r} is not written back exactly as {_label!r} "
-                             "(give at most 6 significant digits, no exponent)")
-    if len(set(_labels)) != len(_labels):
-        raise ValueError(f"selection.thresholds.{_name}: {_ts} repeats a threshold")
+    check_thresholds(f"selection.thresholds.{_name}", _ts)
 
 wildcard_constraints:
     shard=r"\d\d\d\d+",
-    N=r"[0-9.]+[kKmMbB]?|t-?[0-9.]+",
+    N=SIZE_PATTERN,
 
 
 def data_path(rel):

@@ -1,4 +1,4 @@
-# Helpers of rules/score.smk and rules/published.smk (after encoder_common.smk): scorers and their score
+# Helpers of rules/score.smk, rules/evaluate.smk and rules/published.smk (after encoder_common.smk): scorers and their score
 # groups, selections, the scorers' evaluations and the suites.
 
 # --- scorers, selection and the scorers' evaluations ---------------------------------------
@@ -466,7 +466,7 @@ def shortcut_encoders(suite="published"):
     return list(dict.fromkeys(ALL_SCORERS[n]["encoder"] for n in shortcut_scorers(suite)))
 
 
-# --- the labelled audit (rules/audit.smk, docs/choosing-n.md) ---------------------------------------
+# --- the labelled audit (rules/evaluate.smk, docs/choosing-n.md) ---------------------------------------
 
 AUDIT = config["audit"]
 #: the audited scorer: audit.scorer, else the first scorer among selection.methods

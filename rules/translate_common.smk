@@ -32,7 +32,7 @@ def _translated_texts():
     translated: ParaCrawl's labelled pairs and the mining benchmark's pools."""
     out = {}
     if FILTER_EVAL and FILTER_EVAL.get("paracrawl"):
-        from marginmine.scoring.filtereval import PARACRAWL_SIDES
+        from marginmine.evaluate.filtereval import PARACRAWL_SIDES
 
         for side, lang in (("src", SRC), ("tgt", TGT)):
             out[f"paracrawl.{side}"] = (data_path(FILTER_EVAL["paracrawl"]), PARACRAWL_SIDES[side], lang)

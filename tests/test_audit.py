@@ -16,7 +16,7 @@ from marginmine.evaluate.audit import (BAD, GOOD, UNSURE, Audit, allocate, draw_
                                        truth_at)
 from marginmine.evaluate.audit_files import SamplePlan, draw_sample, read_labels
 from marginmine.evaluate.audit_sim import simulate
-from marginmine.scoring.filtereval import read_paracrawl_eval
+from marginmine.evaluate.filtereval import read_paracrawl_eval
 
 PARACRAWL = "paracrawl-human-eval-en-de/paracrawl-v3-validation-data.sorted.en-de.tsv"
 

@@ -16,7 +16,7 @@ import pytest
 from marginmine.cli.main import main
 from marginmine.evaluate.audit import allocate, draw_ranks, plan_strata, ranks_of
 from marginmine.evaluate.audit_files import SAMPLE_COLUMNS
-from marginmine.scoring.filtereval import read_paracrawl_eval
+from marginmine.evaluate.filtereval import read_paracrawl_eval
 
 PARACRAWL = "paracrawl-human-eval-en-de/paracrawl-v3-validation-data.sorted.en-de.tsv"
 CHROMIUM = os.environ.get("MARGINMINE_CHROMIUM", "/usr/bin/chromium")

@@ -15,7 +15,8 @@ from marginmine.cli.main import main
 from marginmine.errors import InputError
 from marginmine.scoring import make_kind
 from marginmine.scoring.files import EncoderEmbeddings, ScoreSettings, read_scores, score_file
-from marginmine.scoring.filtereval import read_paracrawl_eval, roc_auc
+from marginmine.evaluate.filtereval import read_paracrawl_eval
+from marginmine.scoring.metrics import roc_auc
 
 
 def settings_of(batch: int) -> ScoreSettings:
@@ -107,7 +108,7 @@ def test_cli_baseline_and_its_errors(pairs: Path, tmp_path: Path, capsys) -> Non
 def test_clean_share_over_shards_equals_the_estimate_on_the_whole(pairs: Path, tmp_path: Path, capsys) -> None:
     """Two shards' score files and baselines: marginmine clean-share's numbers are the estimator's on
     the concatenated scores (cleanshare, arrays), its curve is monotone, and its errors name the cause."""
-    from marginmine.scoring.cleanshare import ScoreCounts, clean_share, largest_n_at
+    from marginmine.evaluate.cleanshare import ScoreCounts, clean_share, largest_n_at
 
     lines = pairs.read_text(encoding="utf-8").splitlines(keepends=True)
     files = {}

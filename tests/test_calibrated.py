@@ -15,7 +15,7 @@ from marginmine.errors import InputError, MarginmineError
 from marginmine.scoring import make_kind
 from marginmine.scoring.calibrated import HEAD_ARRAYS, head_logit
 from marginmine.scoring.heads import load_arrays
-from marginmine.scoring.filtereval import roc_auc
+from marginmine.scoring.metrics import roc_auc
 from marginmine.scoring.heads import HeldOut, Positives, fit_head
 
 NEWS = "wmt-newstest-ende"
@@ -126,7 +126,7 @@ def test_split_score_files_are_byte_identical(fitted: Path, paracrawl_tsv: Path,
 
 
 def test_the_mining_benchmark_thresholds_found_pairs_by_the_calibrated_score(fitted: Path, real_data: Path) -> None:
-    from marginmine.scoring.bucc import Split, evaluate_split_pair
+    from marginmine.evaluate.bucc import Split, evaluate_split_pair
 
     enc = TrigramEncoder()
     data = {}

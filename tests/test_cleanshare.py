@@ -1,6 +1,6 @@
 """The noise baseline (a batch re-paired at random, scored against the same neighbourhoods:
 marginmine.scoring.kinds.Batch.repaired) and the clean-share estimate made from it
-(marginmine.scoring.cleanshare), on a mixture of known share and on real ParaCrawl pairs."""
+(marginmine.evaluate.cleanshare), on a mixture of known share and on real ParaCrawl pairs."""
 
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ import pytest
 from doubles import TrigramEncoder
 
 from marginmine.scoring import parse_scorers
-from marginmine.scoring.cleanshare import clean_share, largest_n_at, noise_share
-from marginmine.scoring.filtereval import read_paracrawl_eval, roc_auc
+from marginmine.evaluate.cleanshare import clean_share, largest_n_at, noise_share
+from marginmine.evaluate.filtereval import read_paracrawl_eval
+from marginmine.scoring.metrics import roc_auc
 from marginmine.scoring.files import EncoderEmbeddings, ScoreSettings, make_batch, score_kinds
 from marginmine.scoring.kinds import repairing
 from marginmine.search import knn as knn_mod

@@ -1,4 +1,4 @@
-"""Selection composition by the corpus' pair labels (marginmine.scoring.composition)."""
+"""Selection composition by the corpus' pair labels (marginmine.evaluate.composition)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from marginmine.cli.main import main
-from marginmine.scoring.composition import (UNLABELLED, Composition, count_groups, read_groups, iter_selection_ids,
+from marginmine.evaluate.composition import (UNLABELLED, Composition, count_groups, read_groups, iter_selection_ids,
                                     selection_name, write_composition)
 from marginmine.errors import InputError
 
@@ -85,7 +85,7 @@ def test_cli_on_real_selections_counts_every_pair(tmp_path: Path) -> None:
 
 def test_density_recovers_the_neighbourhood_mean_from_the_score_columns(tmp_path: Path) -> None:
     """ratio = cos / nb, so nb = cos / ratio; distance = cos - nb, so nb = cos - distance."""
-    from marginmine.scoring.composition import group_density
+    from marginmine.evaluate.composition import group_density
 
     (tmp_path / "labels.tsv").write_text(LABELS, encoding="utf-8")
     groups = read_groups(tmp_path / "labels.tsv")
@@ -133,7 +133,7 @@ def test_density_sums_are_those_of_a_loop_over_the_pairs_bit_for_bit(tmp_path: P
     and mean equals a plain Python loop over the pairs in corpus order, to the last bit."""
     import random
 
-    from marginmine.scoring.composition import group_density
+    from marginmine.evaluate.composition import group_density
     from marginmine.scoring.files import read_scores
 
     (tmp_path / "labels.tsv").write_text(LABELS, encoding="utf-8")

@@ -64,9 +64,9 @@ def write_comparison(root: Path, out: Path, methods: dict[str, float], machines:
 def write_tables(out: Path, intrinsic_name: str = "intrinsic.md") -> None:
     """The intrinsic, BUCC-style, quality and composition tables by their writers."""
     from marginmine.encoders.intrinsic import write_report
-    from marginmine.scoring.bucc import MiningResult, write_table
-    from marginmine.scoring.composition import Composition, write_composition
-    from marginmine.scoring.filtereval import write_quality_table
+    from marginmine.evaluate.bucc import MiningResult, write_table
+    from marginmine.evaluate.composition import Composition, write_composition
+    from marginmine.evaluate.filtereval import write_quality_table
 
     ev = out / "eval" / "dan.json"
     ev.parent.mkdir(parents=True, exist_ok=True)
@@ -83,8 +83,8 @@ def write_tables(out: Path, intrinsic_name: str = "intrinsic.md") -> None:
                       out / "composition.tsv", out / "composition.md", "demo", density_tsv=out / "density.tsv")
     import numpy as np
 
-    from marginmine.scoring.cleanreport import baseline_by_group, estimate, labelled_check, summary_md
-    from marginmine.scoring.cleanshare import ScoreCounts
+    from marginmine.evaluate.cleanreport import baseline_by_group, estimate, labelled_check, summary_md
+    from marginmine.evaluate.cleanshare import ScoreCounts
 
     rng = np.random.default_rng(1)
     scores, noise = np.r_[rng.normal(1.2, 0.1, 300), rng.normal(0.5, 0.2, 700)], rng.normal(0.5, 0.2, 1000)
@@ -278,7 +278,7 @@ def test_bad_blocks_are_refused(text: str, message: str) -> None:
 def build_published(res: Path) -> Path:
     """results/demo/published as make published leaves it (no composition or quality table)."""
     from marginmine.report.summary import write_summary
-    from marginmine.scoring.votereport import write_report
+    from marginmine.evaluate.votereport import write_report
 
     pub = res / "published"
     pub.mkdir()
@@ -297,7 +297,7 @@ def build_published(res: Path) -> Path:
                                                                                "machine": XEON}}))
     from marginmine.report.claim_list import CLAIMS
     from marginmine.report.claims import write_claims
-    from marginmine.scoring.shortcut import write_tables as write_shortcut
+    from marginmine.evaluate.shortcut import write_tables as write_shortcut
 
     write_shortcut([{"scorer": "mlp-60", "group": "multi30k", "pairs": 848, "median_true": 1.0, "median_repaired": -1.0,
                      "auc": 0.8, "auc_vs_positives": 0.3, "cosine_auc": 0.99, "cosine_auc_vs_positives": 0.99,

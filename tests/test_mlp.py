@@ -15,7 +15,7 @@ from doubles import TrigramEncoder, trigram_encoder_dir
 
 from marginmine.errors import InputError, MarginmineError
 from marginmine.scoring import make_kind
-from marginmine.scoring.filtereval import roc_auc
+from marginmine.scoring.metrics import roc_auc
 from marginmine.scoring.heads import CorpusShard, HeldOut, Positives, fit_head
 from marginmine.scoring.mlp import band_negatives, eq15_loss, mlp_logit
 
@@ -165,7 +165,7 @@ def test_the_mlp_as_similarity_of_every_pair_fails_at_alignment_as_in_the_paper(
 def test_the_mining_benchmark_takes_the_mlps_best_of_the_cosine_neighbours(fitted, real_data: Path) -> None:  # noqa: ANN001
     """bucc.md's MLP row: each source's best of its k cosine neighbours by the MLP, the threshold
     from train; the chosen partners equal a brute-force choice."""
-    from marginmine.scoring.bucc import MiningResult, Split, best_of_neighbours, rerank_rows
+    from marginmine.evaluate.bucc import MiningResult, Split, best_of_neighbours, rerank_rows
 
     head, _ = fitted
     enc = TrigramEncoder()

@@ -20,7 +20,7 @@ from marginmine.preprocess.ledger import Ledger
 from marginmine.preprocess.normalize import clean_text
 from marginmine.preprocess.pipeline import InputSpec, PreprocessSettings, preprocess
 from marginmine.preprocess.shard import split_corpus
-from marginmine.report.sample_pages import tsv_field, visible_html
+from marginmine.io.markup import tsv_field, visible_html
 from marginmine.report.samples import draw_disagreement, draw_scorer
 from marginmine.scoring.selection import Source, select
 

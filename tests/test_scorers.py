@@ -19,7 +19,7 @@ from doubles import TrigramEncoder
 from test_workflow import REPO, copy_workflow, job_counts, snakemake
 
 from marginmine.errors import InputError, MarginmineError
-from marginmine.scoring.filtereval import read_paracrawl_eval
+from marginmine.evaluate.filtereval import read_paracrawl_eval
 from marginmine.search.margin import filter_scores
 from marginmine.scoring import KINDS, Batch, kind_params, load_plugins, make_kind, parse_scorers, register
 from marginmine.scoring.files import EncoderEmbeddings, ScoreSettings, score_batch

@@ -11,16 +11,18 @@ import numpy as np
 import pytest
 from doubles import TrigramEncoder
 
-from marginmine.scoring.bucc import build_benchmark, evaluate_split_pair, read_split
+from marginmine.evaluate.bucc import build_benchmark, evaluate_split_pair, read_split
 from marginmine.cli.main import main
 from marginmine.errors import InputError, MarginmineError
-from marginmine.scoring.filtereval import precision_at, read_paracrawl_eval, roc_auc
+from marginmine.evaluate.filtereval import read_paracrawl_eval
+from marginmine.scoring.metrics import precision_at, roc_auc
 from marginmine.scoring.mining import Sentences, check_pairs, embed_unique, mine_arrays
 from marginmine.preprocess.pipeline import PreprocessSettings
 from marginmine.scoring import make_kind
 from marginmine.scoring.files import (EncoderEmbeddings, ScoreSettings, iter_pairs, read_score_names,
                                       read_scores, score_file)
-from marginmine.scoring.selection import Source, optimal_threshold, parse_count, prf_at, select
+from marginmine.scoring.selection import Source, optimal_threshold, prf_at, select
+from marginmine.io.sizes import parse_count
 
 
 def settings_of(kinds: tuple[str, ...] = ("ratio", "cosine"), k: int = 4, batch: int = 5_000_000) -> ScoreSettings:
@@ -309,7 +311,7 @@ def test_eq9_and_eq10_mine_on_the_bucc_style_benchmark(bucc_dir: Path) -> None:
 
 def test_selection_sizes_as_shares_of_the_expected_pairs() -> None:
     from marginmine.errors import MarginmineError
-    from marginmine.scoring.selection import count_label, parse_count, resolve_sizes
+    from marginmine.io.sizes import count_label, parse_count, resolve_sizes
 
     assert resolve_sizes(["10%", "30%", "1M"], 5_000_000) == ["500k", "1.5M", "1M"]
     assert resolve_sizes(["10%"], 12_345) == ["1235"]  # 1,234.5 rounds half up

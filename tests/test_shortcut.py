@@ -1,4 +1,4 @@
-"""Broad positives and the shortcut check (marginmine.scoring.shortcut) on real data, over the smoke
+"""Broad positives and the shortcut check (marginmine.evaluate.shortcut) on real data, over the smoke
 run's trained DAN: an MLP fitted on positives of two domains (news and Tatoeba) separates true pairs
 from their re-pairings in both; one fitted on news positives against a corpus without news learns
 the domain, and the check flags it."""
@@ -17,7 +17,7 @@ import pytest
 from marginmine.errors import InputError, MarginmineError
 from marginmine.scoring import make_kind
 from marginmine.scoring.heads import CHECK_FILE, CorpusShard, HeldOut, Positives, fit_head
-from marginmine.scoring.shortcut import POSITIVES, Group, read_origins, shortcut_rows
+from marginmine.evaluate.shortcut import POSITIVES, Group, read_origins, shortcut_rows
 
 NEWS = "wmt-newstest-ende"
 TATOEBA = "tatoeba-opus-deu-eng/tatoeba-test-v2021-08-07"

@@ -19,7 +19,7 @@ Handler = Callable[[argparse.Namespace], int]
 def cmd_audit_sample(args: argparse.Namespace) -> int:
     from marginmine.evaluate.audit_files import draw_sample
     from marginmine.evaluate.audit_page import audit_page
-    from marginmine.scoring.selection import parse_count
+    from marginmine.io.sizes import parse_count
 
     sizes = [parse_count(s) for s in args.sizes]
     plan = draw_sample(args.pairs, args.scores, args.scorer, args.labels, args.strata, sizes, args.thresholds,
@@ -46,7 +46,7 @@ def cmd_audit_estimate(args: argparse.Namespace) -> int:
     from marginmine.errors import InputError
     from marginmine.evaluate.audit_files import SamplePlan, read_labels
     from marginmine.evaluate.audit_report import estimate, summary_line, write_estimate
-    from marginmine.scoring.selection import parse_count
+    from marginmine.io.sizes import parse_count
 
     audit = read_labels(args.labels, args.monotone)
     if not (audit.labels >= 0).any():

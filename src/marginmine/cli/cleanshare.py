@@ -1,5 +1,5 @@
 """``marginmine clean-share``: each scorer's estimated clean share by N and threshold, from the
-score files and their noise baselines (:mod:`marginmine.scoring.cleanreport`)."""
+score files and their noise baselines (:mod:`marginmine.evaluate.cleanreport`)."""
 
 from __future__ import annotations
 
@@ -32,8 +32,8 @@ def parse_thresholds(items: list[str]) -> dict[str, list[float]]:
 
 def cmd_clean_share(args: argparse.Namespace) -> int:
     from marginmine.report.curves import plot_curves
-    from marginmine.scoring.cleanreport import clean_share_report, scorer_columns
-    from marginmine.scoring.selection import parse_count
+    from marginmine.evaluate.cleanreport import clean_share_report, scorer_columns
+    from marginmine.io.sizes import parse_count
 
     for t in args.targets:
         if not 0 < t <= 1:

@@ -27,7 +27,7 @@ def _without_own_negatives(args: argparse.Namespace, scores: dict, positive) -> 
     pairs that were its own negatives (chosen again from --corpus, checked against the head)."""
     import numpy as np
 
-    from marginmine.scoring.filtereval import quality_rows, read_paracrawl_eval
+    from marginmine.evaluate.filtereval import quality_rows, read_paracrawl_eval
     from marginmine.scoring.heads import CorpusShard, fitted_negatives
 
     shards: dict[str, list] = {}
@@ -69,8 +69,8 @@ def _columns(groups: list[list[str]]) -> dict:
 def cmd_eval_filter(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from marginmine.scoring.filtereval import demo_labels, quality_rows, read_paracrawl_eval, write_quality_table
-    from marginmine.scoring.cleanreport import baseline_by_group, labelled_check
+    from marginmine.evaluate.filtereval import demo_labels, quality_rows, read_paracrawl_eval, write_quality_table
+    from marginmine.evaluate.cleanreport import baseline_by_group, labelled_check
     from marginmine.scoring.files import EncoderEmbeddings, ScoreSettings, make_batch, score_kinds
 
     if bool(args.check_tsv) != bool(args.check_md) or bool(args.groups_tsv) != bool(args.groups_md):

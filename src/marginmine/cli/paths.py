@@ -70,7 +70,7 @@ def _report_files(args: argparse.Namespace) -> Iterator[Role]:
 
 
 def _bucc_files(args: argparse.Namespace) -> Iterator[Role]:
-    from marginmine.scoring.bucc import benchmark_files
+    from marginmine.evaluate.bucc import benchmark_files
 
     for path in benchmark_files(args.output_dir):
         yield Role("--output-dir (benchmark file)", path)

@@ -38,7 +38,7 @@ def cmd_report_samples(args: argparse.Namespace) -> int:
     from marginmine.report import sample_pages as pages
     from marginmine.report.samples import draw_disagreement, draw_scorer, fetch_pairs, ranking
     from marginmine.scoring.files import read_scores
-    from marginmine.scoring.selection import parse_count
+    from marginmine.io.sizes import parse_count
     import numpy as np
 
     sizes = [(label, parse_count(label)) for label in args.sizes]

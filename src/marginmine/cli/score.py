@@ -218,7 +218,8 @@ def cmd_export_filtered(args: argparse.Namespace) -> int:
 
 
 def cmd_select(args: argparse.Namespace) -> int:
-    from marginmine.scoring.selection import Source, parse_count, select
+    from marginmine.scoring.selection import Source, select
+    from marginmine.io.sizes import parse_count
 
     if args.scores and len(args.scores) != len(args.pairs):
         raise MarginmineError(f"--scores has {len(args.scores)} files for {len(args.pairs)} --pairs files")
@@ -236,7 +237,7 @@ def cmd_select(args: argparse.Namespace) -> int:
 
 
 def cmd_composition(args: argparse.Namespace) -> int:
-    from marginmine.scoring.composition import (Composition, count_groups, group_density, iter_selection_ids,
+    from marginmine.evaluate.composition import (Composition, count_groups, group_density, iter_selection_ids,
                                                 read_groups, selection_name, write_composition)
 
     groups = read_groups(args.labels)

@@ -20,7 +20,7 @@ Handler = Callable[[argparse.Namespace], int]
 
 
 def cmd_bucc_data(args: argparse.Namespace) -> int:
-    from marginmine.scoring.bucc import build_benchmark
+    from marginmine.evaluate.bucc import build_benchmark
     from marginmine.io.text import read_lines
 
     def pairs(items: list[str]) -> list[tuple[str, str]]:
@@ -81,7 +81,7 @@ def _load_encoders(dirs: dict[str, str], args: argparse.Namespace, used: set[str
 
 
 def cmd_eval_mining(args: argparse.Namespace) -> int:
-    from marginmine.scoring.bucc import evaluate, write_table
+    from marginmine.evaluate.bucc import evaluate, write_table
 
     torch_threads(args.threads)
     dirs = _encoder_dirs(args)
@@ -112,7 +112,7 @@ def cmd_fit_scorer(args: argparse.Namespace) -> int:
         raise MarginmineError(f"--name {args.name}: not among --scorers ({', '.join(kinds)})")
     exclude: list[tuple[str, str]] = []
     if args.exclude_pairs:
-        from marginmine.scoring.filtereval import read_paracrawl_eval
+        from marginmine.evaluate.filtereval import read_paracrawl_eval
 
         labelled = read_paracrawl_eval(args.exclude_pairs)
         exclude = list(zip(labelled.src, labelled.tgt))
@@ -136,7 +136,7 @@ def _named_files(items: list[str], flag: str) -> dict[str, list[str]]:
 
 def cmd_vote_report(args: argparse.Namespace) -> int:
     from marginmine.encoders.base import load_encoder
-    from marginmine.scoring.votereport import VoteSet, corpus_sizes, intrinsic_rows, translator_rows, write_report
+    from marginmine.evaluate.votereport import VoteSet, corpus_sizes, intrinsic_rows, translator_rows, write_report
 
     torch_threads(args.threads)
     if not (args.set or args.translator or args.scores):

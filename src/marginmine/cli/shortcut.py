@@ -1,5 +1,5 @@
 """``marginmine shortcut-check``: each fitted scorer on clean pairs of several domains and their
-random re-pairings (:mod:`marginmine.scoring.shortcut`)."""
+random re-pairings (:mod:`marginmine.evaluate.shortcut`)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ def cmd_shortcut_check(args: argparse.Namespace) -> int:
     from marginmine.cli.score_eval import _encoder_dirs, _load_encoders, _named_scorers
     from marginmine.io.text import read_lines
     from marginmine.scoring.heads import CHECK_FILE
-    from marginmine.scoring.shortcut import Group, read_origins, shortcut_rows, write_tables
+    from marginmine.evaluate.shortcut import Group, read_origins, shortcut_rows, write_tables
 
     torch_threads(args.threads)
     dirs = _encoder_dirs(args)

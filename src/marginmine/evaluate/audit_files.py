@@ -3,7 +3,7 @@ plan as JSON, the labelling page), the labels read back, and the estimate's tabl
 
 The sample's pairs are ranked as top-N selection ranks them (score descending, ties in corpus
 order) in two streaming passes over the shards: the score distribution first
-(:class:`marginmine.scoring.cleanshare.ScoreCounts`), then each pair's rank, so memory holds the
+(:class:`marginmine.evaluate.cleanshare.ScoreCounts`), then each pair's rank, so memory holds the
 distinct scores and one shard, never the corpus. The rows are shown in a seeded shuffled order
 (``item``), so the labeller sees neither the rank nor the score.
 """
@@ -91,8 +91,8 @@ def draw_sample(pairs: Sequence[str | Path], scores: Sequence[str | Path], score
     """Draw the audit sample of ``scorer``'s ranking over the shards (``pairs[i]`` scored in
     ``scores[i]``) and write it (``tsv``, ``plan_json``)."""
     from marginmine.io.text import format_tsv_line, iter_sentences, open_text_out
-    from marginmine.report.sample_pages import tsv_field
-    from marginmine.scoring.cleanreport import read_counts
+    from marginmine.io.markup import tsv_field
+    from marginmine.evaluate.cleanreport import read_counts
     from marginmine.scoring.files import read_scores
 
     if len(pairs) != len(scores):

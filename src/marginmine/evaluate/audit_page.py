@@ -20,8 +20,7 @@ import html
 import json
 from pathlib import Path
 
-from marginmine.report.sample_pages import tsv_text, visible_html
-from marginmine.report.tables import html_page
+from marginmine.io.markup import html_page, tsv_text, visible_html
 
 _CSS = """
 .pair{cursor:pointer} .pair.current td{border-top:3px solid #1f6feb;border-bottom:3px solid #1f6feb}

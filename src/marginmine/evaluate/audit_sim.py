@@ -1,7 +1,7 @@
 """The audit proved on fully labelled sets, by simulation: draw ``labels`` labels as the audit would
 (:mod:`marginmine.evaluate.audit`), estimate the precision of the top N, compare with the labelled
 precision of the whole top N, over many seeds; beside it, the noise baselines' estimates
-(:mod:`marginmine.scoring.cleanshare`) of the same rows.
+(:mod:`marginmine.evaluate.cleanshare`) of the same rows.
 
 A row per data set, scorer and N: the true precision, the audit's median absolute error, the share
 of seeds whose 95% interval covers the truth, the mean interval width; the same error and coverage
@@ -62,7 +62,7 @@ def simulation_rows(data: str, scorer: str, scores: np.ndarray, positive: np.nda
                     monotone: bool = False) -> list[dict[str, object]]:
     """:func:`simulate`'s table rows, with each noise baseline's (``{name: baseline scores}``)
     estimated clean share of the same top N and its absolute error."""
-    from marginmine.scoring.cleanshare import clean_share
+    from marginmine.evaluate.cleanshare import clean_share
 
     sim = simulate(scores, positive, ns, labels, strata, seeds, draws, monotone)
     shares = {name: clean_share(scores, b, ns).shares for name, b in baselines.items()}

@@ -305,7 +305,7 @@ def seed_comparison(runs: Iterable[SeedRun], headline: str,
     ``<test set>/<part>`` (e.g. the clean-mix test by clean origin), scored on those lines only."""
     import numpy as np
 
-    from marginmine.scoring.selection import parse_count
+    from marginmine.io.sizes import parse_count
 
     runs = list(runs)
     if not runs:

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 
 from marginmine.errors import InputError
 
-from marginmine.report.tables import fmt_hms, fmt_int, html_page, html_table
+from marginmine.io.markup import html_page
+from marginmine.report.tables import fmt_hms, fmt_int, html_table
 
 
 # --- benchmarks --------------------------------------------------------------------------------

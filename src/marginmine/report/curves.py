@@ -1,4 +1,4 @@
-"""The retained-count curve of each scorer (:mod:`marginmine.scoring.cleanreport`) as a figure."""
+"""The retained-count curve of each scorer (:mod:`marginmine.evaluate.cleanreport`) as a figure."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from marginmine.report.tables import pyplot
-from marginmine.scoring.cleanreport import ScorerEstimate
+from marginmine.evaluate.cleanreport import ScorerEstimate
 
 
 def plot_curves(estimates: Sequence[ScorerEstimate], png: str | Path, title: str = "") -> None:

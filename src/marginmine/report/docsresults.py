@@ -20,6 +20,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from marginmine.errors import InputError
+from marginmine.io.markup import md_table
 from marginmine.report.blocks import utc_text, written_utc
 from marginmine.timecap import caps_lines, caps_under
 
@@ -119,11 +120,6 @@ def display(path: str | Path) -> str:
         except ValueError:
             return p.as_posix()
     return p.as_posix()
-
-
-def md_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    return ["| " + " | ".join(str(v).replace("|", "\\|") for v in r) + " |" if i != 1 else "|" + "---|" * len(header)
-            for i, r in enumerate([header, header, *rows])]
 
 
 # --- where a table's machine is recorded ------------------------------------------------------------

@@ -61,7 +61,7 @@ class HistogramPanel:
 
 def histogram_panels(selections: Iterable[Selection], order: Sequence[str] = ()) -> list[HistogramPanel]:
     """Group selections by method (configured order first, then by name); thresholds sorted by N."""
-    from marginmine.scoring.selection import parse_count
+    from marginmine.io.sizes import size_key
 
     by_method: dict[str, list[Selection]] = {}
     for s in selections:
@@ -69,18 +69,11 @@ def histogram_panels(selections: Iterable[Selection], order: Sequence[str] = ())
     rank = {m: i for i, m in enumerate(order)}
     panels = []
     for method in sorted(by_method, key=lambda m: (rank.get(m, len(rank)), m)):
-        sels = sorted(by_method[method], key=lambda s: _count_or_inf(parse_count, s.n))
+        sels = sorted(by_method[method], key=lambda s: size_key(s.n))
         first = sels[0]
         panels.append(HistogramPanel(method, first.counts, first.edges, first.total,
                                      [(s.n, s.threshold, s.selected) for s in sels]))
     return panels
-
-
-def _count_or_inf(parse: Any, text: str) -> float:
-    try:
-        return float(parse(text))
-    except Exception:  # noqa: BLE001 - "all" (unfiltered) sorts last
-        return math.inf
 
 
 def histogram_figure(panels: Sequence[HistogramPanel], title: str = "") -> Figure:

@@ -14,7 +14,8 @@ from marginmine.preprocess.ledger import Ledger
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
-from marginmine.report.tables import fmt_int, fmt_pct, pyplot, html_page, html_table
+from marginmine.io.markup import html_page
+from marginmine.report.tables import fmt_int, fmt_pct, html_table, pyplot
 
 
 # --- the preprocessing ledger ----------------------------------------------------------------

@@ -1,16 +1,7 @@
-"""The samples as TSV files and as one HTML page of the report, with the texts escaped for each.
-
-Corpus text is web text: markup, bidirectional controls, control characters, line separators.
-
-* HTML: every text is escaped (``<script>`` in a sentence is shown, never run) and every control
-  character, Unicode format character (the bidirectional marks and overrides U+200E/F, U+202A-E,
-  U+2066-9, zero-width spaces, BOM; not the joiners U+200C/D that Persian, Indic scripts and emoji
-  need) and line or paragraph separator (U+2028/9) is replaced by a visible marker such as
-  ``[U+202E]`` that names it; a cell's direction follows its first strong letter (``dir="auto"``),
-  so right-to-left sentences read right to left and no text can reorder the page around it.
-* TSV: one line per pair, always: a backslash is written ``\\\\``, a tab ``\\t``, a newline ``\\n``, a
-  carriage return ``\\r``, and every other control character and U+2028/9 ``\\uXXXX``.
-"""
+"""The samples as TSV files and as one HTML page of the report, with the texts escaped for each
+(:mod:`marginmine.io.markup`: shown, never run, in HTML; one line per pair in TSV); a cell's
+direction follows its first strong letter (``dir="auto"``), so right-to-left sentences read right to
+left and no text can reorder the page around it."""
 
 from __future__ import annotations
 
@@ -20,48 +11,10 @@ import unicodedata
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from marginmine.io.markup import html_page, tsv_field, visible_html
 from marginmine.io.text import format_tsv_line, open_text_out
 from marginmine.preprocess.removed import Removed
 from marginmine.report.samples import Drawn, PairText
-from marginmine.report.tables import html_page
-
-#: joiners that scripts and emoji need inside words: shown as they are
-_KEEP = {"\u200c", "\u200d"}
-_MARKED = ("Cc", "Cf", "Zl", "Zp", "Cs", "Co")
-
-
-def _is_marked(ch: str) -> bool:
-    return ch not in _KEEP and unicodedata.category(ch) in _MARKED
-
-
-def visible_html(text: str) -> str:
-    """``text`` as HTML: escaped, and each invisible or layout-changing character a visible marker."""
-    out = []
-    for ch in text:
-        if _is_marked(ch):
-            name = unicodedata.name(ch, "control character")
-            out.append(f'<span class="cc" title="{html.escape(name)}">[U+{ord(ch):04X}]</span>')
-        else:
-            out.append(html.escape(ch))
-    return "".join(out)
-
-
-_TSV_ESCAPES = {"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"}
-_TSV_SPECIAL = re.compile("[\\\\\x00-\x1f\x7f-\x9f\u2028\u2029]")
-
-
-def tsv_field(text: str) -> str:
-    """``text`` as one TSV field that cannot break its line (see the module docstring)."""
-    return _TSV_SPECIAL.sub(lambda m: _TSV_ESCAPES.get(m.group(0), f"\\u{ord(m.group(0)):04x}"), text)
-
-
-_TSV_UNESCAPES = {v: k for k, v in _TSV_ESCAPES.items()}
-
-
-def tsv_text(field: str) -> str:
-    """A field written by :func:`tsv_field` back to its text."""
-    return re.sub(r"\\\\|\\t|\\n|\\r|\\u[0-9a-f]{4}",
-                  lambda m: _TSV_UNESCAPES.get(m.group(0)) or chr(int(m.group(0)[2:], 16)), field)
 
 
 # --- TSV ---------------------------------------------------------------------------------------

@@ -8,6 +8,8 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from marginmine.io.markup import html_page
+
 
 # --- generic tables ----------------------------------------------------------------------------
 
@@ -51,25 +53,6 @@ def html_table(header: Sequence[str], rows: Sequence[Sequence[str]], caption: st
 
 
 _NUMERIC = re.compile(r"[-+]?[\d,]*\.?\d+(e[-+]?\d+)?%?")
-
-_CSS = """
-body{font-family:-apple-system,"Segoe UI",Helvetica,Arial,sans-serif;font-size:14px;margin:1.2em;color:#222}
-h1{font-size:1.3em}h2{font-size:1.1em;margin-top:1.6em}
-table{border-collapse:collapse;margin:0.6em 0 1.4em 0}
-caption{text-align:left;font-weight:600;padding:0.3em 0}
-th,td{border-bottom:1px solid #ddd;padding:3px 9px}
-th{background:#f3f5f8;text-align:left}
-td.num{text-align:right;font-variant-numeric:tabular-nums}
-tr.strong td{font-weight:600;background:#fafafa}
-p{max-width:60em}
-"""
-
-
-def html_page(title: str, body: str) -> str:
-    """A self-contained HTML page (inline CSS, no external resources)."""
-    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
-            f"<style>{_CSS}</style></head><body><h1>{html.escape(title)}</h1>{body}</body></html>\n")
-
 
 def tables_html(sections: Sequence[tuple[str, Sequence[str], Sequence[Sequence[str]]]], title: str,
                 caps: Sequence[str] = ()) -> str:

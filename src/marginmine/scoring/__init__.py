@@ -1,7 +1,8 @@
 """The scoring stage (rules/score.smk): score kinds and their registry (:mod:`.kinds`, the built-in
-ones in :mod:`.builtin`), self-describing score files in batches (:mod:`.files`), kNN and margins
-(:mod:`.knn`, :mod:`.margin`), top-N selection (:mod:`.selection`), mining (:mod:`.mining`) and the
-scorers' evaluations (:mod:`.bucc`, :mod:`.filtereval`, :mod:`.composition`).
+ones in :mod:`.builtin`), self-describing score files in batches (:mod:`.files`), fitted heads
+(:mod:`.heads`), top-N selection (:mod:`.selection`), mining (:mod:`.mining`) and rank metrics
+(:mod:`.metrics`); kNN and margins come from :mod:`marginmine.search`. What the scores are worth is
+the next stage, :mod:`marginmine.evaluate`.
 
 The registry API is re-exported here (``from marginmine.scoring import register, Batch``). The
 built-in kinds are listed explicitly: one import per module that registers kinds."""

@@ -188,7 +188,7 @@ def corpus_negatives(kind: Any, shards: Sequence[CorpusShard], n: int, seed: int
 
 def _pair_auc(u: np.ndarray, v: np.ndarray, score) -> float:  # noqa: ANN001
     """AUC of ``score(u_rows, v_rows)`` separating each source's own target from every other target."""
-    from marginmine.scoring.filtereval import roc_auc
+    from marginmine.scoring.metrics import roc_auc
 
     rows, cols = np.repeat(np.arange(len(u)), len(v)), np.tile(np.arange(len(v)), len(u))
     values = np.asarray(score(np.asarray(u)[rows], np.asarray(v)[cols]), np.float64)
@@ -306,7 +306,7 @@ def fit_head(name: str, kind: Any, encoder_dir: str | Path, held_out: Sequence[H
                              encoder.encode([s for s, d in zip(tgt, hdev) if d], tgt_lang))
         check["positives"] = own_vs_other(u[dev], v[dev])
     if negatives:  # kept-out positives against kept-out negatives
-        from marginmine.scoring.filtereval import roc_auc
+        from marginmine.scoring.metrics import roc_auc
 
         label = np.r_[np.ones(int(dev.sum()), bool), np.zeros(int(ndev.sum()), bool)]
         check["auc_fitted_vs_negatives"] = roc_auc(np.r_[kind.apply(arrays, u[dev], v[dev]),

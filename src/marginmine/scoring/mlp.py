@@ -8,7 +8,7 @@ misprinted ``1 - log q`` in the paper) with Adam, each batch half positives, hal
 * Positives: clean parallel pairs (``heads.positives``: by default a sample of the encoder's
   training data; the paper's are news test sets, its test domain; see
   :mod:`marginmine.scoring.heads` for the sources and the leakage check,
-  :mod:`marginmine.scoring.shortcut` for the check that the fit learnt translation, not the
+  :mod:`marginmine.evaluate.shortcut` for the check that the fit learnt translation, not the
   positives' domain).
 * Negatives, as many as positives, from the corpus being filtered, by its own cosine: rank the
   eligible pairs by cosine, keep the top ``band`` share (0.2 ... 1.0) and take the *last* pairs of that

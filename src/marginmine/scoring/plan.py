@@ -140,7 +140,7 @@ def check_scale(*, expected_pairs: int, expected_keep: float, sizes: Sequence[st
     batches are that small and which shard size gives batches of ``scoring.batch_size`` (the batch
     size changes the scores: docs/scale.md).
     """
-    from marginmine.scoring.selection import parse_count
+    from marginmine.io.sizes import parse_count
     from marginmine.search.cost import job_estimate
 
     if not 0 < expected_keep <= 1:

@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 from itertools import zip_longest
 from dataclasses import dataclass
-from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 from typing import Iterator, Sequence
 
@@ -28,57 +26,6 @@ from marginmine.io.text import format_tsv_line, open_text_out
 from marginmine.io.safe import write_text
 
 log = logging.getLogger(__name__)
-
-_SUFFIX = {"k": 1_000, "m": 1_000_000, "b": 1_000_000_000}
-
-
-def parse_count(text: str) -> int:
-    """``"20k"`` -> 20000, ``"1.5M"`` -> 1500000, ``"500"`` -> 500."""
-    m = re.fullmatch(r"([0-9]+(?:\.[0-9]+)?)([kKmMbB]?)", text.strip())
-    if not m:
-        raise MarginmineError(f"not a count: {text!r} (use e.g. 500, 20k, 10M)")
-    value = Decimal(m.group(1)) * _SUFFIX.get(m.group(2).lower(), 1)  # exact: 64.1k is 64100
-    if value != int(value) or value < 1:
-        raise MarginmineError(f"not a positive whole count: {text!r}")
-    return int(value)
-
-
-def count_label(n: int) -> str:
-    """The shortest label :func:`parse_count` reads back as ``n``: 500000 -> ``500k``, 1500000 ->
-    ``1.5M``, 12345 -> ``12345``."""
-    for suffix, unit in (("B", 10**9), ("M", 10**6), ("k", 10**3)):
-        if n >= unit and n % unit == 0:
-            return f"{n // unit}{suffix}"
-        if n >= unit and n % (unit // 10) == 0:
-            return f"{n // unit}.{n % unit // (unit // 10)}{suffix}"
-    return str(n)
-
-
-def resolve_sizes(sizes: Sequence[str | int], expected_pairs: int) -> list[str]:
-    """The config's ``selection.sizes`` as count labels: a share such as ``10%`` becomes that share
-    of ``expected_pairs`` (the workflow passes the pairs expected after preprocessing,
-    :func:`marginmine.scoring.plan.expected_kept`; ``10%`` of 5,000,000: ``500k``), so a config serves
-    corpora of any size; counts (``500k``, ``1M``) stay as they are. Two sizes naming the same N are
-    an error."""
-    out: dict[int, str] = {}
-    for size in sizes:
-        text = str(size).strip()
-        if text.endswith("%"):
-            try:
-                share = Decimal(text[:-1])
-            except ArithmeticError:
-                share = Decimal(-1)
-            if not 0 < share < 100:
-                raise MarginmineError(f"selection.sizes: {text!r} is not a share between 0% and 100%")
-            n = max(1, int((expected_pairs * share / 100).to_integral_value(ROUND_HALF_UP)))
-            text = count_label(n)
-        n = parse_count(text)
-        if n in out:
-            raise MarginmineError(f"selection.sizes: {size!r} is N = {n:,} again (as {out[n]!r}): "
-                                  "give each size once")
-        out[n] = text
-    return list(out.values())
-
 
 def random_scores(n: int, seed: int, shard: int) -> np.ndarray:
     """The ``random`` method's scores for one shard: seeded per (seed, shard), so reproducible."""

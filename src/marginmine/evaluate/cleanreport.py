@@ -1,4 +1,4 @@
-"""How many pairs to keep: each scorer's estimated clean share (:mod:`marginmine.scoring.cleanshare`)
+"""How many pairs to keep: each scorer's estimated clean share (:mod:`marginmine.evaluate.cleanshare`)
 over a whole corpus, from its score files and the noise baselines written beside them
 (``marginmine score --baseline``), as tables and a retained-count curve.
 
@@ -7,7 +7,7 @@ at each configured N and of the pairs at or above each configured threshold, and
 whose estimated clean share is at least each target (90%, 50%); the curve gives, at thresholds
 spread over the corpus' scores, how many pairs a threshold keeps, how many of them the baseline
 says are noise, and the estimated clean share. Memory: the distinct scores of one column at a time
-(:class:`marginmine.scoring.cleanshare.ScoreCounts`), read one shard at a time.
+(:class:`marginmine.evaluate.cleanshare.ScoreCounts`), read one shard at a time.
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ import numpy as np
 from marginmine.defaults import CLEAN_TARGETS
 from marginmine.errors import InputError, MarginmineError
 from marginmine.io.safe import write_text
-from marginmine.scoring.cleanshare import ScoreCounts, largest_n_at, noise_share, share_at
+from marginmine.evaluate.cleanshare import ScoreCounts, largest_n_at, noise_share, share_at
 from marginmine.scoring.files import read_score_names, read_scores
-from marginmine.scoring.filtereval import roc_auc
+from marginmine.scoring.metrics import roc_auc
 
 log = logging.getLogger(__name__)
 

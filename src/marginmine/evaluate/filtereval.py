@@ -18,6 +18,7 @@ from marginmine.errors import InputError
 from marginmine.io.labels import PairLabels
 from marginmine.io.text import open_binary, open_text_out
 from marginmine.io.safe import write_text
+from marginmine.scoring.metrics import precision_at, roc_auc
 
 log = logging.getLogger(__name__)
 
@@ -26,38 +27,6 @@ PARACRAWL_COLUMNS = ("url_src", "url_tgt", "src", "tgt", "hunalign", "zipporah",
 SHIPPED_SCORES = ("bicleaner", "zipporah", "hunalign")
 #: 0-based columns of the two sentences (what translate-then-vote translates)
 PARACRAWL_SIDES = {"src": PARACRAWL_COLUMNS.index("src"), "tgt": PARACRAWL_COLUMNS.index("tgt")}
-
-
-def average_ranks(values: np.ndarray) -> np.ndarray:
-    """1-based ranks, ties sharing their average rank."""
-    values = np.asarray(values, np.float64)
-    order = np.argsort(values, kind="stable")
-    ranks = np.empty(len(values))
-    s = values[order]
-    starts = np.r_[0, np.flatnonzero(s[1:] != s[:-1]) + 1]
-    ends = np.r_[starts[1:], len(s)]
-    for a, b in zip(starts, ends):
-        ranks[order[a:b]] = (a + b + 1) / 2
-    return ranks
-
-
-def roc_auc(scores: np.ndarray, positive: np.ndarray) -> float:
-    """Area under the ROC curve (Mann-Whitney U, ties counted half); NaN without both classes."""
-    positive = np.asarray(positive, bool)
-    n_pos, n_neg = int(positive.sum()), int((~positive).sum())
-    if n_pos == 0 or n_neg == 0:
-        return float("nan")
-    ranks = average_ranks(scores)
-    return float((ranks[positive].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
-
-
-def precision_at(scores: np.ndarray, positive: np.ndarray, n: int) -> float:
-    """Share of positives among the n best-scoring items (ties broken by position)."""
-    n = min(n, len(scores))
-    if n == 0:
-        return float("nan")
-    top = np.argsort(-np.asarray(scores, np.float64), kind="stable")[:n]
-    return float(np.asarray(positive, bool)[top].mean())
 
 
 @dataclass(frozen=True)

@@ -63,7 +63,7 @@ def _repaired(g: Group, seed: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
 
 def shortcut_rows(scorer: str, score: Score, groups: Sequence[Group], positives: Group, seed: int) -> list[dict[str, Any]]:
     """A row per group and one for ``positives`` (last), as the module describes."""
-    from marginmine.scoring.filtereval import roc_auc
+    from marginmine.scoring.metrics import roc_auc
 
     def auc(pos: np.ndarray, neg: np.ndarray) -> float:
         return roc_auc(np.r_[pos, neg], np.r_[np.ones(len(pos), bool), np.zeros(len(neg), bool)])

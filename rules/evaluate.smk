@@ -1,0 +1,301 @@
+# The evaluations of a run's scores (package marginmine.evaluate): the shortcut check of fitted
+# scorers, a selection's composition and the noise baseline's clean share, the BUCC-style mining
+# benchmark and filtering quality on labelled pairs; and the labelled audit of how many pairs to
+# keep (docs/choosing-n.md): a stratified sample of one scorer's ranking and its labelling page, the
+# estimate from a person's exported labels (audit.labels_file) or, for a corpus the workflow builds,
+# from its own label sidecar standing in. Input functions live in score_common.smk.
+
+
+rule shortcut_check:
+    """The shortcut check of the experiment's fitted scorers (marginmine.evaluate.shortcut): each on the
+    clean-mix test pairs of each origin and on its kept-out positives, against the same pairs
+    re-paired within the group, beside cosine: a scorer that tells domains apart instead of
+    translations shows AUCs near or under 0.5."""
+    input:
+        heads=lambda w: head_inputs(shortcut_scorers("main")),
+        encoders=lambda w: [encoder_json(e) for e in shortcut_encoders("main")],
+        test=lambda w: shortcut_test_files(),
+    output:
+        tsv=f"{RESULTS}/filtering/shortcut.tsv",
+        md=f"{RESULTS}/filtering/shortcut.md",
+    log:
+        f"{LOGS}/filtering/shortcut.log",
+    benchmark:
+        f"{BENCH}/filtering/shortcut.tsv"
+    params:
+        scorers=lambda w: scorers_json(shortcut_scorers("main")),
+        encoders=lambda w: encoder_args(shortcut_encoders("main")),
+        plugins=plugin_args,
+        langs=f"--src-lang {SRC} --tgt-lang {TGT}",
+        seed=config["seed"],
+        device=ENC["device"],
+        title=f"{EXP}: shortcut check of the fitted scorers",
+    threads: job_threads(2)
+    resources:
+        mem_mb=3000,
+        runtime=20,
+    conda:
+        "../envs/score.yaml"
+    shell:
+        "marginmine shortcut-check --scorers {params.scorers:q} {params.plugins} --encoder {params.encoders:q} "
+        "--test {input.test:q} {params.langs} --seed {params.seed:q} --device {params.device:q} --threads {threads} "
+        "--title {params.title:q} --tsv {output.tsv:q} --md {output.md:q} > {log:q} 2>&1"
+
+
+rule selection_composition:
+    """What each selection is made of, by the labelled corpus' origins and noise kinds (the demo's
+    sidecar): how much noise a method let through and which clean domain it preferred; and why, per
+    group: its mean cosine and mean kNN similarity over the scored corpus (density.tsv, from a margin
+    scorer and a cosine scorer over one encoder)."""
+    input:
+        unpack(composition_inputs("main")),
+    output:
+        tsv=report(f"{RESULTS}/select/composition.tsv", category="Selection"),
+        md=f"{RESULTS}/select/composition.md",
+        density=report(f"{RESULTS}/select/density.tsv", category="Selection"),
+    log:
+        f"{LOGS}/select/composition.log",
+    benchmark:
+        f"{BENCH}/select/composition.tsv"
+    params:
+        title=EXP,
+        density=composition_density_args,
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    conda:
+        "../envs/score.yaml"
+    shell:
+        "marginmine composition --labels {input.labels:q} --selections {input.selections:q} {params.density} "
+        "--tsv {output.tsv:q} --md {output.md:q} --title {params.title:q} > {log:q} 2>&1"
+
+
+rule clean_share:
+    """How many pairs to keep: each scorer's estimated noise share, the estimated clean share of its
+    top N (selection.sizes) and above its thresholds (selection.thresholds), the largest N at 90% and
+    50%, and the retained-count curve, from the score files and their noise baselines."""
+    input:
+        unpack(clean_share_inputs),
+    output:
+        tsv=report(f"{RESULTS}/select/clean_share.tsv", category="Selection"),
+        md=f"{RESULTS}/select/clean_share.md",
+        curve=f"{RESULTS}/select/clean_share_curve.tsv",
+        png=report(f"{RESULTS}/select/clean_share.png", category="Selection",
+                   caption="../docs/report/clean_share.rst"),
+    log:
+        f"{LOGS}/select/clean_share.log",
+    benchmark:
+        f"{BENCH}/select/clean_share.tsv"
+    params:
+        args=clean_share_args,
+        title=f"{EXP}: estimated clean share (noise baseline)",
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=30,
+    conda:
+        "../envs/score.yaml"
+    shell:
+        "marginmine clean-share {params.args} --title {params.title:q} --tsv {output.tsv:q} --md {output.md:q} "
+        "--curve {output.curve:q} --png {output.png:q} > {log:q} 2>&1"
+
+
+rule mining_benchmark_data:
+    """BUCC-style benchmark: gold pairs hidden in monolingual pools (train split for thresholds)."""
+    input:
+        mining_eval_files,
+    output:
+        expand(f"{WORK}/mining_eval/{{split}}.{{part}}", split=["train", "test"], part=["src", "tgt", "gold"]),
+        summary=f"{WORK}/mining_eval/summary.json",
+    log:
+        f"{LOGS}/mining_eval/data.log",
+    benchmark:
+        f"{BENCH}/mining_eval/data.tsv"
+    params:
+        gold_train=lambda w: _pair_arg(MINING_EVAL["gold_train"]),
+        gold_test=lambda w: _pair_arg(MINING_EVAL["gold_test"]),
+        mono_src=lambda w: [data_path(p) for p in MINING_EVAL["mono_src"]],
+        mono_tgt=lambda w: [data_path(p) for p in MINING_EVAL["mono_tgt"]],
+        share=lambda w: MINING_EVAL["share"],
+        distractors=lambda w: MINING_EVAL["distractors"],
+        mono_max=lambda w: MINING_EVAL["mono_max"],
+        seed=config["seed"],
+        outdir=lambda w, output: os.path.dirname(output.summary),
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=20,
+    conda:
+        "../envs/score.yaml"
+    shell:
+        "marginmine bucc-data --gold-train {params.gold_train:q} --gold-test {params.gold_test:q} "
+        "--mono-src {params.mono_src:q} --mono-tgt {params.mono_tgt:q} --share {params.share:q} "
+        "--distractors {params.distractors:q} --mono-max {params.mono_max:q} --seed {params.seed:q} --output-dir {params.outdir:q} > "
+        "{log:q} 2>&1"
+
+
+rule eval_mining:
+    """P/R/F1 of every scorer x retrieval (the paper's Table 2, one row group per scorer that can mine)."""
+    input:
+        encoders=[encoder_json(e) for e in suite_encoders("main")],
+        data=rules.mining_benchmark_data.output.summary,
+        heads=head_inputs(SUITES["main"]["scorers"]),
+        translated=lambda w: pool_translations("main"),
+    output:
+        tsv=report(f"{RESULTS}/mining/bucc.tsv", category="Mining"),
+        md=f"{RESULTS}/mining/bucc.md",
+    log:
+        f"{LOGS}/mining_eval/eval.log",
+    benchmark:
+        f"{BENCH}/mining_eval/eval.tsv"
+    params:
+        encoders=scored_encoder_args("main"),
+        scorers=scorers_json(SUITES["main"]["scorers"]),
+        plugins=plugin_args,
+        data=lambda w, input: os.path.dirname(input.data),
+        k=SCORING["k"],
+        langs=f"--src-lang {SRC} --tgt-lang {TGT}",
+        translated=lambda w, input: pool_translation_args(w, input),
+    threads: job_threads(2)
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    conda:
+        "../envs/score.yaml"
+    shell:
+        "marginmine eval-mining --encoder {params.encoders:q} --scorers {params.scorers:q} {params.plugins} "
+        "-k {params.k:q} --data {params.data:q} {params.translated} {params.langs} --threads {threads} "
+        "--tsv {output.tsv:q} --md {output.md:q} > {log:q} 2>&1"
+
+
+rule eval_filter:
+    """ROC-AUC and precision at top-N of every scorer beside BiCleaner/Zipporah (ParaCrawl human
+    labels) and on the demo corpus' own labels; the clean share estimated from the noise baseline
+    beside the labelled one (clean_share_check)."""
+    input:
+        unpack(filter_eval_inputs("main")),
+    output:
+        tsv=report(f"{RESULTS}/filtering/quality.tsv", category="Filtering"),
+        md=f"{RESULTS}/filtering/quality.md",
+        check_tsv=report(f"{RESULTS}/filtering/clean_share_check.tsv", category="Filtering"),
+        check_md=f"{RESULTS}/filtering/clean_share_check.md",
+        groups_tsv=f"{RESULTS}/filtering/baseline_groups.tsv",
+        groups_md=f"{RESULTS}/filtering/baseline_groups.md",
+    log:
+        f"{LOGS}/filter_eval.log",
+    benchmark:
+        f"{BENCH}/filter_eval.tsv"
+    params:
+        args=filter_eval_args("main"),
+        encoders=scored_encoder_args("main"),
+        scorers=scorers_json(SUITES["main"]["scorers"]),
+        plugins=plugin_args,
+        k=SCORING["k"],
+        top_n=lambda w: f"--top-n {' '.join(map(str, FILTER_EVAL['top_n']))}" if FILTER_EVAL else "",
+        langs=f"--src-lang {SRC} --tgt-lang {TGT}",
+        seed=config["seed"],
+    threads: job_threads(2)
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    conda:
+        "../envs/score.yaml"
+    shell:
+        "marginmine eval-filter --encoder {params.encoders:q} --scorers {params.scorers:q} {params.plugins} "
+        "-k {params.k:q} {params.args} {params.langs} {params.top_n} --threads {threads} --seed {params.seed:q} "
+        "--tsv {output.tsv:q} --md {output.md:q} --check-tsv {output.check_tsv:q} --check-md {output.check_md:q} "
+        "--groups-tsv {output.groups_tsv:q} --groups-md {output.groups_md:q} > {log:q} 2>&1"
+
+
+rule audit_sample:
+    """A seeded sample of the audited scorer's ranking, stratified so every N is measured as
+    closely, as a TSV with an empty label column and a self-contained labelling page."""
+    input:
+        pairs=expand(rules.preprocess_shard.output.kept, shard=SHARDS),
+        scores=lambda w: score_files(score_group(AUDIT_SCORER)),
+    output:
+        tsv=f"{RESULTS}/audit/sample.tsv",
+        plan=f"{RESULTS}/audit/sample.plan.json",
+        html=report(f"{RESULTS}/audit/sample.html", category="Audit"),
+    log:
+        f"{LOGS}/audit/sample.log",
+    benchmark:
+        f"{BENCH}/audit/sample.tsv"
+    params:
+        scorer=AUDIT_SCORER,
+        labels=AUDIT["labels"],
+        strata=AUDIT["strata"],
+        sizes=AUDIT_SIZES,
+        thresholds=[f"{t:g}" for t in THRESHOLDS.get(AUDIT_SCORER, [])],
+        seed=config["seed"],
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=60,
+    conda:
+        "../envs/score.yaml"
+    shell:
+        "marginmine audit-sample --pairs {input.pairs:q} --scores {input.scores:q} --scorer {params.scorer:q} "
+        "--labels {params.labels:q} --strata {params.strata:q} --sizes {params.sizes:q} --thresholds {params.thresholds:q} "
+        "--seed {params.seed:q} --tsv {output.tsv:q} --plan {output.plan:q} --html {output.html:q} > {log:q} 2>&1"
+
+
+rule audit_fill:
+    """The sample labelled from the corpus' own label sidecar (clean = good), standing in for a
+    person: only for the corpora the workflow builds."""
+    input:
+        sample=rules.audit_sample.output.tsv,
+        labels=CORPUS_LABELS,
+    output:
+        f"{WORK}/audit/labels.sidecar.tsv",
+    log:
+        f"{LOGS}/audit/fill.log",
+    benchmark:
+        f"{BENCH}/audit/fill.tsv"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    conda:
+        "../envs/score.yaml"
+    shell:
+        "marginmine audit-fill --sample {input.sample:q} --labels {input.labels:q} --output {output:q} > {log:q} 2>&1"
+
+
+rule audit_estimate:
+    """The precision of every N and threshold with 95% intervals, the largest N at audit.target,
+    the label counts and a plot, from the labelled sample. A person's labels file is an audit on its
+    own: drawn again for new sizes, the sample's plan no longer matches it, and the estimate is made at
+    audit.sizes without the thresholds (the log says so)."""
+    input:
+        plan=rules.audit_sample.output.plan,
+        labels=AUDIT["labels_file"] or rules.audit_fill.output[0],
+    output:
+        tsv=f"{RESULTS}/audit/estimate.tsv",
+        md=f"{RESULTS}/audit/estimate.md",
+        json=f"{RESULTS}/audit/estimate.json",
+        png=report(f"{RESULTS}/audit/estimate.png", category="Audit"),
+    log:
+        f"{LOGS}/audit/estimate.log",
+    benchmark:
+        f"{BENCH}/audit/estimate.tsv"
+    params:
+        scorer=AUDIT_SCORER,
+        sizes=AUDIT_SIZES,
+        target=AUDIT["target"],
+        monotone=["--monotone"] if AUDIT["monotone"] else [],
+        note="Labels: " + (f"{AUDIT['labels_file']} (a person's)." if AUDIT["labels_file"] else
+                           "the corpus' own label sidecar (clean = good) stands in for a person."),
+        seed=config["seed"],
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    conda:
+        "../envs/score.yaml"
+    shell:
+        "marginmine audit-estimate --plan {input.plan:q} --labels {input.labels:q} --scorer {params.scorer:q} "
+        "--sizes {params.sizes:q} --target {params.target:q} {params.monotone:q} --note {params.note:q} "
+        "--seed {params.seed:q} --tsv {output.tsv:q} --md {output.md:q} --json {output.json:q} --png {output.png:q} "
+        "> {log:q} 2>&1"
