@@ -100,13 +100,7 @@ def embed_file(encoder: SentenceEncoder, lang: str, input_path: str | Path, outp
         np.save(job.part, np.empty((0, encoder.dim), dtype=np.dtype(dtype)))
         _finish(job, record)
         return out
-
-    def torn(state: dict) -> str | None:  # (a state for other rows or dtype: a part made for other ones)
-        ours = (state.get("rows"), state.get("dtype")) == (n, dtype)
-        whole = ours and _whole(job.part, n, encoder.dim, np.dtype(dtype))
-        return None if whole else f"{job.part.name} is not the size its header promises (torn)"
-
-    state = job.resume("input or encoder", torn)
+    state = job.resume("input or encoder", partial(_torn, job.part, n, encoder.dim, dtype))
     if state:
         done = int(state["done"])
         log.info("resuming %s at line %d of %d", out, done, n)
@@ -143,17 +137,23 @@ def embed_file(encoder: SentenceEncoder, lang: str, input_path: str | Path, outp
     return out
 
 
-def _whole(part: Path, n: int, dim: int, dtype: np.dtype) -> bool:
-    """Whether ``part`` is a readable ``.npy`` of shape ``(n, dim)`` with every byte on disk."""
+def _torn(part: Path, n: int, dim: int, dtype: str, state: dict) -> str | None:
+    """Why ``part`` is not what ``state`` promises (a readable ``.npy`` of ``n`` x ``dim`` ``dtype``
+    rows with every byte on disk), or None when it is."""
+    torn = f"{part.name} is not the size its header promises (torn)"
+    if (state.get("rows"), state.get("dtype")) != (n, dtype):
+        return torn
     try:
         with open(part, "rb") as fh:
             major, _ = np.lib.format.read_magic(fh)
-            shape, _, dt = (np.lib.format.read_array_header_1_0 if major == 1
-                            else np.lib.format.read_array_header_2_0)(fh)
+            shape, _, found = (np.lib.format.read_array_header_1_0 if major == 1
+                               else np.lib.format.read_array_header_2_0)(fh)
             offset = fh.tell()
     except (OSError, ValueError):
-        return False
-    return shape == (n, dim) and dt == dtype and part.stat().st_size == offset + n * dim * dtype.itemsize
+        return torn
+    dt = np.dtype(dtype)
+    whole = shape == (n, dim) and found == dt and part.stat().st_size == offset + n * dim * dt.itemsize
+    return None if whole else torn
 
 
 class _RowWriter:

@@ -28,6 +28,7 @@ import logging
 import os
 import shutil
 import time
+from functools import partial
 from itertools import zip_longest
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -205,6 +206,15 @@ def _baseline_data(batch: Batch, settings: ScoreSettings, seed: int, start: int,
             int((~keep).sum()))
 
 
+def _short_part(parts: Sequence[tuple[Path | None, str]], state: dict) -> str | None:
+    """The first part that holds less than the bytes the state records for it (``state[key]``; a
+    lost write), or None."""
+    for p, key in parts:
+        if p is not None and (not p.exists() or p.stat().st_size < int(state[key])):
+            return f"{p.name} holds less than its state's {int(state[key])} bytes"
+    return None
+
+
 def score_file(inputs: Sequence[str], output: str | Path, emb: Embeddings, settings: ScoreSettings,
                columns: tuple[int, int] = (0, 1), fingerprint: dict[str, object] | None = None,
                allow_empty: bool = False, baseline: str | Path | None = None, baseline_seed: int = SEED) -> int:
@@ -227,13 +237,8 @@ def score_file(inputs: Sequence[str], output: str | Path, emb: Embeddings, setti
     job = Resumable(out, fp, "scoring", log, also=(noise,) if noise is not None else ())
     part, noise_part = job.part, part_path(noise) if noise is not None else None
     knn_dir = out.with_name(out.name + ".knn")  # the kNN searches' finished blocks (resume within a batch)
-
-    def torn(state: dict) -> str | None:  # the state promises more than is there
-        short = [(p, int(state[key])) for p, key in ((part, "bytes"), (noise_part, "baseline_bytes"))
-                 if p is not None and (not p.exists() or p.stat().st_size < int(state[key]))]
-        return f"{short[0][0].name} holds less than its state's {short[0][1]} bytes" if short else None
-
-    state = job.resume("inputs or settings", torn)
+    sizes = ((part, "bytes"), (noise_part, "baseline_bytes"))  # each part and its size in the state
+    state = job.resume("inputs or settings", partial(_short_part, sizes))
     if state:
         done_lines, done_bytes = int(state["lines"]), int(state["bytes"])
         noise_bytes = int(state.get("baseline_bytes", 0))
