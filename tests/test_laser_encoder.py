@@ -215,6 +215,22 @@ def test_rerun_resumes_from_last_checkpoint(trained, tiny_data, tmp_path):
     assert load_encoder(again).dim == 32  # ... and leave the exported encoder intact
 
 
+def test_a_time_cap_forgets_the_checkpoints_and_training_time_only(tmp_path):
+    """What check_time_cap calls when a cap stopped training (fairseq resumes inexactly): the
+    checkpoints and the training time go, the prepared data's state stays."""
+    work = tmp_path / "work"
+    (work / "checkpoints").mkdir(parents=True)
+    (work / "checkpoints" / "checkpoint_last.pt").write_bytes(b"weights")
+    (work / "state.json").write_text(json.dumps({"prep_fingerprint": "abc", "model_fingerprint": "def",
+                                                 "train_seconds": 12.5}))
+    laser_train.forget_training(tmp_path)
+    assert not (work / "checkpoints").exists()
+    assert json.loads((work / "state.json").read_text()) == {"prep_fingerprint": "abc", "model_fingerprint": "def",
+                                                             "train_seconds": 0.0}
+    laser_train.forget_training(tmp_path / "none")  # nothing there: nothing to forget
+    assert not (tmp_path / "none").exists()
+
+
 # ---------------------------------------------------------------------------------------------
 # LASER's own format: export-encoder --format laser, the laser-pretrained kind, the official package
 

@@ -14,26 +14,19 @@ import json
 import logging
 import os
 import time
+from functools import partial
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
 from marginmine.encoders.base import SentenceEncoder
 from marginmine.errors import InputError
+from marginmine.io.resume import Resumable
 from marginmine.io.safe import write_text
 from marginmine.io.text import count_lines, iter_sentences
 
 log = logging.getLogger(__name__)
-
-def _fingerprint(path: Path, column: int | None, lang: str, encoder_id: str) -> dict[str, object]:
-    st = path.stat()
-    return {"input": str(path), "size": st.st_size, "mtime_ns": st.st_mtime_ns, "column": column,
-            "lang": lang, "encoder": encoder_id}
-
-
-def _write_state(path: Path, state: dict[str, object]) -> None:
-    write_text(path, json.dumps(state) + "\n")
 
 
 def provenance_path(output: str | Path) -> Path:
@@ -77,11 +70,10 @@ def embeddings_identity(paths: Sequence[str | Path]) -> str | None:
     return known[0][1] if known else None
 
 
-def _finish(part: Path, out: Path, state_path: Path, record: dict[str, object]) -> None:
+def _finish(job: Resumable, record: dict[str, object]) -> None:
     """The record first, then the embeddings in place: a present output always has its record."""
-    write_text(provenance_path(out), json.dumps(record, indent=1) + "\n")
-    os.replace(part, out)
-    state_path.unlink(missing_ok=True)
+    write_text(provenance_path(job.out), json.dumps(record, indent=1) + "\n")
+    job.finish()
 
 
 def embed_file(encoder: SentenceEncoder, lang: str, input_path: str | Path, output: str | Path, *,
@@ -97,41 +89,36 @@ def embed_file(encoder: SentenceEncoder, lang: str, input_path: str | Path, outp
     record = {"encoder": encoder_id, "input": str(src), "column": column, "lang": lang, "rows": n,
               "dim": encoder.dim, "dtype": dtype}
     provenance_path(out).unlink(missing_ok=True)  # an earlier output's record goes with it
-    part = out.with_name(out.name.removesuffix(".npy") + ".part.npy")
-    state_path = out.with_name(out.name + ".state.json")
+    st = src.stat()
+    job = Resumable(out, {"input": str(src), "size": st.st_size, "mtime_ns": st.st_mtime_ns, "column": column,
+                          "lang": lang, "encoder": encoder_id}, "embedding", log, keep=".npy")
     if n == 0:
         if not allow_empty:
             raise InputError(str(src), "is empty: nothing to embed", hint="check the previous step's output")
         log.warning("%s is empty: writing %s with 0 rows", src, out)
         out.parent.mkdir(parents=True, exist_ok=True)
-        np.save(part, np.empty((0, encoder.dim), dtype=np.dtype(dtype)))
-        _finish(part, out, state_path, record)
+        np.save(job.part, np.empty((0, encoder.dim), dtype=np.dtype(dtype)))
+        _finish(job, record)
         return out
-    fp = _fingerprint(src, column, lang, encoder_id)
-    state = json.loads(state_path.read_text()) if state_path.exists() and part.exists() else None
-    if state and not _whole(part, n, encoder.dim, np.dtype(dtype)):
-        log.warning("%s: %s is not the size its header promises (torn): embedding from the start", out, part.name)
-        state = None
-    elif state and state.get("fingerprint") != fp:
-        log.warning("%s: input or encoder changed since the interrupted run: embedding from the start", out)
-    if state and state.get("fingerprint") == fp and state.get("rows") == n and state.get("dtype") == dtype:
+    state = job.resume("input or encoder", partial(_torn, job.part, n, encoder.dim, dtype))
+    if state:
         done = int(state["done"])
         log.info("resuming %s at line %d of %d", out, done, n)
     else:
         out.parent.mkdir(parents=True, exist_ok=True)
         done = 0
         # header + full size now; rows are written in place below
-        np.lib.format.open_memmap(part, mode="w+", dtype=np.dtype(dtype), shape=(n, encoder.dim)).flush()
-        state = {"fingerprint": fp, "rows": n, "dtype": dtype, "done": 0}
-        _write_state(state_path, state)
-    sink = _RowWriter(part, np.dtype(dtype), encoder.dim)
+        np.lib.format.open_memmap(job.part, mode="w+", dtype=np.dtype(dtype), shape=(n, encoder.dim)).flush()
+        job.save(rows=n, dtype=dtype, done=0)
+    progress = partial(job.save, rows=n, dtype=dtype)
+    sink = _RowWriter(job.part, np.dtype(dtype), encoder.dim)
     t0 = last = time.monotonic()
     start_done = done
     batch: list[str] = []
     for text in iter_sentences(src, column, start=done):
         batch.append(text)
         if len(batch) == chunk_size:
-            done = _write_chunk(encoder, lang, batch, sink, done, state, state_path)
+            done = _write_chunk(encoder, lang, batch, sink, done, progress)
             batch = []
             now = time.monotonic()
             if now - last >= log_every:
@@ -139,28 +126,34 @@ def embed_file(encoder: SentenceEncoder, lang: str, input_path: str | Path, outp
                 log.info("%s: %d/%d sentences, %.0f sentences/s", out.name, done, n,
                          (done - start_done) / (now - t0))
     if batch:
-        done = _write_chunk(encoder, lang, batch, sink, done, state, state_path)
+        done = _write_chunk(encoder, lang, batch, sink, done, progress)
     sink.close()
     if done != n:
         raise InputError(str(src), f"changed while embedding: expected {n} lines, read {done}",
                          hint="rerun; the partial output will be discarded")
-    _finish(part, out, state_path, record)
+    _finish(job, record)
     dt = time.monotonic() - t0
     log.info("%s: %d sentences in %.1f s (%.0f sentences/s)", out, n - start_done, dt, (n - start_done) / max(dt, 1e-9))
     return out
 
 
-def _whole(part: Path, n: int, dim: int, dtype: np.dtype) -> bool:
-    """Whether ``part`` is a readable ``.npy`` of shape ``(n, dim)`` with every byte on disk."""
+def _torn(part: Path, n: int, dim: int, dtype: str, state: dict) -> str | None:
+    """Why ``part`` is not what ``state`` promises (a readable ``.npy`` of ``n`` x ``dim`` ``dtype``
+    rows with every byte on disk), or None when it is."""
+    torn = f"{part.name} is not the size its header promises (torn)"
+    if (state.get("rows"), state.get("dtype")) != (n, dtype):
+        return torn
     try:
         with open(part, "rb") as fh:
             major, _ = np.lib.format.read_magic(fh)
-            shape, _, dt = (np.lib.format.read_array_header_1_0 if major == 1
-                            else np.lib.format.read_array_header_2_0)(fh)
+            shape, _, found = (np.lib.format.read_array_header_1_0 if major == 1
+                               else np.lib.format.read_array_header_2_0)(fh)
             offset = fh.tell()
     except (OSError, ValueError):
-        return False
-    return shape == (n, dim) and dt == dtype and part.stat().st_size == offset + n * dim * dtype.itemsize
+        return torn
+    dt = np.dtype(dtype)
+    whole = shape == (n, dim) and found == dt and part.stat().st_size == offset + n * dim * dt.itemsize
+    return None if whole else torn
 
 
 class _RowWriter:
@@ -185,12 +178,13 @@ class _RowWriter:
 
 
 def _write_chunk(encoder: SentenceEncoder, lang: str, batch: list[str], sink: _RowWriter, done: int,
-                 state: dict[str, object], state_path: Path) -> int:
+                 progress: Callable[..., None]) -> int:
+    """Embed ``batch`` into rows ``done ..`` of ``sink``; its rows on disk, ``progress(done=...)``
+    records them (the state file)."""
     emb = encoder.encode(batch, lang)
     if emb.shape != (len(batch), encoder.dim):
         raise RuntimeError(f"encoder returned shape {emb.shape} for {len(batch)} sentences")
     sink.write(done, emb)
     done += len(batch)
-    state["done"] = done
-    _write_state(state_path, state)
+    progress(done=done)
     return done

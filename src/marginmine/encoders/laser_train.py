@@ -17,6 +17,7 @@ import numpy as np
 from marginmine.defaults import SEED
 from marginmine.encoders.base import EncoderError, ParallelData, write_manifest
 from marginmine.fairseq_process import parse_train_log, run_fairseq, time_budget
+from marginmine.io.resume import StateFile, changed
 from marginmine.io.safe import json_fingerprint, sha256_file
 
 from marginmine.encoders.laser_common import (KIND, BPE_SAMPLE_SEED, MODEL_KEYS, PREP_KEYS, PREP_VERSION,
@@ -131,10 +132,9 @@ def forget_training(out_dir: Path) -> None:
     the next ``train`` starts over: called when a time cap stopped it (fairseq resumes inexactly)."""
     work = Path(out_dir) / "work"
     shutil.rmtree(work / "checkpoints", ignore_errors=True)
-    state_path = work / "state.json"
-    if state_path.exists():
-        state = json.loads(state_path.read_text())
-        state_path.write_text(json.dumps({**state, "train_seconds": 0.0}, indent=1))
+    states = StateFile(work / "state.json")
+    if states.path.exists():
+        states.write({**states.read(), "train_seconds": 0.0})
 
 
 def train(data: Sequence[ParallelData], out_dir: Path, params: dict, *, seed: int = SEED,
@@ -164,8 +164,8 @@ def train(data: Sequence[ParallelData], out_dir: Path, params: dict, *, seed: in
     env = dict(os.environ, TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD="1", PYTHONUNBUFFERED="1")  # our checkpoints only
     if int(p["threads"]) > 0:
         env.update(OMP_NUM_THREADS=str(int(p["threads"])), MKL_NUM_THREADS=str(int(p["threads"])))
-    state_path = work / "state.json"
-    state = json.loads(state_path.read_text()) if state_path.exists() else {}
+    states = StateFile(work / "state.json")
+    state = states.read()
 
     # 0. what the existing work dir was made from
     data_fp = {f"{a}-{b}": [[str(fa), sha256_file(fa), str(fb), sha256_file(fb)] for fa, fb in files]
@@ -174,7 +174,7 @@ def train(data: Sequence[ParallelData], out_dir: Path, params: dict, *, seed: in
                                 "version": PREP_VERSION})
     model_fp = json_fingerprint({"prep": prep_fp, "model": {k: p[k] for k in MODEL_KEYS}})
     ckpt_last = work / "checkpoints" / "checkpoint_last.pt"
-    if ckpt_last.exists() and state.get("model_fingerprint") != model_fp:
+    if ckpt_last.exists() and changed(state, "model_fingerprint", model_fp):
         raise EncoderError(f"{work}: holds checkpoints of a different run (other data, BPE, text "
                            "preparation or model sizes, or an older marginmine's); resuming would be wrong - "
                            "delete that directory or use another output directory")
@@ -183,7 +183,7 @@ def train(data: Sequence[ParallelData], out_dir: Path, params: dict, *, seed: in
     # 1.+2. joint BPE, encoded text, dictionary, binarized data (skipped when already done)
     bpe_model, dict_path = work / "bpe" / "spm.model", work / "bin" / "dict.txt"
     stats = state.get("prep_stats", {})
-    if state.get("prep_fingerprint") != prep_fp or not (work / "bin" / ".done").exists():
+    if changed(state, "prep_fingerprint", prep_fp) or not (work / "bin" / ".done").exists():
         (work / "bin" / ".done").unlink(missing_ok=True)
         log.info("laser: learning a joint BPE (%d pieces) on a sample of %s", p["bpe_vocab"], ", ".join(langs))
         sample = work / "bpe" / "sample.txt"
@@ -223,7 +223,7 @@ def train(data: Sequence[ParallelData], out_dir: Path, params: dict, *, seed: in
                     (rev / f"train.{b}-{a}.{lang}.{ext}").symlink_to(f"../{a}-{b}/train.{a}-{b}.{lang}.{ext}")
         stats = {"bpe_sample": taken, "pairs": n_pairs, "dict_size": n_dict}
         state = {"prep_fingerprint": prep_fp, "prep_stats": stats, "train_seconds": 0.0}
-        state_path.write_text(json.dumps(state, indent=1))
+        states.write(state)
         (work / "bin" / ".done").write_text("ok\n")
 
     # 3. the LASER task's config and fairseq-train
@@ -264,11 +264,11 @@ def train(data: Sequence[ParallelData], out_dir: Path, params: dict, *, seed: in
                                     "laser", EncoderError)
     cmd += budget
     state["model_fingerprint"] = model_fp
-    state_path.write_text(json.dumps(state, indent=1))
+    states.write(state)
     t_train = time.monotonic()
     lines, killed = run_fairseq(cmd, env, logfile, "fairseq-train", timeout_s, error=EncoderError, prefix="laser: ")
     state["train_seconds"] = float(state.get("train_seconds", 0.0)) + time.monotonic() - t_train
-    state_path.write_text(json.dumps(state, indent=1))
+    states.write(state)
     if not ckpt_last.exists():
         raise EncoderError(f"laser: fairseq-train wrote no checkpoint_last.pt in {work / 'checkpoints'}; "
                            f"see {logfile}")

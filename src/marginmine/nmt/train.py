@@ -59,6 +59,7 @@ from pathlib import Path
 from typing import Any
 
 from marginmine.fairseq_process import time_budget, parse_train_log, run_fairseq
+from marginmine.io.resume import StateFile, changed
 from marginmine.io.safe import json_fingerprint, sha256_file
 from marginmine.machine import machine
 
@@ -182,8 +183,8 @@ def train_nmt(train_tsv: str | Path, dev_src: str | Path, dev_ref: str | Path, w
     (work / "checkpoints").mkdir(exist_ok=True)
     logfile = work / "train.log"
     env = fairseq_env(threads)
-    state_path = work / "state.json"
-    state: dict[str, Any] = json.loads(state_path.read_text()) if state_path.exists() else {}
+    states = StateFile(work / "state.json")
+    state = states.read()
 
     data_fp = {"train": sha256_file(train_tsv), "dev_src": sha256_file(dev_src), "dev_ref": sha256_file(dev_ref),
                "langs": [src, tgt]}
@@ -192,7 +193,7 @@ def train_nmt(train_tsv: str | Path, dev_src: str | Path, dev_ref: str | Path, w
     train_fp = json_fingerprint({"model": model_fp, "seed": int(seed),
                              "params": {k: v for k, v in p.items() if k not in NOT_RESULT_KEYS}})
     out = work / MODEL_FILE
-    if state.get("train_fingerprint") == train_fp and state.get("train_done") and out.exists():
+    if not changed(state, "train_fingerprint", train_fp) and state.get("train_done") and out.exists():
         try:
             load_manifest(work, verify=True)
         except NmtError as exc:
@@ -208,19 +209,19 @@ def train_nmt(train_tsv: str | Path, dev_src: str | Path, dev_ref: str | Path, w
         shutil.rmtree(work / "checkpoints", ignore_errors=True)
         (work / "checkpoints").mkdir()
         state.update(fairseq_running=False, train_seconds=0.0)
-        write_json(state_path, state)
-    if ckpt_last.exists() and state.get("model_fingerprint") != model_fp:
+        states.write(state)
+    if ckpt_last.exists() and changed(state, "model_fingerprint", model_fp):
         raise NmtError(f"{work}: holds checkpoints of a different run (other data, BPE, languages or model "
                        "sizes); resuming would mix them - delete that directory or use another workdir")
     (work / MANIFEST).unlink(missing_ok=True)  # never leave an old manifest over new files
 
     # 1. raw text, joint BPE, binarized data (skipped when already done)
-    if state.get("prep_fingerprint") != prep_fp or not (work / "bin" / ".done").exists():
+    if changed(state, "prep_fingerprint", prep_fp) or not (work / "bin" / ".done").exists():
         (work / "bin" / ".done").unlink(missing_ok=True)
         stats = prepare_data(work, train_tsv, dev_src, dev_ref, src, tgt, p, threads, logfile)
         state = {"prep_fingerprint": prep_fp, "prep_stats": stats,
                  "train_seconds": float(state.get("train_seconds", 0.0)) if ckpt_last.exists() else 0.0}
-        write_json(state_path, state)
+        states.write(state)
         (work / "bin" / ".done").write_text("ok\n")
     else:
         log.info("nmt: reusing the BPE model and binarized data in %s", work)
@@ -236,14 +237,14 @@ def train_nmt(train_tsv: str | Path, dev_src: str | Path, dev_ref: str | Path, w
     machines = [m for m in state.get("machines", []) if m != here] if ckpt_last.exists() else []
     state.update(model_fingerprint=model_fp, train_fingerprint=train_fp, train_done=False, fairseq_running=True,
                  machines=[*machines, here])
-    write_json(state_path, state)
+    states.write(state)
     log.info("nmt: training %s %s->%s on %d pairs (%s, %d threads; log %s)", p["arch"], src, tgt,
              stats["train_pairs"], device, threads, logfile)
     t_train = time.monotonic()
     lines, killed = run_fairseq(cmd, env, logfile, "fairseq-train", timeout_s, error=NmtError)
     state["train_seconds"] = float(state.get("train_seconds", 0.0)) + time.monotonic() - t_train
     state["fairseq_running"] = False  # returned: stopped by its budget or done, so a rerun may resume
-    write_json(state_path, state)
+    states.write(state)
     run = parse_train_log(lines)
     run["stopped_by_time"] |= killed
     if run["epoch"] is None:  # nothing left to train (e.g. rerun after a kill during averaging)
@@ -259,7 +260,7 @@ def train_nmt(train_tsv: str | Path, dev_src: str | Path, dev_ref: str | Path, w
         if not p["resume_killed"]:
             shutil.rmtree(work / "checkpoints", ignore_errors=True)
             state["train_seconds"] = 0.0
-            write_json(state_path, state)
+            states.write(state)
         raise
 
     # 3. average the last epoch checkpoints (and the partial epoch a time budget stopped in)
@@ -293,7 +294,7 @@ def train_nmt(train_tsv: str | Path, dev_src: str | Path, dev_ref: str | Path, w
                 "sha256": {name: sha256_file(work / name) for name in files.values()}, "info": info}
     write_json(work / MANIFEST, manifest)
     state["train_done"] = not run["stopped_by_time"]
-    write_json(state_path, state)
+    states.write(state)
     log.info("nmt: %s ready (epoch %s, %s updates, dev loss %s, %s train wps)", out, run["epoch"],
              run["num_updates"], info["dev_loss"], info["train_wps"])
     return out

@@ -24,11 +24,11 @@ at most the block being searched.
 from __future__ import annotations
 
 import gzip
-import json
 import logging
 import os
 import shutil
 import time
+from functools import partial
 from itertools import zip_longest
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -43,7 +43,7 @@ from marginmine.search.margin import text_digests, unique_groups
 from marginmine.scoring import NAME, Batch, ScoreKind, describe
 from marginmine.scoring.embeddings import (ArrayEmbeddings, Embeddings, EncoderEmbeddings,  # noqa: F401 (re-exported)
                                            gather_rows)
-from marginmine.io.safe import write_text
+from marginmine.io.resume import Resumable, part_path
 from marginmine.io.text import MAX_LINE_BYTES, iter_raw_lines, iter_sentences, open_binary
 
 log = logging.getLogger(__name__)
@@ -206,6 +206,15 @@ def _baseline_data(batch: Batch, settings: ScoreSettings, seed: int, start: int,
             int((~keep).sum()))
 
 
+def _short_part(parts: Sequence[tuple[Path | None, str]], state: dict) -> str | None:
+    """The first part that holds less than the bytes the state records for it (``state[key]``; a
+    lost write), or None."""
+    for p, key in parts:
+        if p is not None and (not p.exists() or p.stat().st_size < int(state[key])):
+            return f"{p.name} holds less than its state's {int(state[key])} bytes"
+    return None
+
+
 def score_file(inputs: Sequence[str], output: str | Path, emb: Embeddings, settings: ScoreSettings,
                columns: tuple[int, int] = (0, 1), fingerprint: dict[str, object] | None = None,
                allow_empty: bool = False, baseline: str | Path | None = None, baseline_seed: int = SEED) -> int:
@@ -221,25 +230,15 @@ def score_file(inputs: Sequence[str], output: str | Path, emb: Embeddings, setti
     if noise is not None and noise.resolve() == out.resolve():
         raise InputError(str(noise), "is also the score file: give the baseline its own path")
     emb.check_input(str(inputs[0]))
-    part = out.with_name(out.name + ".part")
-    state_path = out.with_name(out.name + ".state.json")
-    noise_part = noise.with_name(noise.name + ".part") if noise is not None else None
     fp = {"inputs": [[str(p), os.stat(p).st_size, os.stat(p).st_mtime_ns] for p in inputs],
           "columns": list(columns), "settings": settings.describe(), **(fingerprint or {})}
     if noise is not None:
         fp["baseline"] = {"path": str(noise), "seed": int(baseline_seed)}
-    fp = json.loads(json.dumps(fp))
+    job = Resumable(out, fp, "scoring", log, also=(noise,) if noise is not None else ())
+    part, noise_part = job.part, part_path(noise) if noise is not None else None
     knn_dir = out.with_name(out.name + ".knn")  # the kNN searches' finished blocks (resume within a batch)
-    state = json.loads(state_path.read_text()) if state_path.exists() and part.exists() else {}
-    if state and state.get("fingerprint") != fp:
-        log.warning("%s: inputs or settings changed since the interrupted run: scoring from the start", out)
-        state = {}
-    torn = [(p, int(state[key])) for p, key in ((part, "bytes"), (noise_part, "baseline_bytes"))
-            if state and p is not None and (not p.exists() or p.stat().st_size < int(state[key]))]
-    if torn:  # the state promises more than is there
-        log.warning("%s: %s holds less than its state's %d bytes: scoring from the start", out, torn[0][0].name,
-                    torn[0][1])
-        state = {}
+    sizes = ((part, "bytes"), (noise_part, "baseline_bytes"))  # each part and its size in the state
+    state = job.resume("inputs or settings", partial(_short_part, sizes))
     if state:
         done_lines, done_bytes = int(state["lines"]), int(state["bytes"])
         noise_bytes = int(state.get("baseline_bytes", 0))
@@ -259,8 +258,7 @@ def score_file(inputs: Sequence[str], output: str | Path, emb: Embeddings, setti
         noise_bytes = noise_part.stat().st_size if noise_part is not None else 0
         shutil.rmtree(knn_dir, ignore_errors=True)
         # the state from the start: a job killed inside its first batch keeps that batch's kNN blocks
-        write_text(state_path, json.dumps({"fingerprint": fp, "lines": 0, "bytes": done_bytes,
-                                           "baseline_bytes": noise_bytes}) + "\n")
+        job.save(lines=0, bytes=done_bytes, baseline_bytes=noise_bytes)
     gz = out.suffix == ".gz"
     t0 = time.monotonic()
     line = noise_lines = left_out = 0
@@ -290,8 +288,7 @@ def score_file(inputs: Sequence[str], output: str | Path, emb: Embeddings, setti
                 os.fsync(nh.fileno())
                 noise_bytes = nh.tell()
             del batch
-            write_text(state_path, json.dumps({"fingerprint": fp, "lines": line, "bytes": done_bytes,
-                                               "baseline_bytes": noise_bytes}) + "\n")
+            job.save(lines=line, bytes=done_bytes, baseline_bytes=noise_bytes)
             shutil.rmtree(knn_dir / f"batch{start:012d}", ignore_errors=True)
             dt = time.monotonic() - t0
             log.info("%s: %d pairs scored (batch of %d), %.0f pairs/s", out.name, line, len(src),
@@ -304,9 +301,7 @@ def score_file(inputs: Sequence[str], output: str | Path, emb: Embeddings, setti
     if noise is not None:
         log.info("%s: noise baseline of %d re-paired pairs scored in this run (%d left out: they repeat a pair "
                  "of their batch; a batch of one pair has none)", noise.name, noise_lines, left_out)
-        os.replace(noise_part, noise)  # type: ignore[arg-type]
-    os.replace(part, out)
-    state_path.unlink(missing_ok=True)
+    job.finish()
     shutil.rmtree(knn_dir, ignore_errors=True)
     return line
 
