@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import argparse
 import logging
-from typing import Callable
 
 from marginmine.cli import values as domain
-from marginmine.defaults import AUDIT_DRAWS, AUDIT_LABELS, AUDIT_STRATA, AUDIT_TARGET, SEED
+from marginmine.cli.options import Handlers, add_seed
+from marginmine.defaults import AUDIT_DRAWS, AUDIT_LABELS, AUDIT_STRATA, AUDIT_TARGET
 
 log = logging.getLogger("marginmine")
-Handler = Callable[[argparse.Namespace], int]
 
 
 def cmd_audit_sample(args: argparse.Namespace) -> int:
@@ -67,7 +66,7 @@ def cmd_audit_estimate(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> None:
+def register(sub: argparse._SubParsersAction, handlers: Handlers) -> None:
     p = sub.add_parser("audit-sample", help="draw a stratified sample of a scorer's ranking to label, and its page")
     p.add_argument("--pairs", nargs="+", required=True, help="the corpus' pair shards (src, tgt, id columns), in order")
     p.add_argument("--scores", nargs="+", required=True, help="their score files, one per shard, same order")
@@ -80,7 +79,7 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> N
     p.add_argument("--sizes", nargs="*", default=[], metavar="N", help="the N (20k, 1.5M, ...) to estimate at")
     p.add_argument("--thresholds", nargs="*", type=domain.FINITE, default=[], metavar="T",
                    help="score thresholds of --scorer to estimate at")
-    p.add_argument("--seed", type=domain.SEED, default=SEED, help="seed of the draw (default %(default)s)")
+    add_seed(p, "seed of the draw (default %(default)s)")
     p.add_argument("--id-column", type=domain.COLUMN, default=2, help="0-based column of --pairs holding the pair id")
     p.add_argument("--tsv", required=True, help="output: the sample (item, rank, stratum, score, id, src, tgt, label)")
     p.add_argument("--plan", required=True, help="output: the sample's plan (JSON: strata, ranks; audit-estimate reads it)")
@@ -103,7 +102,7 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> N
     p.add_argument("--target", type=domain.Real(0, 1, lo_open=True), default=AUDIT_TARGET,
                    help="precision whose largest N is reported (default %(default)s)")
     p.add_argument("--draws", type=domain.Whole(100, 1_000_000), default=AUDIT_DRAWS, help="posterior draws (default %(default)s)")
-    p.add_argument("--seed", type=domain.SEED, default=SEED, help="seed of the draws (default %(default)s)")
+    add_seed(p, "seed of the draws (default %(default)s)")
     p.add_argument("--monotone", action="store_true",
                    help="fit the strata's rates to not rise with the rank (narrower; wrong where a scorer ranks "
                         "noise on top: docs/choosing-n.md)")

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import argparse
 import logging
-from typing import Callable
 
 from marginmine.errors import MarginmineError
 from marginmine.defaults import CLEAN_TARGETS
 from marginmine.cli import values as domain
+from marginmine.cli.options import Handlers
 
 log = logging.getLogger("marginmine")
-Handler = Callable[[argparse.Namespace], int]
 
 
 def parse_thresholds(items: list[str]) -> dict[str, list[float]]:
@@ -51,7 +50,7 @@ def cmd_clean_share(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> None:
+def register(sub: argparse._SubParsersAction, handlers: Handlers) -> None:
     p = sub.add_parser("clean-share", help="each scorer's estimated clean share by N and threshold (noise baseline)")
     p.add_argument("--scores", nargs="+", action="append", required=True, metavar="FILE",
                    help="score files, one per shard; repeat the flag per group (encoder)")

@@ -7,16 +7,14 @@ import argparse
 import json
 import logging
 from pathlib import Path
-from typing import Callable
 
-from marginmine.defaults import K, ON_TIME_CAP, SEED
+from marginmine.defaults import K, ON_TIME_CAP
 from marginmine.timecap import POLICIES
 from marginmine.errors import MarginmineError
-from marginmine.cli.score import ALLOW_EMPTY_HELP
+from marginmine.cli.options import ALLOW_EMPTY_HELP, Handlers, add_device, add_seed
 from marginmine.cli import values as domain
 
 log = logging.getLogger("marginmine")
-Handler = Callable[[argparse.Namespace], int]
 
 
 def cmd_encoder_data(args: argparse.Namespace) -> int:
@@ -132,7 +130,7 @@ def cmd_encoder_report(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> None:
+def register(sub: argparse._SubParsersAction, handlers: Handlers) -> None:
     p = sub.add_parser("encoder-data", help="clean encoder training data and remove dev/test leakage")
     p.add_argument("--sources", required=True,
                    help="JSON list (or .json file) of {name, src_lang, tgt_lang, files, columns, detokenize}")
@@ -151,8 +149,7 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> N
     p.add_argument("--workdir", default=None,
                    help="where training runs and checkpoints live (resumable); default: --output")
     p.add_argument("--params", default=None, help="JSON dict of hyper-parameters")
-    p.add_argument("--seed", type=domain.SEED, default=SEED,
-                   help="the encoder's seed: initialisation and batch order (default %(default)s)")
+    add_seed(p, "the encoder's seed: initialisation and batch order (default %(default)s)")
     p.add_argument("--max-minutes", type=domain.MINUTES, default=None, help="wall-clock budget")
     p.add_argument("--on-time-cap", choices=POLICIES, default=ON_TIME_CAP,
                    help="when --max-minutes ends training before its steps: error (rerun resumes) or warn "
@@ -179,8 +176,7 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> N
     p.add_argument("--dtype", default="float16", choices=["float16", "float32"],
                    help="float type of the stored vectors")
     p.add_argument("--chunk-size", type=domain.COUNT, default=50_000, help="sentences per written chunk")
-    p.add_argument("--device", default="cpu", help="cpu or cuda[:N] (fails if no GPU is visible)")
-    p.add_argument("--threads", type=domain.THREADS, default=None, help="torch CPU threads (default: torch's choice)")
+    add_device(p, "torch CPU threads (default: torch's choice)")
     p.add_argument("--allow-empty", action="store_true", help=ALLOW_EMPTY_HELP)
     handlers["embed"] = cmd_embed
 
@@ -190,10 +186,8 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> N
     p.add_argument("--set", action="append", required=True, metavar="NAME,KIND,SRC_LANG,TGT_LANG,SRC,TGT",
                    help="a gold set; KIND is tatoeba or alignment; repeatable")
     p.add_argument("-k", type=domain.K, default=K, help="neighbours per sentence of the margins (default %(default)s)")
-    p.add_argument("--seed", type=domain.SEED, default=SEED,
-                   help="seed of the shuffle of an alignment set's candidates (default %(default)s)")
-    p.add_argument("--device", default="cpu", help="cpu or cuda[:N] (fails if no GPU is visible)")
-    p.add_argument("--threads", type=domain.THREADS, default=None, help="torch CPU threads")
+    add_seed(p, "seed of the shuffle of an alignment set's candidates (default %(default)s)")
+    add_device(p, "torch CPU threads")
     p.add_argument("--output", required=True, help="JSON")
     p.add_argument("--margins", default="absolute,ratio",
                    help="comma list: absolute (cosine), distance, ratio, eq9, eq10 (default: the paper's two)")

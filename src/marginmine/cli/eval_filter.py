@@ -8,16 +8,13 @@ import argparse
 import json
 import logging
 from pathlib import Path
-from typing import Callable
 
-from marginmine.cli.score import add_knn, add_scorers, index_spec, torch_threads
-from marginmine.cli.score_eval import _encoder_dirs, _load_encoders, _named_scorers
-from marginmine.defaults import SEED
+from marginmine.cli.options import (Handlers, add_knn, add_scorers, add_seed, encoder_dirs, index_spec,
+                                    load_encoders, named_scorers, torch_threads)
 from marginmine.errors import MarginmineError
 from marginmine.cli import values as domain
 
 log = logging.getLogger("marginmine")
-Handler = Callable[[argparse.Namespace], int]
 CHECK_TITLE = "Estimated (noise baseline) vs labelled clean share"
 GROUPS_TITLE = "Each labelled group's scores against the noise baseline"
 
@@ -41,7 +38,7 @@ def _without_own_negatives(args: argparse.Namespace, scores: dict, positive) -> 
     labelled = read_paracrawl_eval(args.paracrawl) if args.paracrawl else None
     exclude = list(zip(labelled.src, labelled.tgt)) if labelled else []
     rows = []
-    for name, (enc, kind) in _named_scorers(args, _encoder_dirs(args)).items():
+    for name, (enc, kind) in named_scorers(args, encoder_dirs(args)).items():
         if getattr(kind, "corpus_negatives", False) and name in scores and enc in shards:
             idx = fitted_negatives(kind.head, kind, shards[enc], exclude)  # type: ignore[attr-defined]
             keep = np.ones(len(scores[name]), bool)
@@ -78,9 +75,9 @@ def cmd_eval_filter(args: argparse.Namespace) -> int:
     torch_threads(args.threads)
     rows, checks, by_group = [], [], []
     if args.paracrawl:
-        dirs = _encoder_dirs(args)
-        scorers = _named_scorers(args, dirs)
-        encoders = _load_encoders(dirs, args, {e for e, _ in scorers.values()})
+        dirs = encoder_dirs(args)
+        scorers = named_scorers(args, dirs)
+        encoders = load_encoders(dirs, args, {e for e, _ in scorers.values()})
         data = read_paracrawl_eval(args.paracrawl)
         translated = None
         if args.paracrawl_translated:
@@ -159,7 +156,7 @@ def cmd_eval_filter(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> None:
+def register(sub: argparse._SubParsersAction, handlers: Handlers) -> None:
     p = sub.add_parser("eval-filter", help="ROC-AUC / precision@N of every scorer vs BiCleaner/Zipporah")
     p.add_argument("--encoder", nargs="+", action="extend", default=[], metavar="NAME=DIR",
                    help="an encoder the scorers name (for --paracrawl); repeatable")
@@ -189,7 +186,7 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> N
     p.add_argument("--json", default=None, help="output: the same rows as JSON")
     p.add_argument("--baselines", nargs="+", action="append", default=None, metavar="FILE",
                    help="the noise baselines of --scores (marginmine score --baseline), the same groups and order")
-    p.add_argument("--seed", type=domain.SEED, default=SEED, help="seed of --paracrawl's re-pairing (default %(default)s)")
+    add_seed(p, "seed of --paracrawl's re-pairing (default %(default)s)")
     p.add_argument("--check-tsv", default=None,
                    help="output: the estimated clean share (noise baseline) beside the labelled one, per data set, "
                         "scorer and N (the whole set, then each --top-n)")

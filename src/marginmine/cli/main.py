@@ -12,32 +12,23 @@ import json
 import logging
 import sys
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Sequence
 
-from marginmine.defaults import PREPROCESS_CACHE_MB, SCALE_PAIRS, SEED
-from marginmine.cli.score import ALLOW_EMPTY_HELP, add_filter_settings
+from marginmine.cli.options import ALLOW_EMPTY_HELP, Handler, add_filter_settings, add_seed, column_pair
+from marginmine.defaults import PREPROCESS_CACHE_MB, SCALE_PAIRS
 from marginmine.errors import MarginmineError, NotImplementedYet
 from marginmine.cli import values as domain
 
 log = logging.getLogger("marginmine")
 
-Handler = Callable[[argparse.Namespace], int]
 _HANDLERS: dict[str, Handler] = {}
-
-
-def _columns(text: str) -> tuple[int, int]:
-    try:
-        a, b = (int(x) for x in text.split(","))
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError("expected two 0-based column numbers like 0,1") from exc
-    return a, b
 
 
 def _add_input(p: argparse.ArgumentParser) -> None:
     p.add_argument("--input", nargs="+", required=True, metavar="FILE",
                    help="one TSV file (source and target in --columns, default 0,1; further columns "
                         "are carried through) or two line-aligned files (source, target); .gz allowed")
-    p.add_argument("--columns", type=_columns, default=(0, 1),
+    p.add_argument("--columns", type=column_pair, default=(0, 1),
                    help="0-based source,target columns of a TSV input (ParaCrawl/BiCleaner: 2,3)")
     p.add_argument("--max-chars", type=domain.COUNT, default=10_000,
                    help="longer sides are rejected as too_long (default 10000)")
@@ -265,8 +256,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--data-dir", required=True, help="the shared data folder the real sources are read from")
     p.add_argument("--output", required=True, help="corpus TSV: en, de, id")
     p.add_argument("--labels", required=True, help="sidecar TSV: id, origin, kind, clean")
-    p.add_argument("--seed", type=domain.SEED, default=SEED,
-                   help="seed of every component's sample and of the corpus order (default %(default)s)")
+    add_seed(p, "seed of every component's sample and of the corpus order (default %(default)s)")
     p.add_argument("--scale", type=domain.Real(0, 1000, lo_open=True), default=1.0, help="multiply every component's size")
     p.add_argument("--heldout", type=_split_sizes, default=None, metavar="SPLIT=PAIRS,...",
                    help="clean-mix held-out sets, e.g. dev=1000,test=2000: pairs of every clean origin in the "
@@ -284,9 +274,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--pairs", type=domain.COUNT, default=SCALE_PAIRS,
                    help="corpus pairs; each component is the same share at every size, so 100000 and 1000000 "
                         "are small versions of the default (default %(default)s)")
-    p.add_argument("--seed", type=domain.SEED, default=SEED,
-                   help="seed of the clean pool, the held-out sets, every component and the line order "
-                        "(default %(default)s, the demo's: then the held-out sets are the demo's)")
+    add_seed(p, "seed of the clean pool, the held-out sets, every component and the line order "
+             "(default %(default)s, the demo's: then the held-out sets are the demo's)")
     p.add_argument("--heldout", type=_split_sizes, default=None, metavar="SPLIT=PAIRS,...",
                    help="clean-mix held-out sets carved out of the clean pool, none of whose sentences the corpus "
                         "holds (default: the demo's sizes, marginmine.data.scalecorpus.HELDOUT; other sizes give "
@@ -314,7 +303,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tgt", required=True, help="its target side, line-aligned with --src")
     p.add_argument("--start", type=domain.COUNT0, default=0, help="first position in the shuffle")
     p.add_argument("--size", type=domain.COUNT, required=True, help="pairs to take")
-    p.add_argument("--seed", type=domain.SEED, default=1, help="the shuffle; slices of one seed never overlap")
+    add_seed(p, "the shuffle; slices of one seed never overlap", default=1)
     p.add_argument("--out-src", required=True, help="output: the slice's source sentences")
     p.add_argument("--out-tgt", required=True,
                    help="output: the slice's target sentences, line-aligned with --out-src")
@@ -326,7 +315,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     from marginmine.cli.score import register as register_scoring
 
-    register_scoring(sub, _HANDLERS, _columns)
+    register_scoring(sub, _HANDLERS)
 
     from marginmine.cli.nmt import register as register_nmt
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -15,9 +14,9 @@ from marginmine.defaults import ON_TIME_CAP, SEED
 from marginmine.timecap import POLICIES
 from marginmine.errors import MarginmineError
 from marginmine.cli import values as domain
+from marginmine.cli.options import Handlers, add_seed
 
 log = logging.getLogger("marginmine")
-Handler = Callable[[argparse.Namespace], int]
 
 
 def _params(text: str | None) -> dict[str, Any]:
@@ -154,7 +153,7 @@ def _decoding_args(p: argparse.ArgumentParser) -> None:
                    help="beam search by CTranslate2 (default; the checkpoint converted once) or fairseq-generate")
 
 
-def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> None:
+def register(sub: argparse._SubParsersAction, handlers: Handlers) -> None:
     p = sub.add_parser("train-nmt", help="BPE + fairseq transformer on selected pairs, last checkpoints averaged")
     p.add_argument("--train", required=True, help="TSV (.gz allowed): source and target in the first two columns")
     p.add_argument("--dev-src", required=True, help="dev source (validation loss, early stopping)")
@@ -169,7 +168,7 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> N
     p.add_argument("--on-time-cap", choices=POLICIES, default=ON_TIME_CAP,
                    help="when --max-minutes ends training before its updates/epochs: error (rerun resumes) or "
                         "warn (the warning goes into the manifest, the BLEU report and every table built on it)")
-    p.add_argument("--seed", type=domain.SEED, default=1, help="fairseq's training seed (default %(default)s)")
+    add_seed(p, "fairseq's training seed (default %(default)s)", default=1)
     handlers["train-nmt"] = cmd_train_nmt
 
     p = sub.add_parser("evaluate", help="beam-search test (and dev, extra) sets; sacreBLEU + tokenised BLEU")
@@ -207,8 +206,7 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> N
     p.add_argument("--output", required=True, help="TSV (.gz allowed): source, target")
     p.add_argument("--report", default=None, help="JSON: pairs per data set")
     p.add_argument("--max-pairs", type=domain.COUNT0, default=0, help="a uniform sample of this many pairs (0 = all)")
-    p.add_argument("--seed", type=domain.SEED, default=SEED,
-                   help=f"the sample's seed (the same rows for both directions; default {SEED}, the workflow's seed)")
+    add_seed(p, f"the sample's seed (the same rows for both directions; default {SEED}, the workflow's seed)")
     handlers["translator-data"] = cmd_translator_data
 
 

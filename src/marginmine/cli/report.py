@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import argparse
 import logging
-from collections.abc import Callable
 from pathlib import Path
 
 from marginmine.errors import MarginmineError
 from marginmine.cli import values as domain
+from marginmine.cli.options import Handlers
 
 log = logging.getLogger("marginmine")
-Handler = Callable[[argparse.Namespace], int]
 
 #: result tables rendered when --results is given and they exist (relative to the results directory)
 DEFAULT_TABLES = ("encoders/intrinsic.tsv", "mining/bucc.tsv", "filtering/quality.tsv", "select/composition.tsv",
@@ -147,7 +146,7 @@ def cmd_docs_results(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> None:
+def register(sub: argparse._SubParsersAction, handlers: Handlers) -> None:
     p = sub.add_parser("compare", help="BLEU of every selection method, N and training seed: mean, sd and a "
                                        "seed-and-sentence bootstrap against the headline method (TSV, Markdown, plot)")
     p.add_argument("--inputs", nargs="+", required=True,

@@ -7,14 +7,12 @@ from __future__ import annotations
 
 import argparse
 import logging
-from collections.abc import Callable
 
-from marginmine.defaults import SEED
 from marginmine.errors import MarginmineError
 from marginmine.cli import values as domain
+from marginmine.cli.options import Handlers, add_seed
 
 log = logging.getLogger("marginmine")
-Handler = Callable[[argparse.Namespace], int]
 
 
 def cmd_removed_sample(args: argparse.Namespace) -> int:
@@ -86,7 +84,7 @@ def cmd_report_samples(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> None:
+def register(sub: argparse._SubParsersAction, handlers: Handlers) -> None:
     from marginmine.preprocess.removed import PER_STEP
     from marginmine.report.samples import PER_BOUNDARY, PER_DISAGREE, PER_QUANTILE
 
@@ -95,7 +93,7 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> N
     p.add_argument("--rejects", required=True, help="a rejects file of marginmine preprocess or split")
     p.add_argument("--shard", type=domain.Whole(-1, 1_000_000, "-1: split's rejects"), required=True,
                    help="the shard's index (0, 1, ...; -1 for split's rejects): with --seed, what the sample draws")
-    p.add_argument("--seed", type=domain.SEED, default=SEED, help="the run's seed (with --shard, what the sample draws)")
+    add_seed(p, "the run's seed (with --shard, what the sample draws)")
     p.add_argument("--per-step", type=domain.COUNT, default=PER_STEP, help="pairs per step")
     p.add_argument("--output", required=True, help="TSV: priority, file, line, step, reason, src, tgt, extra")
     handlers["removed-sample"] = cmd_removed_sample
@@ -114,8 +112,7 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> N
                    help="split's rejects: its read / dedup steps are sampled, and the shards' lines are "
                         "traced to the raw corpus's (the shard count is that of --pairs)")
     p.add_argument("--block", type=domain.COUNT, default=10_000, help="split's --block")
-    p.add_argument("--seed", type=domain.SEED, default=SEED,
-                   help="the run's seed: the samples of removed pairs and of disagreements")
+    add_seed(p, "the run's seed: the samples of removed pairs and of disagreements")
     p.add_argument("--per-step", type=domain.COUNT, default=PER_STEP, help="removed pairs per step")
     p.add_argument("--per-quantile", type=domain.COUNT, default=PER_QUANTILE,
                    help="pairs at each score quantile (1%%, 5%%, 10%%, 25%%, 50%%, 75%%, 90%%, 95%%, 99%%)")

@@ -4,121 +4,17 @@
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import sys
 from pathlib import Path
-from typing import Callable
 
-from marginmine.defaults import BATCH_SIZE, INDEX, K, SEED
-from marginmine.errors import MarginmineError
 from marginmine.cli import values as domain
+from marginmine.cli.options import (ALLOW_EMPTY_HELP, Handlers, add_filter_settings, add_knn, add_scorers, add_seed,
+                                    column_pair, index_spec, scorer_spec, torch_threads)
+from marginmine.defaults import BATCH_SIZE
+from marginmine.errors import MarginmineError
 
 log = logging.getLogger("marginmine")
-ALLOW_EMPTY_HELP = "an empty input (an empty shard of split) gives empty outputs instead of an error"
-Handler = Callable[[argparse.Namespace], int]
-
-
-def add_filter_settings(p: argparse.ArgumentParser, protect: bool = True) -> None:
-    """The pair filters' flags, shared by ``preprocess`` and ``mine``; defaults are
-    :class:`marginmine.preprocess.pipeline.PreprocessSettings`'s (the schema's ``preprocess`` agrees, tested)."""
-    from marginmine.preprocess.pipeline import PreprocessSettings
-
-    d = {f: PreprocessSettings.__dataclass_fields__[f].default
-         for f in ("min_tokens", "max_tokens", "max_overlap", "max_ratio", "langid_min_prob")}
-    p.add_argument("--src-lang", required=True, help="the source side's language code, e.g. en")
-    p.add_argument("--tgt-lang", required=True, help="the target side's language code, e.g. de")
-    p.add_argument("--min-tokens", type=domain.Whole(0, 1_000_000), default=d["min_tokens"], help="default %(default)s")
-    p.add_argument("--max-tokens", type=domain.Whole(1, 1_000_000), default=d["max_tokens"], help="default %(default)s")
-    p.add_argument("--max-overlap", type=domain.PROBABILITY, default=d["max_overlap"],
-                   help="drop pairs whose content tokens overlap this much or more (default %(default)s)")
-    p.add_argument("--max-ratio", type=domain.Real(1, 1_000_000), default=d["max_ratio"],
-                   help="drop pairs with a token length ratio above (default %(default)s)")
-    p.add_argument("--langid-min-prob", type=domain.PROBABILITY, default=d["langid_min_prob"],
-                   help="fastText probability each side's expected language needs (default %(default)s)")
-    p.add_argument("--no-langid", action="store_true", help="skip language identification")
-    p.add_argument("--langid-model", default=None, help="fastText LID model (default: bundled lid.176.ftz)")
-    if protect:
-        p.add_argument("--protect", nargs="*", default=[], metavar="FILE",
-                       help="dev/test files: pairs with a side found in them are removed (test_set_overlap)")
-
-
-def torch_threads(n: int | None) -> None:
-    if n:
-        import torch
-
-        torch.set_num_threads(n)
-        import faiss
-
-        faiss.omp_set_num_threads(n)
-
-
-def index_spec(args: argparse.Namespace):
-    from marginmine.search.knn import IndexSpec, check_device
-
-    check_device(args.device)
-    return IndexSpec(kind=args.index, nlist=args.nlist, nprobe=args.nprobe, refine=args.refine, device=args.device,
-                     query_block=args.query_block)
-
-
-def add_knn(p: argparse.ArgumentParser, k: bool = True) -> None:
-    if k:
-        p.add_argument("-k", "--neighbourhood", dest="k", type=domain.K, default=K,
-                       help=f"neighbours per sentence (default {K})")
-    from marginmine.search.knn import BLAS_QUERY_BLOCK, INDEX_KINDS, QUERY_BLOCK
-
-    p.add_argument("--index", default=INDEX, choices=list(INDEX_KINDS),
-                   help=f"kNN index: auto by the database's size (default {INDEX}: exact up to 200k distinct "
-                        "sentences), exact flat, ivf-blas, FAISS IVF-Flat, IVF with float16 or 8-bit vectors, "
-                        "IVF-PQ (docs/scale.md)")
-    p.add_argument("--nlist", type=domain.COUNT0, default=0, help="IVF cells (default 0: about 4 sqrt(database size))")
-    p.add_argument("--nprobe", type=domain.COUNT0, default=0, help="IVF cells visited per query (default 0: auto's setting)")
-    p.add_argument("--refine", type=domain.COUNT0, default=0,
-                   help="search refine x k candidates and re-rank them with exact similarities (0: off)")
-    p.add_argument("--query-block", type=domain.COUNT0, default=0,
-                   help=f"queries per search block, the unit a killed search resumes from (default 0: "
-                        f"{QUERY_BLOCK:,}; {BLAS_QUERY_BLOCK:,} for ivf-blas); the scores depend on it")
-    p.add_argument("--device", default="cpu", help="cpu or cuda[:N] (fails if no GPU is visible)")
-    p.add_argument("--threads", type=domain.THREADS, default=None, help="CPU threads for the encoder and FAISS")
-
-
-def add_scorers(p: argparse.ArgumentParser, default: str | None = "ratio,cosine") -> None:
-    p.add_argument("--scorers", default=default, required=default is None,
-                   help="the score columns: a JSON object {name: {kind, params...}} (what the workflow passes) "
-                        "or a comma list of kinds or name=kind (default %(default)s); kinds: ratio, distance, "
-                        "cosine, absolute and those of --plugin modules")
-    p.add_argument("-k", "--neighbourhood", dest="k", type=domain.K, default=None,
-                   help=f"k of every scorer whose kind has one and whose JSON does not set it "
-                        f"(default {K})")
-    p.add_argument("--plugin", action="append", default=[], metavar="MODULE",
-                   help="import this module first (it registers score kinds of your own); repeatable")
-
-
-def scorer_spec(args: argparse.Namespace) -> dict[str, dict]:
-    """--scorers as {name: {kind, params}}, -k filled into kinds that take k."""
-    from marginmine.scoring import kind_params, load_plugins
-
-    load_plugins(args.plugin)
-    text = args.scorers.strip()
-    if text.startswith("{"):
-        try:
-            spec = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise MarginmineError(f"--scorers: not valid JSON ({exc})") from exc
-        if not isinstance(spec, dict) or not all(isinstance(v, dict) for v in spec.values()):
-            raise MarginmineError("--scorers: give a JSON object {name: {\"kind\": ..., params...}}")
-    else:
-        spec = {}
-        for item in filter(None, text.split(",")):
-            name, _, kind = item.partition("=")
-            spec[name] = {"kind": kind or name}
-    if args.k is not None:
-        from marginmine.scoring import KINDS
-
-        for entry in spec.values():
-            if entry.get("kind") in KINDS and "k" in kind_params(entry["kind"]):
-                entry.setdefault("k", args.k)
-    return spec
 
 
 def score_settings(args: argparse.Namespace, batch_size: int | None = None):
@@ -255,11 +151,11 @@ def cmd_composition(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler], columns_type: Callable) -> None:
+def register(sub: argparse._SubParsersAction, handlers: Handlers) -> None:
     p = sub.add_parser("score", help="margin-score given pairs in batches (filtering mode)")
     p.add_argument("--input", nargs="+", required=True, metavar="FILE",
                    help="a TSV (source and target in --columns) or two line-aligned files; .gz allowed")
-    p.add_argument("--columns", type=columns_type, default=(0, 1), help="0-based source,target columns (default 0,1)")
+    p.add_argument("--columns", type=column_pair, default=(0, 1), help="0-based source,target columns (default 0,1)")
     p.add_argument("--output", required=True,
                    help="a header naming the scorers, then one line per input line: their scores (.gz allowed)")
     p.add_argument("--encoder", default=None, help="encoder directory (or give precomputed embeddings)")
@@ -283,7 +179,7 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler], colu
                    help="also write the noise baseline here: each batch re-paired at random (seeded by --seed and "
                         "the batch's first line), scored by every scorer against the batch's neighbourhoods, in "
                         "the score file's columns (.gz allowed); `marginmine clean-share` reads it")
-    p.add_argument("--seed", type=domain.SEED, default=SEED, help="the baseline's seed (default %(default)s)")
+    add_seed(p, "the baseline's seed (default %(default)s)")
     add_knn(p, k=False)
     handlers["score"] = cmd_score
 
@@ -311,7 +207,7 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler], colu
                    help="a scorer: the name of a score-file column (e.g. ratio, cosine); or random, unfiltered")
     p.add_argument("-n", default=None, help="how many pairs: 500, 20k, 10M")
     p.add_argument("--threshold", type=domain.FINITE, default=None, help="instead of -n: keep scores >= this")
-    p.add_argument("--seed", type=domain.SEED, default=SEED, help="seed of the random method (default %(default)s)")
+    add_seed(p, "seed of the random method (default %(default)s)")
     p.add_argument("--output", required=True, help="TSV: src, tgt, score, further shard columns")
     p.add_argument("--report", default=None, help="JSON: counts, threshold, score histogram")
     handlers["select"] = cmd_select

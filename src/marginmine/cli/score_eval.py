@@ -8,15 +8,14 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-from typing import Callable
 
-from marginmine.cli.score import add_knn, add_scorers, scorer_spec, torch_threads
-from marginmine.defaults import BUCC_DISTRACTORS, BUCC_MONO_MAX, BUCC_SHARE, HEAD_POSITIVES, HEAD_POSITIVES_SIZE, K, SEED
+from marginmine.cli.options import (Handlers, add_device, add_knn, add_scorers, add_seed, encoder_dirs,
+                                    load_encoders, named_scorers, scorer_spec, torch_threads)
+from marginmine.defaults import BUCC_DISTRACTORS, BUCC_MONO_MAX, BUCC_SHARE, HEAD_POSITIVES, HEAD_POSITIVES_SIZE, K
 from marginmine.errors import MarginmineError
 from marginmine.cli import values as domain
 
 log = logging.getLogger("marginmine")
-Handler = Callable[[argparse.Namespace], int]
 
 
 def cmd_bucc_data(args: argparse.Namespace) -> int:
@@ -43,50 +42,13 @@ def cmd_bucc_data(args: argparse.Namespace) -> int:
     return 0
 
 
-def _encoder_dirs(args: argparse.Namespace) -> dict[str, str]:
-    out = {}
-    for item in args.encoder or []:
-        name, sep, path = item.partition("=")
-        if not sep or not name or not path:
-            raise MarginmineError(f"--encoder takes NAME=DIR, got {item!r}")
-        out[name] = path
-    return out
-
-
-def _named_scorers(args: argparse.Namespace, dirs: dict[str, str]) -> dict[str, tuple[str, object]]:
-    """--scorers with each scorer's encoder: name -> (encoder name, kind). A scorer without an
-    ``encoder`` entry uses the only --encoder given."""
-    from marginmine.encoders.base import encoder_identity
-    from marginmine.scoring import parse_scorers
-    from marginmine.scoring.heads import check_fitted_on
-
-    spec = scorer_spec(args)
-    kinds = parse_scorers(spec)
-    out = {}
-    for name, kind in kinds.items():
-        enc = spec[name].get("encoder") or (next(iter(dirs)) if len(dirs) == 1 else None)
-        if enc not in dirs:
-            raise MarginmineError(f"--scorers {name}: encoder {enc!r} is not among --encoder "
-                                  f"({', '.join(dirs) or 'none given'}); give it as --encoder {enc}=DIR")
-        if getattr(kind, "fitted", False):  # a head fitted on this encoder, not on another
-            check_fitted_on(name, kind, encoder_identity(dirs[enc]), f"--encoder {enc}={dirs[enc]}")
-        out[name] = (enc, kind)
-    return out
-
-
-def _load_encoders(dirs: dict[str, str], args: argparse.Namespace, used: set[str]) -> dict[str, object]:
-    from marginmine.encoders.base import load_encoder
-
-    return {n: load_encoder(d, args.device) for n, d in dirs.items() if n in used}
-
-
 def cmd_eval_mining(args: argparse.Namespace) -> int:
     from marginmine.evaluate.bucc import evaluate, write_table
 
     torch_threads(args.threads)
-    dirs = _encoder_dirs(args)
-    scorers = _named_scorers(args, dirs)
-    encoders = _load_encoders(dirs, args, {e for e, _ in scorers.values()})
+    dirs = encoder_dirs(args)
+    scorers = named_scorers(args, dirs)
+    encoders = load_encoders(dirs, args, {e for e, _ in scorers.values()})
     translated = {}
     for item in args.translated:
         key, sep, path = item.partition("=")
@@ -167,8 +129,8 @@ def cmd_eval_similarity(args: argparse.Namespace) -> int:
     from marginmine.io.safe import write_text
 
     torch_threads(args.threads)
-    dirs = _encoder_dirs(args)
-    scorers = _named_scorers(args, dirs)
+    dirs = encoder_dirs(args)
+    scorers = named_scorers(args, dirs)
     if args.name not in scorers:
         raise MarginmineError(f"--name {args.name}: not among --scorers ({', '.join(scorers)})")
     enc_name, kind = scorers[args.name]
@@ -185,7 +147,7 @@ def cmd_eval_similarity(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> None:
+def register(sub: argparse._SubParsersAction, handlers: Handlers) -> None:
     from marginmine.scoring.heads import POSITIVE_SOURCES, CorpusShard, HeldOut
 
     p = sub.add_parser("bucc-data", help="build the BUCC-style mining benchmark from real text")
@@ -201,9 +163,8 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> N
     p.add_argument("--distractors", type=domain.COUNT0, default=BUCC_DISTRACTORS, help="unpaired gold-domain lines per side")
     p.add_argument("--mono-max", type=domain.COUNT0, default=BUCC_MONO_MAX,
                    help="the first this many distinct monolingual lines per side (0 = all; half per split)")
-    p.add_argument("--seed", type=domain.SEED, default=SEED,
-                   help="which gold pairs and distractors are drawn, and the pools' order "
-                        "(default %(default)s)")
+    add_seed(p, "which gold pairs and distractors are drawn, and the pools' order "
+             "(default %(default)s)")
     p.add_argument("--output-dir", required=True,
                    help="where train/test .src, .tgt, .gold (1-based line pairs) and summary.json "
                         "are written")
@@ -254,10 +215,8 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> N
                    help="the corpus' shards and their embeddings (kinds whose negatives come from the corpus)")
     p.add_argument("--exclude-pairs", default=None, help="a human-labelled evaluation TSV (ParaCrawl format): "
                                                           "its pairs are never negatives")
-    p.add_argument("--seed", type=domain.SEED, default=SEED,
-                   help="seed of the fit and of the choice of corpus negatives (default %(default)s)")
-    p.add_argument("--device", default="cpu", help="cpu or cuda[:N] (fails if no GPU is visible)")
-    p.add_argument("--threads", type=domain.THREADS, default=None, help="CPU threads for the encoder and FAISS")
+    add_seed(p, "seed of the fit and of the choice of corpus negatives (default %(default)s)")
+    add_device(p, "CPU threads for the encoder and FAISS")
     p.add_argument("--output", required=True, help="the head's directory")
     handlers["fit-scorer"] = cmd_fit_scorer
 
@@ -281,8 +240,7 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> N
                    help="output: one line per row: its section (translators, intrinsic, corpus), a tab, "
                         "the row as JSON")
     p.add_argument("--md", required=True, help="output: the three sections as Markdown tables")
-    p.add_argument("--device", default="cpu", help="cpu or cuda[:N] (fails if no GPU is visible)")
-    p.add_argument("--threads", type=domain.THREADS, default=None, help="CPU threads for the encoder and FAISS")
+    add_device(p, "CPU threads for the encoder and FAISS")
     handlers["vote-report"] = cmd_vote_report
 
     p = sub.add_parser("eval-similarity", help="intrinsic retrieval error with a learned similarity (e.g. mlp) "
@@ -295,9 +253,7 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> N
                    help="a gold set; KIND is tatoeba or alignment; repeatable")
     p.add_argument("--src-lang", required=True, help="the language of the similarity's first input")
     p.add_argument("--label", default="similarity", help="the margin column's name in the report")
-    p.add_argument("--seed", type=domain.SEED, default=SEED,
-                   help="seed of the shuffle of an alignment set's candidates (default %(default)s)")
-    p.add_argument("--device", default="cpu", help="cpu or cuda[:N] (fails if no GPU is visible)")
-    p.add_argument("--threads", type=domain.THREADS, default=None, help="CPU threads for the encoder")
+    add_seed(p, "seed of the shuffle of an alignment set's candidates (default %(default)s)")
+    add_device(p, "CPU threads for the encoder")
     p.add_argument("--output", required=True, help="JSON (eval-encoder's format)")
     handlers["eval-similarity"] = cmd_eval_similarity

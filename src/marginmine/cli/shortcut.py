@@ -6,30 +6,26 @@ from __future__ import annotations
 import argparse
 import logging
 from pathlib import Path
-from typing import Callable
 
-from marginmine.defaults import SEED
 from marginmine.errors import InputError, MarginmineError
-from marginmine.cli import values as domain
+from marginmine.cli.options import (Handlers, add_device, add_scorers, add_seed, encoder_dirs, load_encoders,
+                                    named_scorers, torch_threads)
 
 log = logging.getLogger("marginmine")
-Handler = Callable[[argparse.Namespace], int]
 
 
 def cmd_shortcut_check(args: argparse.Namespace) -> int:
-    from marginmine.cli.score import torch_threads
-    from marginmine.cli.score_eval import _encoder_dirs, _load_encoders, _named_scorers
     from marginmine.io.text import read_lines
     from marginmine.scoring.heads import CHECK_FILE
     from marginmine.evaluate.shortcut import Group, read_origins, shortcut_rows, write_tables
 
     torch_threads(args.threads)
-    dirs = _encoder_dirs(args)
-    scorers = _named_scorers(args, dirs)
+    dirs = encoder_dirs(args)
+    scorers = named_scorers(args, dirs)
     unfitted = [n for n, (_, kind) in scorers.items() if not getattr(kind, "fitted", False)]
     if unfitted:
         raise MarginmineError(f"--scorers {', '.join(unfitted)}: not fitted (the check reads a head's positives)")
-    encoders = _load_encoders(dirs, args, {e for e, _ in scorers.values()})
+    encoders = load_encoders(dirs, args, {e for e, _ in scorers.values()})
     src_file, tgt_file, labels = args.test
     src_lines = read_lines(src_file)
     origins = read_origins(src_lines, read_lines(tgt_file), labels)
@@ -58,9 +54,7 @@ def cmd_shortcut_check(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> None:
-    from marginmine.cli.score import add_scorers
-
+def register(sub: argparse._SubParsersAction, handlers: Handlers) -> None:
     p = sub.add_parser("shortcut-check", help="fitted scorers on clean pairs per domain vs their re-pairings: "
                                               "do they separate translations, or domains?")
     add_scorers(p, default=None)
@@ -70,9 +64,8 @@ def register(sub: argparse._SubParsersAction, handlers: dict[str, Handler]) -> N
                    help="a labelled clean set: its two aligned files and its labels TSV (origin, clean columns)")
     p.add_argument("--src-lang", required=True)
     p.add_argument("--tgt-lang", required=True)
-    p.add_argument("--seed", type=domain.SEED, default=SEED, help="seed of the re-pairings (default %(default)s)")
-    p.add_argument("--device", default="cpu", help="cpu or cuda[:N]")
-    p.add_argument("--threads", type=domain.THREADS, default=None, help="CPU threads for the encoders")
+    add_seed(p, "seed of the re-pairings (default %(default)s)")
+    add_device(p, "CPU threads for the encoders", device_help="cpu or cuda[:N]")
     p.add_argument("--title", default="Shortcut check of the fitted scorers", help="the Markdown table's title")
     p.add_argument("--tsv", required=True, help="output: a row per scorer and group")
     p.add_argument("--md", required=True, help="output: the same as Markdown, with what each column means")
