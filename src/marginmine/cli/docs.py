@@ -18,17 +18,6 @@ from marginmine.cli.configdoc import prose, render_schema
 #: help text is formatted at this width, whatever the terminal
 WIDTH = 100
 
-#: the module that registers a subcommand -> its group on the page, in this order
-GROUPS = {
-    "marginmine.cli.main": "Data and preprocessing",
-    "marginmine.cli.encoders": "Encoders",
-    "marginmine.cli.score": "Scoring, mining and selection",
-    "marginmine.cli.score_eval": "Evaluations of the scorers",
-    "marginmine.cli.nmt": "NMT and translation",
-    "marginmine.cli.report": "Reports",
-    "marginmine.cli.samples": "Reports",
-}
-
 CLI_INTRO = """\
 # Command line reference
 
@@ -107,10 +96,11 @@ def render_cli(parser: argparse.ArgumentParser | None = None) -> str:
     parser = parser or cli_main.build_parser()
     sub = _subparsers(parser)
     purpose = {c.dest: c.help or "" for c in sub._choices_actions}
-    grouped: dict[str, list[str]] = {g: [] for g in GROUPS.values()}
+    groups = dict(cli_main.COMMAND_MODULES)  # the module that registers a subcommand -> its group on the page
+    grouped: dict[str, list[str]] = {g: [] for g in groups.values()}
     for name in sub.choices:
-        module = getattr(cli_main._HANDLERS.get(name), "__module__", "")
-        grouped.setdefault(GROUPS.get(module, "Other"), []).append(name)
+        module = getattr(cli_main.HANDLERS.get(name), "__module__", "")
+        grouped.setdefault(groups.get(module, "Other"), []).append(name)
     doc = (cli_main.__doc__ or "").split("\n\n", 1)
     lines = [CLI_INTRO]
     if len(doc) > 1:

@@ -1,5 +1,5 @@
-"""Subcommands of the encoders stage: ``encoder-data``, ``train-encoder``, ``embed``,
-``eval-encoder``, ``encoder-report``. Registered by :mod:`marginmine.cli.main`."""
+"""Subcommands of the encoders stage: ``encoder-data``, ``train-encoder``, ``export-encoder``,
+``embed``, ``eval-encoder``, ``encoder-report``. Listed in :data:`marginmine.cli.main.COMMAND_MODULES`."""
 
 from __future__ import annotations
 

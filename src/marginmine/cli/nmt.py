@@ -1,6 +1,5 @@
 """Subcommands of the NMT stage (issue #5): ``train-nmt``, ``evaluate``; translate-then-vote's
-``translator-data`` and ``translate``. Registered by
-:mod:`marginmine.cli.main`."""
+``translator-data`` and ``translate``. Listed in :data:`marginmine.cli.main.COMMAND_MODULES`."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 ``summary`` (one row per system of a suite), ``claims`` (the seed papers' claims beside ours), ``wall-times`` (each part's time from
 scripts/wall_time.sh's rows), ``docs-results`` (docs/results.md and the README's key result from
 the tables the pipeline wrote) and ``report-figures``: the figures and tables of the Snakemake
-report (ledger, score histograms, result tables, wall time and throughput per rule). Registered by :mod:`marginmine.cli.main`."""
+report (ledger, score histograms, result tables, wall time and throughput per rule). Listed in :data:`marginmine.cli.main.COMMAND_MODULES`."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Subcommands ``removed-sample`` (a seeded sample of one rejects file's pairs per preprocessing
 step) and ``report-samples`` (the report's page of pairs to read: removed per step, at score
 quantiles and the top-N boundary per scorer, where two scorers disagree; TSVs beside it).
-Registered by :mod:`marginmine.cli.main`."""
+Listed in :data:`marginmine.cli.main.COMMAND_MODULES`."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Subcommands of the scoring stage: ``score``, ``mine``, ``select`` and their evaluations
-(``composition``, ``bucc-data``, ``eval-mining``, ``eval-filter``). Registered by :mod:`marginmine.cli.main`."""
+"""Subcommands of the scoring stage: ``score``, ``mine``, ``select``, ``export-filtered`` and
+``composition`` (what each selection is made of). Listed in :data:`marginmine.cli.main.COMMAND_MODULES`."""
 
 from __future__ import annotations
 
@@ -236,7 +236,3 @@ def register(sub: argparse._SubParsersAction, handlers: Handlers) -> None:
                    help="output: Markdown table of each group's share (%%) per selection")
     p.add_argument("--title", default="", help="appended to the Markdown heading")
     handlers["composition"] = cmd_composition
-
-    from marginmine.cli.score_eval import register as register_evaluations
-
-    register_evaluations(sub, handlers)

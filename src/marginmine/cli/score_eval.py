@@ -1,7 +1,6 @@
 """Subcommands that evaluate the scorers: ``bucc-data``, ``eval-mining`` (the BUCC-style mining
-benchmark), ``vote-report``, ``eval-similarity`` and ``fit-scorer`` (a fitted kind's head); it also
-registers ``eval-filter`` (:mod:`marginmine.cli.eval_filter`, which shares its encoder helpers).
-Registered by :mod:`marginmine.cli.score`."""
+benchmark), ``fit-scorer`` (a fitted kind's head), ``vote-report`` and ``eval-similarity``.
+Listed in :data:`marginmine.cli.main.COMMAND_MODULES`."""
 
 from __future__ import annotations
 
@@ -186,10 +185,6 @@ def register(sub: argparse._SubParsersAction, handlers: Handlers) -> None:
     p.add_argument("--md", required=True, help="output: the same as a Markdown table")
     add_knn(p, k=False)
     handlers["eval-mining"] = cmd_eval_mining
-
-    from marginmine.cli.eval_filter import register as register_eval_filter
-
-    register_eval_filter(sub, handlers)
 
     p = sub.add_parser("fit-scorer", help="fit a fitted score kind's head (e.g. calibrated) on its positives "
                                             "(--positives), checked on held-out pairs")
