@@ -1,19 +1,22 @@
 """Every numeric and choice option of every ``marginmine`` subcommand, given 0, -1, nan, a huge
 number and a word: either the value is in the option's domain and the arguments are read, or the
 command refuses it on one line naming the option, with exit status 2 - never a traceback. And every
-subcommand run with its required files missing stops on one error line with exit status 2."""
+subcommand run with its required files missing stops on one error line with exit status 2, as does a
+command given values in range that its validated settings refuse."""
 
 from __future__ import annotations
 
 import argparse
 import contextlib
 import io
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from marginmine.cli import values as domain
-from marginmine.cli.main import build_parser, main
+from marginmine.cli.main import build_parser, main, one_line
 
 BAD = ["0", "-1", "nan", "inf", "1e30", str(10**30), "many"]
 
@@ -138,3 +141,59 @@ def test_a_value_its_settings_refuse_is_one_error_line(tmp_path: Path) -> None:
     assert code == 2 and len(lines) == 1 and lines[0].startswith("marginmine preprocess: error: "), err.getvalue()
     with pytest.raises(ValueError):
         main(["--debug", *argv])
+
+
+#: commands given values each option accepts that the settings built from them refuse (a settings
+#: class, a score kind's parameters, a corpus builder's checks): (command, arguments, the refusal)
+REFUSED = [
+    ("preprocess", ["--input", "c.tsv", "--src-lang", "de", "--tgt-lang", "en", "--no-langid", "--min-tokens", "10",
+                    "--max-tokens", "5", "--output", "k.tsv", "--rejects", "r.tsv", "--ledger", "l.json"],
+     "min_tokens 10 > max_tokens 5"),
+    ("mine", ["--src", "s.txt", "--tgt", "t.txt", "--src-lang", "en", "--tgt-lang", "de", "--encoder", "enc",
+              "--min-tokens", "10", "--max-tokens", "5", "--output", "m.tsv"], "min_tokens 10 > max_tokens 5"),
+    ("demo-corpus", ["--data-dir", "data", "--output", "o.tsv", "--labels", "l.tsv", "--scale", "2"],
+     "scale must be in (0, 1]"),
+    ("heldout", ["--src", "s.txt", "--tgt", "t.txt", "--size", "5", "--out-src", "a.txt", "--out-tgt", "b.txt"],
+     "needs 5 distinct pairs"),
+    ("score", ["--input", "c.tsv", "--src-embeddings", "x.npy", "--tgt-embeddings", "y.npy", "--output", "s.tsv",
+               "--scorers", '{"r": {"kind": "ratio", "k": 0}}'], "k must be a positive integer"),
+    ("fit-scorer", ["--scorers", '{"c": {"kind": "calibrated", "hidden": 0}}', "--name", "c", "--encoder", "enc",
+                    "--held-out", "en,de,s.txt,t.txt", "--src-lang", "en", "--tgt-lang", "de", "--output", "head"],
+     "hidden and steps must be >= 1"),
+    ("eval-mining", ["--encoder", "e=enc", "--scorers", '{"m": {"kind": "mlp", "band": 2}}', "--data", "bucc",
+                     "--src-lang", "en", "--tgt-lang", "de", "--tsv", "t.tsv", "--md", "t.md"],
+     "band must be in (0, 1]"),
+]
+
+
+@pytest.mark.parametrize("command,argv,refusal", REFUSED, ids=[c for c, _, _ in REFUSED])
+def test_values_the_settings_refuse_are_one_error_line(command: str, argv: list[str], refusal: str,
+                                                       tmp_path: Path) -> None:
+    """Run as a user would (a process of its own, nothing captured in between): exit 2 and stderr is
+    one line, ``marginmine CMD: error: ...`` naming the refusal, before any file is written."""
+    (tmp_path / "c.tsv").write_text("Ein Haus.\tA house.\n", encoding="utf-8")
+    (tmp_path / "s.txt").write_text("A house.\n", encoding="utf-8")
+    (tmp_path / "t.txt").write_text("Ein Haus.\n", encoding="utf-8")
+    before = sorted(p.name for p in tmp_path.iterdir())
+    r = subprocess.run([sys.executable, "-m", "marginmine.cli", "-q", command, *argv], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=300)
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and "Traceback" not in r.stderr, (r.returncode, r.stderr[-2000:])
+    assert len(lines) == 1 and lines[0].startswith(f"marginmine {command}: error: ") and refusal in lines[0], r.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+def test_a_refusal_of_several_lines_is_printed_on_one(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A ValueError whose message spans lines still gives one error line (its lines joined)."""
+    import marginmine.cli.data as cli_data
+
+    def refuse(args: argparse.Namespace) -> int:
+        raise ValueError("first line\n  second line\n")
+
+    monkeypatch.setattr(cli_data, "cmd_heldout", refuse)
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        code = main(["heldout", "--src", "s", "--tgt", "t", "--size", "1", "--out-src", str(tmp_path / "a"),
+                     "--out-tgt", str(tmp_path / "b")])
+    assert code == 2 and err.getvalue() == "marginmine heldout: error: first line; second line (--debug shows where)\n"
+    assert one_line(ValueError()) == "ValueError"

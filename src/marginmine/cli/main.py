@@ -76,7 +76,15 @@ def check_outputs(command: str, args: argparse.Namespace) -> None:
         check_paths(ins, outs)
 
 
+def one_line(exc: BaseException) -> str:
+    """An exception's message on one line (its lines joined by "; "), or its type's name if it has none."""
+    return "; ".join(line.strip() for line in str(exc).splitlines() if line.strip()) or type(exc).__name__
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one subcommand: exit status 0, or 2 with one error line (``marginmine CMD: error: ...``)
+    for a refused argument, a bad input (:class:`MarginmineError`) or a value a validated setting
+    refuses (``ValueError``, also from a settings class a handler builds); ``--debug`` re-raises."""
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO,
                         format="%(asctime)s %(name)s %(levelname)s: %(message)s", stream=sys.stderr)
@@ -91,7 +99,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as exc:  # a validated setting (a frozen settings class, a kind's params) refused a value
         if args.debug:
             raise
-        print(f"marginmine {args.command}: error: {exc} (--debug shows where)", file=sys.stderr)
+        print(f"marginmine {args.command}: error: {one_line(exc)} (--debug shows where)", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"marginmine {args.command}: interrupted", file=sys.stderr)

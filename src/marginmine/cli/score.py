@@ -80,6 +80,9 @@ def cmd_mine(args: argparse.Namespace) -> int:
     from marginmine.scoring.mining import Sentences, check_pairs, embed_unique, mine_arrays, write_mined
     from marginmine.preprocess.pipeline import PreprocessSettings
 
+    settings = None if args.no_checks else PreprocessSettings(  # refused values fail before any work
+        args.src_lang, args.tgt_lang, args.min_tokens, args.max_tokens, args.max_overlap, args.max_ratio,
+        not args.no_langid, args.langid_min_prob, args.langid_model)
     torch_threads(args.threads)
     spec = index_spec(args)
     src, tgt = Sentences.read_file(args.src), Sentences.read_file(args.tgt)
@@ -89,9 +92,6 @@ def cmd_mine(args: argparse.Namespace) -> int:
     x = embed_unique(encoder, src.texts, args.src_lang)
     y = embed_unique(encoder, tgt.texts, args.tgt_lang)
     mined = mine_arrays(x, y, args.k, args.margin, args.retrieval, spec)
-    settings = None if args.no_checks else PreprocessSettings(
-        args.src_lang, args.tgt_lang, args.min_tokens, args.max_tokens, args.max_overlap, args.max_ratio,
-        not args.no_langid, args.langid_min_prob, args.langid_model)
     keep, ledger = check_pairs(mined, src, tgt, settings, args.threshold)
     n = write_mined(args.output, mined, keep, src, tgt)
     if args.ledger:
