@@ -68,6 +68,26 @@ def test_no_import_cycle_and_no_module_over_420_lines() -> None:
     assert not long, long
 
 
+HEAVY = ("numpy", "torch", "faiss", "sacremoses", "scipy", "sentencepiece", "fasttext", "matplotlib", "ctranslate2")
+
+
+def test_the_command_line_starts_without_heavy_libraries() -> None:
+    """``marginmine --help`` builds the parser with every subcommand, and imports none of the heavy
+    libraries the stages use (nor the stage modules that load them): the CLI starts in a fraction of a
+    second. Their defaults and choices come from marginmine.defaults."""
+    code = ("import contextlib, io, sys\n"
+            "from marginmine.cli.main import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            "    try:\n        main(['--help'])\n    except SystemExit:\n        pass\n"
+            f"print(sorted({{k.split('.')[0] for k in sys.modules}} & set({HEAVY!r})))\n"
+            "print(sorted(k for k in sys.modules if k.startswith('marginmine.') and not k.startswith('marginmine.cli')))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    heavy, stages = r.stdout.splitlines()
+    assert heavy == "[]", heavy
+    assert stages == "['marginmine.defaults', 'marginmine.errors', 'marginmine.timecap']", stages
+
+
 #: which stage packages a package may import at module level (imports inside functions included:
 #: a late import is still a dependency of the design)
 ALLOWED = {

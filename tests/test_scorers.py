@@ -52,6 +52,11 @@ def test_the_cli_and_dataclass_defaults_are_the_schemas() -> None:
     pre = SCHEMA["preprocess"]["properties"]
     for name in ("min_tokens", "max_tokens", "max_overlap", "max_ratio", "langid_min_prob"):
         assert PreprocessSettings.__dataclass_fields__[name].default == pre[name]["default"], name
+    # the choices the command line offers are the schema's
+    assert list(defaults.INDEX_KINDS) == SCHEMA["scoring"]["properties"]["index"]["enum"]
+    assert list(defaults.DECODERS) == SCHEMA["nmt"]["properties"]["decoder"]["enum"]
+    assert defaults.DEFAULT_DECODER == SCHEMA["nmt"]["properties"]["decoder"]["default"]
+    assert list(defaults.POSITIVE_SOURCES) == FULL_SCHEMA["definitions"]["positives"]["properties"]["from"]["enum"]
 
 
 def test_registry_refuses_unknown_kinds_params_and_names() -> None:

@@ -9,7 +9,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from marginmine.defaults import ON_TIME_CAP, SEED
+from marginmine.defaults import DECODERS, DEFAULT_DECODER, ON_TIME_CAP, SEED
 from marginmine.timecap import POLICIES
 from marginmine.errors import MarginmineError
 from marginmine.cli import values as domain
@@ -148,7 +148,7 @@ def _decoding_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-len-b", type=domain.Whole(0, 1_000_000), default=10, help="the b of --max-len-a's bound")
     p.add_argument("--threads", type=domain.THREADS, default=None, help="CPU threads of the decoder")
     p.add_argument("--device", default="auto", help="auto, cpu or cuda (fails if no GPU is visible)")
-    p.add_argument("--decoder", default=_default_decoder(), choices=("ctranslate2", "fairseq"),
+    p.add_argument("--decoder", default=DEFAULT_DECODER, choices=DECODERS,
                    help="beam search by CTranslate2 (default; the checkpoint converted once) or fairseq-generate")
 
 
@@ -207,9 +207,3 @@ def register(sub: argparse._SubParsersAction, handlers: Handlers) -> None:
     p.add_argument("--max-pairs", type=domain.COUNT0, default=0, help="a uniform sample of this many pairs (0 = all)")
     add_seed(p, f"the sample's seed (the same rows for both directions; default {SEED}, the workflow's seed)")
     handlers["translator-data"] = cmd_translator_data
-
-
-def _default_decoder() -> str:
-    from marginmine.nmt.evaluate import DEFAULT_DECODER
-
-    return DEFAULT_DECODER

@@ -13,7 +13,8 @@ import json
 from typing import Callable
 
 from marginmine.cli import values as domain
-from marginmine.defaults import INDEX, K, SEED
+from marginmine.defaults import (BLAS_QUERY_BLOCK, INDEX, INDEX_KINDS, K, LANGID_MIN_PROB, MAX_OVERLAP, MAX_RATIO,
+                                 MAX_TOKENS, MIN_TOKENS, QUERY_BLOCK, SEED)
 from marginmine.errors import MarginmineError
 
 #: a subcommand's function: the parsed arguments -> exit status
@@ -47,11 +48,10 @@ def add_device(p: argparse.ArgumentParser, threads_help: str, device_help: str =
 
 def add_filter_settings(p: argparse.ArgumentParser, protect: bool = True) -> None:
     """The pair filters' flags, shared by ``preprocess`` and ``mine``; defaults are
-    :class:`marginmine.preprocess.pipeline.PreprocessSettings`'s (the schema's ``preprocess`` agrees, tested)."""
-    from marginmine.preprocess.pipeline import PreprocessSettings
-
-    d = {f: PreprocessSettings.__dataclass_fields__[f].default
-         for f in ("min_tokens", "max_tokens", "max_overlap", "max_ratio", "langid_min_prob")}
+    :class:`marginmine.preprocess.pipeline.PreprocessSettings`'s, from :mod:`marginmine.defaults` (the
+    schema's ``preprocess`` agrees, tested)."""
+    d = {"min_tokens": MIN_TOKENS, "max_tokens": MAX_TOKENS, "max_overlap": MAX_OVERLAP, "max_ratio": MAX_RATIO,
+         "langid_min_prob": LANGID_MIN_PROB}
     p.add_argument("--src-lang", required=True, help="the source side's language code, e.g. en")
     p.add_argument("--tgt-lang", required=True, help="the target side's language code, e.g. de")
     p.add_argument("--min-tokens", type=domain.Whole(0, 1_000_000), default=d["min_tokens"], help="default %(default)s")
@@ -86,8 +86,6 @@ def add_knn(p: argparse.ArgumentParser, k: bool = True) -> None:
     if k:
         p.add_argument("-k", "--neighbourhood", dest="k", type=domain.K, default=K,
                        help=f"neighbours per sentence (default {K})")
-    from marginmine.search.knn import BLAS_QUERY_BLOCK, INDEX_KINDS, QUERY_BLOCK
-
     p.add_argument("--index", default=INDEX, choices=list(INDEX_KINDS),
                    help=f"kNN index: auto by the database's size (default {INDEX}: exact up to 200k distinct "
                         "sentences), exact flat, ivf-blas, FAISS IVF-Flat, IVF with float16 or 8-bit vectors, "

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import logging
 
+from marginmine.defaults import PER_BOUNDARY, PER_DISAGREE, PER_QUANTILE, PER_STEP
 from marginmine.errors import MarginmineError
 from marginmine.cli import values as domain
 from marginmine.cli.options import Handlers, add_seed
@@ -85,9 +86,6 @@ def cmd_report_samples(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction, handlers: Handlers) -> None:
-    from marginmine.preprocess.removed import PER_STEP
-    from marginmine.report.samples import PER_BOUNDARY, PER_DISAGREE, PER_QUANTILE
-
     p = sub.add_parser("removed-sample", help="a seeded sample of a rejects file's pairs, per preprocessing step "
                                               "(the same after any repeated run, whatever the file's order)")
     p.add_argument("--rejects", required=True, help="a rejects file of marginmine preprocess or split")

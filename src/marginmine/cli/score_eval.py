@@ -10,7 +10,8 @@ import logging
 
 from marginmine.cli.options import (Handlers, add_device, add_knn, add_scorers, add_seed, encoder_dirs,
                                     load_encoders, named_scorers, scorer_spec, torch_threads)
-from marginmine.defaults import BUCC_DISTRACTORS, BUCC_MONO_MAX, BUCC_SHARE, HEAD_POSITIVES, HEAD_POSITIVES_SIZE, K
+from marginmine.defaults import (BUCC_DISTRACTORS, BUCC_MONO_MAX, BUCC_SHARE, HEAD_POSITIVES, HEAD_POSITIVES_SIZE, K,
+                                 POSITIVE_SOURCES)
 from marginmine.errors import MarginmineError
 from marginmine.cli import values as domain
 
@@ -146,9 +147,21 @@ def cmd_eval_similarity(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(sub: argparse._SubParsersAction, handlers: Handlers) -> None:
-    from marginmine.scoring.heads import POSITIVE_SOURCES, CorpusShard, HeldOut
+def _held_out(text: str):  # noqa: ANN202 - a HeldOut; its module (numpy) is imported when a value is read
+    """``SL,TL,SRC,TGT``: a :class:`marginmine.scoring.heads.HeldOut` (fit-scorer --held-out, --positives-files)."""
+    from marginmine.scoring.heads import HeldOut
 
+    return HeldOut.parse(text)
+
+
+def _corpus_shard(text: str):  # noqa: ANN202 - a CorpusShard, imported as _held_out's
+    """``TSV,SRC_NPY,TGT_NPY``: a :class:`marginmine.scoring.heads.CorpusShard` (fit-scorer --corpus)."""
+    from marginmine.scoring.heads import CorpusShard
+
+    return CorpusShard.parse(text)
+
+
+def register(sub: argparse._SubParsersAction, handlers: Handlers) -> None:
     p = sub.add_parser("bucc-data", help="build the BUCC-style mining benchmark from real text")
     p.add_argument("--gold-train", nargs="+", required=True, metavar="SRC,TGT",
                    help="line-aligned source,target files: the train split's gold pairs and distractors")
@@ -191,7 +204,7 @@ def register(sub: argparse._SubParsersAction, handlers: Handlers) -> None:
     add_scorers(p, default=None)
     p.add_argument("--name", required=True, help="the scorer (of --scorers) to fit")
     p.add_argument("--encoder", required=True, help="the encoder directory whose embeddings it scores")
-    p.add_argument("--held-out", nargs="+", required=True, type=HeldOut.parse, metavar="SL,TL,SRC,TGT",
+    p.add_argument("--held-out", nargs="+", required=True, type=_held_out, metavar="SL,TL,SRC,TGT",
                    help="held-out clean pairs that check the fit: languages and two aligned files; repeatable")
     p.add_argument("--positives", choices=POSITIVE_SOURCES, default=HEAD_POSITIVES,
                    help="the fit's positives: a sample of the encoder's training pairs (--encoder-data), "
@@ -199,14 +212,14 @@ def register(sub: argparse._SubParsersAction, handlers: Handlers) -> None:
     p.add_argument("--positives-size", type=domain.COUNT0, default=HEAD_POSITIVES_SIZE,
                    help="positive pairs sampled (seeded) from the encoder data or files; 0 = all "
                         "(default %(default)s)")
-    p.add_argument("--positives-files", nargs="*", default=[], type=HeldOut.parse, metavar="SL,TL,SRC,TGT",
+    p.add_argument("--positives-files", nargs="*", default=[], type=_held_out, metavar="SL,TL,SRC,TGT",
                    help="clean parallel files the positives come from (with --positives files)")
     p.add_argument("--src-lang", required=True, help="the corpus' source language (pairs are oriented to it)")
     p.add_argument("--tgt-lang", required=True, help="the corpus' target language")
     p.add_argument("--protect", nargs="*", default=[], help="sets no held-out pair may share a side with")
     p.add_argument("--encoder-data", default=None, help="the encoder's training-data manifest.json (its pairs "
                                                          "are not held out)")
-    p.add_argument("--corpus", nargs="*", default=[], type=CorpusShard.parse, metavar="TSV,SRC_NPY,TGT_NPY",
+    p.add_argument("--corpus", nargs="*", default=[], type=_corpus_shard, metavar="TSV,SRC_NPY,TGT_NPY",
                    help="the corpus' shards and their embeddings (kinds whose negatives come from the corpus)")
     p.add_argument("--exclude-pairs", default=None, help="a human-labelled evaluation TSV (ParaCrawl format): "
                                                           "its pairs are never negatives")

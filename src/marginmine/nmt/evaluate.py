@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from marginmine.defaults import DECODERS, DEFAULT_DECODER
 from marginmine.errors import InputError
 from marginmine.fairseq_process import run_fairseq
 from marginmine.nmt.data import spm_pieces
@@ -41,8 +42,6 @@ from marginmine.preprocess.tokens import moses
 
 log = logging.getLogger(__name__)
 
-DECODERS = ("ctranslate2", "fairseq")
-DEFAULT_DECODER = "ctranslate2"
 _HYP_RE = re.compile(r"^H-(\d+)\t(\S+)\t?(.*)$")
 _SPEED_RE = re.compile(r"Translated ([\d,]+) sentences .* \(([\d.]+) sentences/s, ([\d.]+) tokens/s\)")
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Sequence
 
-from marginmine.defaults import PREPROCESS_CACHE_MB
+from marginmine.defaults import LANGID_MIN_PROB, MAX_OVERLAP, MAX_RATIO, MAX_TOKENS, MIN_TOKENS, PREPROCESS_CACHE_MB
 from marginmine.preprocess.dedup import DuplicateFinder
 from marginmine.preprocess.facts import FactCache, sentence_facts
 from marginmine.preprocess.filters import (Candidate, Facts, LengthFilter, LengthRatioFilter, PairFilter,
@@ -47,12 +47,12 @@ class PreprocessSettings:
 
     src_lang: str
     tgt_lang: str
-    min_tokens: int = 3
-    max_tokens: int = 80
-    max_overlap: float = 0.5
-    max_ratio: float = 2.0
+    min_tokens: int = MIN_TOKENS
+    max_tokens: int = MAX_TOKENS
+    max_overlap: float = MAX_OVERLAP
+    max_ratio: float = MAX_RATIO
     langid: bool = True
-    langid_min_prob: float = 0.1
+    langid_min_prob: float = LANGID_MIN_PROB
     langid_model: str | None = None
     max_chars: int = DEFAULT_MAX_CHARS
     protected: frozenset[bytes] = field(default_factory=frozenset)

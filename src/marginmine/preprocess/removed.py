@@ -24,14 +24,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
+from marginmine.defaults import PER_STEP
 from marginmine.errors import InputError
 from marginmine.io.text import format_tsv_line, iter_sentences, open_text_out
 from marginmine.preprocess.pipeline import STEPS
 
 #: the file index of ``split``'s rejects (raw-corpus line numbers); shards count from 0
 SPLIT = -1
-#: pairs kept per step per rejects file (and in the merged sample)
-PER_STEP = 20
 HEADER = ("priority", "file", "line", "step", "reason", "src", "tgt", "extra")
 _MASK = (1 << 64) - 1
 

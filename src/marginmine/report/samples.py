@@ -19,14 +19,12 @@ from typing import Sequence
 
 import numpy as np
 
+from marginmine.defaults import PER_BOUNDARY, PER_DISAGREE, PER_QUANTILE
 from marginmine.errors import InputError
 from marginmine.io.text import iter_sentences
 
 #: the score quantiles sampled (shares of pairs scoring at most the sampled score)
 QUANTILES = (0.01, 0.05, 0.10, 0.25, 0.50, 0.75, 0.90, 0.95, 0.99)
-PER_QUANTILE = 3
-PER_BOUNDARY = 5
-PER_DISAGREE = 10
 
 
 @dataclass(frozen=True)

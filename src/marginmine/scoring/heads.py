@@ -40,7 +40,7 @@ from typing import Any, ClassVar, Sequence
 
 import numpy as np
 
-from marginmine.defaults import HEAD_POSITIVES, HEAD_POSITIVES_SIZE
+from marginmine.defaults import HEAD_POSITIVES, HEAD_POSITIVES_SIZE, POSITIVE_SOURCES
 from marginmine.errors import InputError, MarginmineError
 from marginmine.scoring.kinds import Batch
 
@@ -89,7 +89,6 @@ class HeldOut:
         return cls(*_fields(text, 4, "--held-out takes SRC_LANG,TGT_LANG,SRC_FILE,TGT_FILE"))
 
 
-POSITIVE_SOURCES = ("encoder_data", "files", "held_out")
 CHECK_FILE = "positives_check.tsv"  #: the positives kept out of the fit, in a head's directory
 
 

@@ -30,13 +30,14 @@ from typing import Any
 
 import numpy as np
 
-from marginmine.defaults import SEED
+from marginmine.defaults import BLAS_QUERY_BLOCK, INDEX_KINDS, QUERY_BLOCK, SEED
 from marginmine.errors import MarginmineError
 from marginmine.io.progress import Progress
 
 log = logging.getLogger(__name__)
 
-INDEX_KINDS: tuple[str, ...] = ("auto", "flat", "ivf-blas", "ivf", "ivf-fp16", "ivf-sq8", "ivfpq")
+# the index kinds (INDEX_KINDS) and the query blocks (QUERY_BLOCK, BLAS_QUERY_BLOCK) are marginmine.defaults':
+# the command line names them in its help without importing this module
 #: ``auto``: exact search up to this many database vectors (inclusive) ...
 FLAT_UP_TO = 200_000
 #: ... IVF scanned by matrix products (``ivf-blas``; on a GPU FAISS' ``ivf-fp16``) below this
@@ -49,13 +50,6 @@ IVF_PQ_FROM = 50_000_000
 AUTO_NPROBE = 16
 BLAS_NPROBE = 24
 AUTO_REFINE = 0
-#: queries per block of a search (scratch memory ``block x database`` floats for exact search) ...
-QUERY_BLOCK = 8192
-#: ... and of an ``ivf-blas`` search (unless the caller sets one): each cell meets its queries of a block in one
-#: product; at 4M vectors (1,953 cells, nprobe 8) a block gives a cell about 1,000 queries, and the scan runs
-#: at twice the rate of 65,536-query blocks (docs/scale.md); scratch about 1.2 KB a query at 320 dimensions
-#: (a float32 copy of the block's queries, 4 bytes a dimension, plus the candidates)
-BLAS_QUERY_BLOCK = 262_144
 
 
 @dataclass(frozen=True)
