@@ -73,7 +73,7 @@ def test_no_import_cycle_and_no_module_over_420_lines() -> None:
 ALLOWED = {
     "io": {"defaults", "errors", "io"},
     "search": {"defaults", "errors", "io", "search"},
-    "encoders": {"defaults", "errors", "io", "search", "encoders", "fairseq_process", "preprocess", "timecap"},
+    "encoders": {"defaults", "errors", "io", "search", "encoders", "fairseq_process", "preprocess", "timecap", "machine"},
     # scoring sits below its evaluations: it never imports evaluate, nmt, report or the CLI
     "scoring": {"defaults", "errors", "io", "search", "encoders", "preprocess", "scoring", "machine", "timecap",
                 "fairseq_process"},

@@ -6,14 +6,13 @@ from __future__ import annotations
 import logging
 import os
 import shutil
-import sys
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from marginmine.errors import InputError
-from marginmine.fairseq_process import run_fairseq
+from marginmine.fairseq_process import fairseq_command, run_fairseq
 from marginmine.io.text import read_aligned, read_tsv
 
 from marginmine.nmt.params import NmtError, SPM_SEED, fairseq_env, one_line
@@ -104,7 +103,7 @@ def prepare_data(work: Path, train_tsv: Path, dev_src: Path, dev_ref: Path, src:
         for lang in (src, tgt):
             spm_encode_file(sp, work / "data" / f"{split}.{lang}", work / "spm" / f"{split}.{lang}")
     log.info("nmt: BPE done (%d pieces, %.0f s); binarizing", vocab, time.monotonic() - t0)
-    run_fairseq([sys.executable, "-m", "fairseq_cli.preprocess", "--source-lang", src, "--target-lang", tgt,
+    run_fairseq([*fairseq_command("preprocess"), "--source-lang", src, "--target-lang", tgt,
                  "--trainpref", str(work / "spm" / "train"), "--validpref", str(work / "spm" / "valid"),
                  "--destdir", str(work / "bin"), "--joined-dictionary",
                  "--workers", str(threads or max(1, min(4, os.cpu_count() or 1)))],

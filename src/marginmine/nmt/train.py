@@ -52,21 +52,20 @@ from __future__ import annotations
 import json
 import logging
 import shutil
-import sys
 import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from marginmine.fairseq_process import time_budget, parse_train_log, run_fairseq
+from marginmine.fairseq_process import fairseq_command, parse_train_log, run_fairseq, time_budget
 from marginmine.io.resume import StateFile, changed
 from marginmine.io.safe import json_fingerprint, sha256_file
-from marginmine.machine import machine
+from marginmine.machine import dist_version, machine
 
 from marginmine.nmt.checkpoints import EPOCH_CKPT_RE, average_checkpoints, averaging_window
 from marginmine.nmt.data import prepare_data
 from marginmine.nmt.params import (MANIFEST, MODEL_FILE, MODEL_SIZE_KEYS, NmtError, MODEL_KEYS,
-                                   NOT_RESULT_KEYS, PREP_KEYS, dist_version, write_json,
+                                   NOT_RESULT_KEYS, PREP_KEYS, write_json,
                                    check_lang, fairseq_env, resolve_device, resolve_params)
 
 log = logging.getLogger(__name__)
@@ -83,7 +82,7 @@ def _typical_wps(run: Mapping[str, Any]) -> float | None:
 
 
 def _train_cmd(work: Path, src: str, tgt: str, p: Mapping[str, Any], device: str, seed: int) -> list[str]:
-    cmd = [sys.executable, "-m", "fairseq_cli.train", str((work / "bin").resolve()),
+    cmd = [*fairseq_command("train"), str((work / "bin").resolve()),
            "--task", "translation", "--source-lang", src, "--target-lang", tgt, "--arch", str(p["arch"]),
            "--save-dir", str((work / "checkpoints").resolve()), "--seed", str(int(seed)),
            "--optimizer", "adam", "--adam-betas", "(0.9, 0.98)", "--clip-norm", str(p["clip_norm"]),
