@@ -65,7 +65,7 @@ rule encoders:
 rule embeddings:
     """Both sides of every preprocessed shard embedded with every encoder a scorer uses."""
     input:
-        expand(rules.embed_shard.output, encoder=SCORED_ENCODERS, shard=SHARDS),
+        expand(rules.embed_shard.output, encoder=SCORED_ENCODERS, shard=PLAN.shards),
 
 
 rule scoring:
@@ -77,7 +77,7 @@ rule scoring:
 rule filtered:
     """Every selection (scorer or method x N, and by threshold) as a filtered corpus: results/<exp>/filtered/."""
     input:
-        expand(rules.export_filtered.output, method=SELECTED, N=SIZES),
+        expand(rules.export_filtered.output, method=SELECTED, N=PLAN.sizes),
         threshold_selections(rules.export_filtered.output),
 
 

@@ -13,7 +13,7 @@ rule tatoeba_share:
     benchmark:
         f"{BENCH}/tatoeba_share.tsv"
     params:
-        data_dir=str(DATA_DIR),
+        data_dir=str(PLAN.data_dir),
     threads: 1
     resources:
         mem_mb=1000,
@@ -78,7 +78,7 @@ rule train_encoder:
     wildcard_constraints:
         encdir="|".join(map(re.escape, ENCODER_DIRS.values())),
     priority: 10  # the critical path (encoder -> scores -> selections -> NMT) goes first
-    threads: job_threads(2)
+    threads: PLAN.job_threads(2)
     resources:
         mem_mb=lambda wc: encoder_model(wc.encdir)["mem_mb"],
         runtime=lambda wc: encoder_runtime(wc.encdir),
@@ -110,7 +110,7 @@ rule eval_encoder:
         device=ENC["device"],
     wildcard_constraints:
         name="|".join(map(re.escape, ENCODER_DIRS)),
-    threads: job_threads(2)
+    threads: PLAN.job_threads(2)
     resources:
         mem_mb=4000,
         runtime=30,
@@ -168,7 +168,7 @@ rule embed_shard:
         src=SRC,
         tgt=TGT,
     priority: 10  # the critical path (encoder -> scores -> selections -> NMT) goes first
-    threads: job_threads(2)
+    threads: PLAN.job_threads(2)
     resources:
         mem_mb=4000,
         runtime=ENC["embed_runtime_min"],

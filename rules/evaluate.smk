@@ -30,7 +30,7 @@ rule shortcut_check:
         seed=config["seed"],
         device=ENC["device"],
         title=f"{EXP}: shortcut check of the fitted scorers",
-    threads: job_threads(2)
+    threads: PLAN.job_threads(2)
     resources:
         mem_mb=3000,
         runtime=20,
@@ -115,8 +115,8 @@ rule mining_benchmark_data:
     params:
         gold_train=lambda w: _pair_arg(MINING_EVAL["gold_train"]),
         gold_test=lambda w: _pair_arg(MINING_EVAL["gold_test"]),
-        mono_src=lambda w: [data_path(p) for p in MINING_EVAL["mono_src"]],
-        mono_tgt=lambda w: [data_path(p) for p in MINING_EVAL["mono_tgt"]],
+        mono_src=lambda w: [PLAN.data_path(p) for p in MINING_EVAL["mono_src"]],
+        mono_tgt=lambda w: [PLAN.data_path(p) for p in MINING_EVAL["mono_tgt"]],
         share=lambda w: MINING_EVAL["share"],
         distractors=lambda w: MINING_EVAL["distractors"],
         mono_max=lambda w: MINING_EVAL["mono_max"],
@@ -157,7 +157,7 @@ rule eval_mining:
         k=SCORING["k"],
         langs=f"--src-lang {SRC} --tgt-lang {TGT}",
         translated=lambda w, input: pool_translation_args(w, input),
-    threads: job_threads(2)
+    threads: PLAN.job_threads(2)
     resources:
         mem_mb=4000,
         runtime=30,
@@ -195,7 +195,7 @@ rule eval_filter:
         top_n=lambda w: f"--top-n {' '.join(map(str, FILTER_EVAL['top_n']))}" if FILTER_EVAL else "",
         langs=f"--src-lang {SRC} --tgt-lang {TGT}",
         seed=config["seed"],
-    threads: job_threads(2)
+    threads: PLAN.job_threads(2)
     resources:
         mem_mb=4000,
         runtime=30,
@@ -212,7 +212,7 @@ rule audit_sample:
     """A seeded sample of the audited scorer's ranking, stratified so every N is measured as
     closely, as a TSV with an empty label column and a self-contained labelling page."""
     input:
-        pairs=expand(rules.preprocess_shard.output.kept, shard=SHARDS),
+        pairs=expand(rules.preprocess_shard.output.kept, shard=PLAN.shards),
         scores=lambda w: score_files(score_group(AUDIT_SCORER)),
     output:
         tsv=f"{RESULTS}/audit/sample.tsv",
@@ -227,7 +227,7 @@ rule audit_sample:
         labels=AUDIT["labels"],
         strata=AUDIT["strata"],
         sizes=AUDIT_SIZES,
-        thresholds=[f"{t:g}" for t in THRESHOLDS.get(AUDIT_SCORER, [])],
+        thresholds=[f"{t:g}" for t in PLAN.thresholds.get(AUDIT_SCORER, [])],
         seed=config["seed"],
     threads: 1
     resources:

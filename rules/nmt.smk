@@ -8,7 +8,7 @@ rule train_nmt:
     average of the last checkpoints; resumable."""
     input:
         data=rules.select_top.output.pairs,
-        dev=eval_files("dev"),
+        dev=PLAN.eval_files("dev"),
     output:
         f"{WORK}/nmt/{{method}}.{{N}}/seed{{seed}}/checkpoint_avg.pt",
     log:
@@ -22,7 +22,7 @@ rule train_nmt:
         langs=f"--src-lang {SRC} --tgt-lang {TGT}",
     wildcard_constraints:
         seed=r"\d+",
-    threads: job_threads(2)
+    threads: PLAN.job_threads(2)
     resources:
         mem_mb=NMT["mem_mb"],
         runtime=nmt_runtime,
@@ -40,8 +40,8 @@ rule evaluate_nmt:
     detokenised sacreBLEU with its signature and tokenised BLEU (multi-bleu.perl)."""
     input:
         model=rules.train_nmt.output,
-        test=eval_files("test"),
-        dev=eval_files("dev"),
+        test=PLAN.eval_files("test"),
+        dev=PLAN.eval_files("dev"),
         extra=extra_eval_files,
     output:
         report=f"{RESULTS}/nmt/{{method}}.{{N}}/seed{{seed}}/bleu.txt",
@@ -58,7 +58,7 @@ rule evaluate_nmt:
         decoder=NMT["decoder"],
     wildcard_constraints:
         seed=r"\d+",
-    threads: job_threads(2)
+    threads: PLAN.job_threads(2)
     resources:
         mem_mb=8000,
         runtime=NMT["eval_runtime_min"],
@@ -86,7 +86,7 @@ rule headline_bleu:
     benchmark:
         f"{BENCH}/nmt/bleu_{{N}}.tsv"
     params:
-        caps=lambda w: CAPS_FROM,
+        caps=lambda w: PLAN.caps_from,
     threads: 1
     resources:
         mem_mb=100,
@@ -117,7 +117,7 @@ rule compare_methods:
         title=f"{EXP}: {SRC}-{TGT}",
         headline=DEFAULT_METHOD,
         subsets=subset_args,
-        caps=lambda w: CAPS_FROM,
+        caps=lambda w: PLAN.caps_from,
     threads: 1
     resources:
         mem_mb=2000,

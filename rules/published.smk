@@ -43,7 +43,7 @@ rule published_eval_similarity:
         device=ENC["device"],
     wildcard_constraints:
         name="|".join(map(re.escape, similarity_scorers())) or "(?!)",
-    threads: job_threads(2)
+    threads: PLAN.job_threads(2)
     resources:
         mem_mb=4000,
         runtime=60,
@@ -123,7 +123,7 @@ rule published_claims:
         f"{BENCH}/published/claims.tsv"
     params:
         results=lambda wildcards, output: os.path.dirname(output.tsv),
-        size=SIZES[0],
+        size=PLAN.sizes[0],
         title=f"{EXP}: the papers' claims beside ours",
     threads: 1
     resources:
@@ -223,7 +223,7 @@ rule published_summary:
         quality=rules.published_eval_filter.output.tsv if FILTER_EVAL or LABELLED_CORPUS else [],
         comparison=rules.published_compare.output.tsv,
         runs=rules.published_compare.output.runs,
-        select=expand(rules.select_top.output.report, method=SUITES["published"]["selected"], N=SIZES),
+        select=expand(rules.select_top.output.report, method=SUITES["published"]["selected"], N=PLAN.sizes),
     output:
         tsv=f"{PUBLISHED_DIR}/summary.tsv",
         md=f"{PUBLISHED_DIR}/summary.md",
@@ -234,10 +234,10 @@ rule published_summary:
     params:
         scorers=scorers_json(SUITES["published"]["scorers"]),
         methods=SUITES["published"]["methods"],
-        sizes=SIZES,
+        sizes=PLAN.sizes,
         tables=lambda w, input: " ".join(f"--{k} {shlex.quote(input[k])}" for k in ("bucc", "quality") if input[k]),
         title=f"{EXP}: published scorers, one row per system",
-        caps=lambda w: CAPS_FROM,
+        caps=lambda w: PLAN.caps_from,
     threads: 1
     resources:
         mem_mb=500,
@@ -270,7 +270,7 @@ rule published_vote_report:
         langs=f"--src-lang {SRC} --tgt-lang {TGT}",
         title=f"{EXP}: translate-then-vote, {SRC}-{TGT}",
         device=ENC["device"],
-    threads: job_threads(2)
+    threads: PLAN.job_threads(2)
     resources:
         mem_mb=4000,
         runtime=30,

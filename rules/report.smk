@@ -10,7 +10,7 @@ rule report_figures:
     wall time / throughput table (benchmark files are globbed, so run it last: `make report`)."""
     input:
         ledger=rules.preprocess_ledger.output.json,
-        select=expand(rules.select_top.output.report, method=SELECTED, N=SIZES),
+        select=expand(rules.select_top.output.report, method=SELECTED, N=PLAN.sizes),
         encoders=rules.encoder_report.output.tsv,
         evals=lambda w: [f for f in scoring_targets() if f.endswith(".tsv") and f != rules.audit_sample.output.tsv],
     output:
@@ -50,7 +50,7 @@ rule report_figures:
         f"{BENCH}/report_figures.tsv"
     params:
         work=WORK,
-        caps=lambda w: CAPS_FROM,
+        caps=lambda w: PLAN.caps_from,
         benchmarks=BENCH,
         methods=SELECTED,
         title=EXP,
@@ -73,9 +73,9 @@ rule report_samples:
     removed, pairs at score quantiles and at each N's boundary per scorer, pairs the config's first
     two scorers disagree on; one report page and its TSVs."""
     input:
-        pairs=expand(rules.preprocess_shard.output.kept, shard=SHARDS),
+        pairs=expand(rules.preprocess_shard.output.kept, shard=PLAN.shards),
         scores=lambda w: list(dict.fromkeys(f for n in SCORERS for f in score_files(score_group(n)))),
-        removed=expand(rules.removed_sample.output, shard=SHARDS),
+        removed=expand(rules.removed_sample.output, shard=PLAN.shards),
         split_rejects=rules.split_corpus.output.rejects,
     output:
         html=report(
@@ -105,14 +105,14 @@ rule report_samples:
     params:
         # SCORER=FILE,... of every scorer of the config (its score group's shard files)
         scores=lambda w: " ".join(shlex.quote(f"{n}=" + ",".join(score_files(score_group(n)))) for n in SCORERS),
-        sizes=SIZES,
+        sizes=PLAN.sizes,
         seed=config["seed"],
         block=PRE["block"],
         title=f"Samples: {EXP}",
     threads: 1
     resources:
         # one scorer's scores and ranking, and the two compared scorers' (~80 bytes a pair at most)
-        mem_mb=max(2000, 1000 + EXPECTED_KEPT * 80 // 2**20),
+        mem_mb=max(2000, 1000 + PLAN.expected_kept * 80 // 2**20),
         runtime=PRE["runtime_min"],
     conda:
         "../envs/score.yaml"

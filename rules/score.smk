@@ -45,7 +45,7 @@ rule score_shard:
     wildcard_constraints:
         group="|".join(map(re.escape, [g for g in ALL_GROUPS if g not in TRANSLATED_GROUPS])) or "(?!)",
     priority: 10  # the critical path (encoder -> scores -> selections -> NMT) goes first
-    threads: job_threads(2)
+    threads: PLAN.job_threads(2)
     resources:
         mem_mb=SCORING["mem_mb"],
         runtime=SCORING["runtime_min"],
@@ -88,7 +88,7 @@ rule fit_scorer:
         device=ENC["device"],
     wildcard_constraints:
         name="|".join(map(re.escape, FITTED)) or "(?!)",
-    threads: job_threads(2)
+    threads: PLAN.job_threads(2)
     resources:
         mem_mb=4000,
         runtime=30,
@@ -105,7 +105,7 @@ rule select_top:
     """The N best pairs over all shards by one scorer's column (or random, unfiltered), in two
     streaming passes."""
     input:
-        pairs=expand(rules.preprocess_shard.output.kept, shard=SHARDS),
+        pairs=expand(rules.preprocess_shard.output.kept, shard=PLAN.shards),
         scores=select_scores,
     output:
         pairs=f"{WORK}/select/{{method}}.{{N}}.tsv.gz",
@@ -145,7 +145,7 @@ rule export_filtered:
     benchmark:
         f"{BENCH}/filtered/{{method}}.{{N}}.tsv"
     params:
-        columns=source_columns(config["corpus"]["source"]),
+        columns=PLAN.corpus_columns(),
     wildcard_constraints:
         method="|".join(map(re.escape, dict.fromkeys(SELECTED + PAPER_BASELINES + PAPER_SELECTED))),
     threads: 1

@@ -76,7 +76,7 @@ rule evaluate_translator:
         decoder=NMT["decoder"],
     wildcard_constraints:
         direction="|".join(DIRECTIONS),
-    threads: job_threads(2)
+    threads: PLAN.job_threads(2)
     resources:
         mem_mb=4000,
         runtime=NMT["eval_runtime_min"],
@@ -110,7 +110,7 @@ rule translate_shard:
         decoder=NMT["decoder"],
     wildcard_constraints:
         direction="|".join(DIRECTIONS),
-    threads: job_threads(2)
+    threads: PLAN.job_threads(2)
     resources:
         mem_mb=4000,
         runtime=TRANSLATORS["runtime_min"],
@@ -144,7 +144,7 @@ rule translate_text:
         decoder=NMT["decoder"],
     wildcard_constraints:
         name="|".join(map(re.escape, TRANSLATED_TEXTS)) or "(?!)",
-    threads: job_threads(2)
+    threads: PLAN.job_threads(2)
     resources:
         mem_mb=4000,
         runtime=TRANSLATORS["runtime_min"],
@@ -176,7 +176,7 @@ rule embed_translation:
     wildcard_constraints:
         encoder="|".join(map(re.escape, ALL_SCORED_ENCODERS)),
         direction="|".join(DIRECTIONS),
-    threads: job_threads(2)
+    threads: PLAN.job_threads(2)
     resources:
         mem_mb=4000,
         runtime=60,
@@ -217,7 +217,7 @@ rule score_translated:
         translated=translation_args,
     wildcard_constraints:
         group="|".join(map(re.escape, TRANSLATED_GROUPS)) or "(?!)",
-    threads: job_threads(2)
+    threads: PLAN.job_threads(2)
     resources:
         mem_mb=SCORING["mem_mb"],
         runtime=SCORING["runtime_min"],
