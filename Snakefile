@@ -27,7 +27,6 @@ envvars:
 
 
 include: "rules/common.smk"
-include: "rules/encoder_common.smk"
 include: "rules/score_common.smk"
 include: "rules/nmt_common.smk"
 include: "rules/translate_common.smk"

@@ -2,7 +2,7 @@
 # marginmine.workflow.Plan (derived values, the sources, the plan-time checks that fail `snakemake -n`
 # with the config key named, and every stage's input functions and param builders, tested without
 # Snakemake). Rules only wire files to the `marginmine` CLI; the stages' remaining helpers follow in
-# encoder_common.smk, score_common.smk, nmt_common.smk and translate_common.smk.
+# score_common.smk, nmt_common.smk and translate_common.smk.
 
 import json
 import math
@@ -13,9 +13,8 @@ import shutil
 import sys
 from pathlib import Path
 
-from marginmine.encoders import TWINLESS as ENCODER_TWINLESS
 from marginmine.io.sizes import SIZE_PATTERN, resolve_sizes, threshold_label
-from marginmine.scoring.plan import check_scorer_config, check_suite_encoders
+from marginmine.scoring.plan import check_scorer_config
 from marginmine.workflow import Plan
 
 # `marginmine` comes from the environment snakemake runs in (make puts .venv/bin on PATH).
@@ -27,7 +26,7 @@ PLAN = Plan.from_config(config)
 # the names every rule's paths start from
 EXP, RESULTS, WORK, LOGS, BENCH = PLAN.exp, PLAN.results, PLAN.work, PLAN.logs, PLAN.bench
 SRC, TGT = PLAN.src, PLAN.tgt
-PRE = PLAN.pre
+PRE, ENC = PLAN.pre, PLAN.enc
 
 # the stages' helper files not yet moved into the plan read these
 SHARD_SIZE, SHARDS, EVAL_SETS, EXPECTED_KEPT = PLAN.shard_size, PLAN.shards, PLAN.eval_sets, PLAN.expected_kept
@@ -36,6 +35,8 @@ CLEAN_MIX, CLEAN_MIX_PREFIX = PLAN.clean_mix, PLAN.clean_mix_prefix
 BUILT_CORPORA = ("demo", "scale")
 data_path, download_path, source_files = PLAN.data_path, PLAN.download_path, PLAN.source_files
 eval_files, protect_files, corpus_files = PLAN.eval_files, PLAN.protect_files, PLAN.corpus_files
+DEFAULT_ENCODER, ENCODER_DIRS, EVALUATED_ENCODERS = PLAN.default_encoder, PLAN.encoder_dirs, PLAN.evaluated_encoders
+PAPERS, PAPER_ENCODERS, encoder_json, encoder_args = PLAN.papers, PLAN.paper_encoders, PLAN.encoder_json, PLAN.encoder_args
 
 wildcard_constraints:
     shard=r"\d\d\d\d+",

@@ -13,7 +13,7 @@ rule shortcut_check:
     translations shows AUCs near or under 0.5."""
     input:
         heads=lambda w: head_inputs(shortcut_scorers("main")),
-        encoders=lambda w: [encoder_json(e) for e in shortcut_encoders("main")],
+        encoders=lambda w: [PLAN.encoder_json(e) for e in shortcut_encoders("main")],
         test=lambda w: shortcut_test_files(),
     output:
         tsv=f"{RESULTS}/filtering/shortcut.tsv",
@@ -24,7 +24,7 @@ rule shortcut_check:
         f"{BENCH}/filtering/shortcut.tsv"
     params:
         scorers=lambda w: scorers_json(shortcut_scorers("main")),
-        encoders=lambda w: encoder_args(shortcut_encoders("main")),
+        encoders=lambda w: PLAN.encoder_args(shortcut_encoders("main")),
         plugins=plugin_args,
         langs=f"--src-lang {SRC} --tgt-lang {TGT}",
         seed=config["seed"],
@@ -138,7 +138,7 @@ rule mining_benchmark_data:
 rule eval_mining:
     """P/R/F1 of every scorer x retrieval (the paper's Table 2, one row group per scorer that can mine)."""
     input:
-        encoders=[encoder_json(e) for e in suite_encoders("main")],
+        encoders=[PLAN.encoder_json(e) for e in suite_encoders("main")],
         data=rules.mining_benchmark_data.output.summary,
         heads=head_inputs(SUITES["main"]["scorers"]),
         translated=lambda w: pool_translations("main"),

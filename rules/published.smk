@@ -24,9 +24,9 @@ rule published_eval_similarity:
     """Intrinsic retrieval with a learned similarity (a suite method whose kind scores every pair,
     e.g. the MLP) over all n x n pairs of the language pair's intrinsic sets, beside the margins."""
     input:
-        encoder=lambda w: encoder_json(PAPER_SCORERS[w.name]["encoder"]),
+        encoder=lambda w: PLAN.encoder_json(PAPER_SCORERS[w.name]["encoder"]),
         heads=lambda w: head_inputs([w.name]),
-        sets=intrinsic_files,
+        sets=lambda w: PLAN.intrinsic_files(),
     output:
         f"{PUBLISHED_DIR}/eval-similarity/{{name}}.json",
     log:
@@ -35,9 +35,9 @@ rule published_eval_similarity:
         f"{BENCH}/published/eval_similarity/{{name}}.tsv"
     params:
         scorers=lambda w: scorers_json([w.name]),
-        encoders=lambda w: f"{PAPER_SCORERS[w.name]['encoder']}={ENCODER_DIRS[PAPER_SCORERS[w.name]['encoder']]}",
+        encoders=lambda w: f"{PAPER_SCORERS[w.name]['encoder']}={PLAN.encoder_dirs[PAPER_SCORERS[w.name]['encoder']]}",
         plugins=plugin_args,
-        sets=pair_intrinsic_set_args,
+        sets=lambda w: PLAN.intrinsic_set_args(pair_only=True),
         src=SRC,
         seed=config["seed"],
         device=ENC["device"],
@@ -72,7 +72,7 @@ use rule encoder_report as published_encoder_report with:
 
 use rule eval_mining as published_eval_mining with:
     input:
-        encoders=[encoder_json(e) for e in suite_encoders("published")],
+        encoders=[PLAN.encoder_json(e) for e in suite_encoders("published")],
         data=rules.mining_benchmark_data.output.summary,
         heads=head_inputs(SUITES["published"]["scorers"]),
         translated=lambda w: pool_translations("published"),
@@ -139,7 +139,7 @@ rule published_claims:
 use rule shortcut_check as published_shortcut with:
     input:
         heads=lambda w: head_inputs(shortcut_scorers()),
-        encoders=lambda w: [encoder_json(e) for e in shortcut_encoders()],
+        encoders=lambda w: [PLAN.encoder_json(e) for e in shortcut_encoders()],
         test=lambda w: shortcut_test_files(),
     output:
         tsv=f"{PUBLISHED_DIR}/shortcut.tsv",
@@ -150,7 +150,7 @@ use rule shortcut_check as published_shortcut with:
         f"{BENCH}/published/shortcut.tsv"
     params:
         scorers=lambda w: scorers_json(shortcut_scorers()),
-        encoders=lambda w: encoder_args(shortcut_encoders()),
+        encoders=lambda w: PLAN.encoder_args(shortcut_encoders()),
         plugins=plugin_args,
         langs=f"--src-lang {SRC} --tgt-lang {TGT}",
         seed=config["seed"],

@@ -63,10 +63,10 @@ rule fit_scorer:
     set or the mining benchmark is an error, held-out pairs in the encoder's training data are
     removed and counted (data/report.json); an mlp's negatives come from the corpus' embeddings."""
     input:
-        encoder=lambda wc: encoder_json(ALL_SCORERS[wc.name]["encoder"]),
+        encoder=lambda wc: PLAN.encoder_json(ALL_SCORERS[wc.name]["encoder"]),
         held_out=held_out_files,
         positives=positives_files,
-        protect=lambda wc: sorted(set(encoder_protect_files() + (mining_eval_files() if MINING_EVAL else []))),
+        protect=lambda wc: sorted(set(PLAN.encoder_protect_files() + (mining_eval_files() if MINING_EVAL else []))),
         data=rules.encoder_data.output.manifest,
         corpus=fit_corpus_files,  # kinds whose negatives come from the corpus (mlp)
     output:

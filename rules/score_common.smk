@@ -1,4 +1,4 @@
-# Helpers of rules/score.smk, rules/evaluate.smk and rules/published.smk (after encoder_common.smk): scorers and their score
+# Helpers of rules/score.smk, rules/evaluate.smk and rules/published.smk (after common.smk): scorers and their score
 # groups, selections, the scorers' evaluations and the suites.
 
 # --- scorers, selection and the scorers' evaluations ---------------------------------------

@@ -160,7 +160,7 @@ rule embed_translation:
     """A shard side's translation embedded by the vote scorer's encoder, in the language it was
     translated into (one row per shard line)."""
     input:
-        encoder=lambda wc: encoder_json(wc.encoder),
+        encoder=lambda wc: PLAN.encoder_json(wc.encoder),
         text=rules.translate_shard.output.text,
     output:
         f"{WORK}/embed/{{encoder}}/shard{{shard}}.{{direction}}.npy",

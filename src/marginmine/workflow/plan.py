@@ -10,9 +10,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from marginmine.workflow.config import Config
+from marginmine.workflow.encoders import Encoders
 
 
-class Plan(Config):
+class Plan(Encoders, Config):
     """What the rules ask while the workflow is planned. Read-only once built: a rule that set an
     attribute would change what other rules see."""
 
@@ -26,6 +27,7 @@ class Plan(Config):
         be planned."""
         plan = cls.__new__(cls)
         plan._init_config(config, os.environ if environ is None else environ)
+        plan._init_encoders()
         plan._frozen = True
         return plan
 
