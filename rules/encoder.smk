@@ -153,14 +153,14 @@ rule embed_shard:
         encoder=lambda wc: PLAN.encoder_json(wc.encoder),
         shard=rules.preprocess_shard.output.kept,
     output:
-        src=f"{WORK}/embed/{{encoder}}/shard{{shard}}.{SRC}.npy",
-        tgt=f"{WORK}/embed/{{encoder}}/shard{{shard}}.{TGT}.npy",
+        src=PLAN.paths.embed_src,
+        tgt=PLAN.paths.embed_tgt,
     log:
         f"{LOGS}/embed/{{encoder}}/shard{{shard}}.log",
     benchmark:
         f"{BENCH}/embed/{{encoder}}/shard{{shard}}.tsv"
     wildcard_constraints:
-        encoder="|".join(map(re.escape, ALL_SCORED_ENCODERS)),
+        encoder="|".join(map(re.escape, PLAN.all_scored_encoders)),
     params:
         encdir=lambda wildcards, input: os.path.dirname(input.encoder),
         device=ENC["device"],
