@@ -27,7 +27,6 @@ envvars:
 
 
 include: "rules/common.smk"
-include: "rules/nmt_common.smk"
 include: "rules/data.smk"
 include: "rules/preprocess.smk"
 include: "rules/encoder.smk"
@@ -42,7 +41,7 @@ include: "rules/published.smk"
 rule all:
     default_target: True
     input:
-        bleu_targets(),
+        PLAN.bleu_targets(),
 
 
 rule preprocess:
@@ -90,7 +89,8 @@ rule filtered:
 rule nmt:
     """The headline BLEU files and the comparison of selection methods (TSV, Markdown, plot)."""
     input:
-        nmt_targets(),
+        PLAN.bleu_targets(),
+        rules.compare_methods.output.tsv,
 
 
 rule demo:

@@ -183,8 +183,8 @@ use rule selection_composition as published_composition with:
 use rule compare_methods as published_compare with:
     input:
         runs=[rules.evaluate_nmt.output.json.format(method=m, N=n, seed=s)
-              for m, n, s in nmt_systems(PLAN.suites["published"]["methods"])],
-        labels=list(subset_labels().values()),
+              for m, n, s in PLAN.nmt_systems(PLAN.suites["published"]["methods"])],
+        labels=list(PLAN.subset_labels().values()),
     output:
         tsv=f"{PUBLISHED_DIR}/comparison.tsv",
         md=f"{PUBLISHED_DIR}/comparison.md",
@@ -196,14 +196,14 @@ use rule compare_methods as published_compare with:
         f"{BENCH}/published/comparison.tsv"
     params:
         title=f"{EXP}: published scorers, {SRC}-{TGT}",
-        headline=(PLAN.paper_baselines or [DEFAULT_METHOD])[0],
+        headline=(PLAN.paper_baselines or [PLAN.default_method])[0],
 
 
 use rule compare_methods as published_compare_versus with:
     input:
         runs=[rules.evaluate_nmt.output.json.format(method=m, N=n, seed=s)
-              for m, n, s in nmt_systems(PLAN.suites["published"]["methods"])],
-        labels=list(subset_labels().values()),
+              for m, n, s in PLAN.nmt_systems(PLAN.suites["published"]["methods"])],
+        labels=list(PLAN.subset_labels().values()),
     output:
         tsv=f"{PUBLISHED_DIR}/versus/{{ref}}/comparison.tsv",
         md=f"{PUBLISHED_DIR}/versus/{{ref}}/comparison.md",

@@ -49,7 +49,7 @@ use rule train_nmt as train_translator with:
     params:
         workdir=lambda w, output: os.path.dirname(output[0]),
         nmt_params=PLAN.translator_params_json(),
-        budget=nmt_budget_arg,
+        budget=PLAN.nmt_budget_arg(),
         langs=lambda w: PLAN.direction_langs(w.direction),
     wildcard_constraints:
         direction="|".join(PLAN.directions),

@@ -12,11 +12,12 @@ from typing import Any
 from marginmine.workflow.config import Config
 from marginmine.workflow.encoders import Encoders
 from marginmine.workflow.evaluations import Evaluations
+from marginmine.workflow.nmt import Nmt
 from marginmine.workflow.scoring import Scoring
 from marginmine.workflow.translate import Translate
 
 
-class Plan(Translate, Evaluations, Scoring, Encoders, Config):
+class Plan(Translate, Nmt, Evaluations, Scoring, Encoders, Config):
     """What the rules ask while the workflow is planned. Read-only once built: a rule that set an
     attribute would change what other rules see."""
 
@@ -36,6 +37,7 @@ class Plan(Translate, Evaluations, Scoring, Encoders, Config):
         plan._init_encoders()
         plan._init_scoring(note or notes.append)
         plan._init_evaluations()
+        plan._init_nmt()
         plan._init_translate()
         plan.notes = notes
         plan._frozen = True
