@@ -13,7 +13,7 @@ rule shortcut_check:
     translations shows AUCs near or under 0.5."""
     input:
         heads=lambda w: PLAN.head_inputs(PLAN.shortcut_scorers("main")),
-        encoders=lambda w: [PLAN.encoder_json(e) for e in PLAN.shortcut_encoders("main")],
+        encoders=lambda w: PLAN.encoder_jsons(PLAN.shortcut_encoders("main")),
         test=lambda w: PLAN.shortcut_test_files(),
     output:
         tsv=f"{RESULTS}/filtering/shortcut.tsv",
@@ -138,7 +138,7 @@ rule mining_benchmark_data:
 rule eval_mining:
     """P/R/F1 of every scorer x retrieval (the paper's Table 2, one row group per scorer that can mine)."""
     input:
-        encoders=[PLAN.encoder_json(e) for e in PLAN.suite_encoders("main")],
+        encoders=PLAN.encoder_jsons(PLAN.suite_encoders("main")),
         data=rules.mining_benchmark_data.output.summary,
         heads=PLAN.head_inputs(PLAN.suites["main"]["scorers"]),
         translated=lambda w: PLAN.pool_translations("main"),
@@ -151,7 +151,7 @@ rule eval_mining:
         f"{BENCH}/mining_eval/eval.tsv"
     params:
         encoders=PLAN.scored_encoder_args("main"),
-        scorers=PLAN.scorers_json(PLAN.suites["main"]["scorers"]),
+        scorers=PLAN.suite_scorers_json("main"),
         plugins=PLAN.plugin_args(),
         data=lambda w, input: os.path.dirname(input.data),
         k=SCORING["k"],
@@ -189,7 +189,7 @@ rule eval_filter:
     params:
         args=lambda w, input: PLAN.filter_eval_args("main", input),
         encoders=PLAN.scored_encoder_args("main"),
-        scorers=PLAN.scorers_json(PLAN.suites["main"]["scorers"]),
+        scorers=PLAN.suite_scorers_json("main"),
         plugins=PLAN.plugin_args(),
         k=SCORING["k"],
         top_n=lambda w: PLAN.filter_top_n_arg(),
@@ -285,8 +285,7 @@ rule audit_estimate:
         sizes=PLAN.audit_sizes,
         target=AUDIT["target"],
         monotone=["--monotone"] if AUDIT["monotone"] else [],
-        note="Labels: " + (f"{AUDIT['labels_file']} (a person's)." if AUDIT["labels_file"] else
-                           "the corpus' own label sidecar (clean = good) stands in for a person."),
+        note=PLAN.audit_note(),
         seed=config["seed"],
     threads: 1
     resources:

@@ -72,7 +72,7 @@ use rule encoder_report as published_encoder_report with:
 
 use rule eval_mining as published_eval_mining with:
     input:
-        encoders=[PLAN.encoder_json(e) for e in PLAN.suite_encoders("published")],
+        encoders=PLAN.encoder_jsons(PLAN.suite_encoders("published")),
         data=rules.mining_benchmark_data.output.summary,
         heads=PLAN.head_inputs(PLAN.suites["published"]["scorers"]),
         translated=lambda w: PLAN.pool_translations("published"),
@@ -85,7 +85,7 @@ use rule eval_mining as published_eval_mining with:
         f"{BENCH}/published/bucc.tsv"
     params:
         encoders=PLAN.scored_encoder_args("published"),
-        scorers=PLAN.scorers_json(PLAN.suites["published"]["scorers"]),
+        scorers=PLAN.suite_scorers_json("published"),
 
 
 use rule eval_filter as published_eval_filter with:
@@ -105,7 +105,7 @@ use rule eval_filter as published_eval_filter with:
     params:
         args=lambda w, input: PLAN.filter_eval_args("published", input),
         encoders=PLAN.scored_encoder_args("published"),
-        scorers=PLAN.scorers_json(PLAN.suites["published"]["scorers"]),
+        scorers=PLAN.suite_scorers_json("published"),
 
 
 rule published_claims:
@@ -146,7 +146,7 @@ rule published_claims:
 use rule shortcut_check as published_shortcut with:
     input:
         heads=lambda w: PLAN.head_inputs(PLAN.shortcut_scorers()),
-        encoders=lambda w: [PLAN.encoder_json(e) for e in PLAN.shortcut_encoders()],
+        encoders=lambda w: PLAN.encoder_jsons(PLAN.shortcut_encoders()),
         test=lambda w: PLAN.shortcut_test_files(),
     output:
         tsv=f"{PUBLISHED_DIR}/shortcut.tsv",
@@ -239,7 +239,7 @@ rule published_summary:
     benchmark:
         f"{BENCH}/published/summary.tsv"
     params:
-        scorers=PLAN.scorers_json(PLAN.suites["published"]["scorers"]),
+        scorers=PLAN.suite_scorers_json("published"),
         methods=PLAN.suites["published"]["methods"],
         sizes=PLAN.sizes,
         tables=lambda w, input: " ".join(f"--{k} {shlex.quote(input[k])}" for k in ("bucc", "quality") if input[k]),

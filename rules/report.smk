@@ -104,7 +104,7 @@ rule report_samples:
         f"{BENCH}/report_samples.tsv"
     params:
         # SCORER=FILE,... of every scorer of the config (its score group's shard files)
-        scores=lambda w: " ".join(shlex.quote(f"{n}=" + ",".join(PLAN.scorer_score_files(n))) for n in PLAN.scorers),
+        scores=lambda w: PLAN.scorer_files_args(list(PLAN.scorers)),
         sizes=PLAN.sizes,
         seed=config["seed"],
         block=PRE["block"],

@@ -43,7 +43,7 @@ rule score_shard:
         refine=SCORING["refine"],
         device=SCORING["device"],
     wildcard_constraints:
-        group="|".join(map(re.escape, [g for g in PLAN.all_groups if g not in PLAN.translated_groups])) or "(?!)",
+        group="|".join(map(re.escape, PLAN.untranslated_groups)) or "(?!)",
     priority: 10  # the critical path (encoder -> scores -> selections -> NMT) goes first
     threads: PLAN.job_threads(2)
     resources:

@@ -60,6 +60,9 @@ class Encoders:
     def encoder_json(self, name: str) -> str:
         return f"{self.encoder_dirs[name]}/encoder.json"
 
+    def encoder_jsons(self, names: list[str]) -> list[str]:
+        return [self.encoder_json(n) for n in names]
+
     def encoder_args(self, names: list[str]) -> list[str]:
         """NAME=DIR of the named encoders, as the evaluation commands take them (--encoder)."""
         return [f"{name}={self.encoder_dirs[name]}" for name in names]

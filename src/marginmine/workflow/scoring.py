@@ -57,6 +57,8 @@ class Scoring:
         self.fitted = [n for n in self.all_scorers if self.is_fitted(n)]
         #: score groups whose scorers vote over translations (rule score_translated)
         self.translated_groups = [self.score_group(n) for n in self.all_scorers if self.kind_says(n, "translated")]
+        #: the score groups rule score_shard writes (the others: score_translated)
+        self.untranslated_groups = [g for g in self.all_groups if g not in self.translated_groups]
         for line in self._check_scale():
             note(line)
         #: what each target's tables hold: the experiment (`demo`, `all` ...), and the published scorers'
@@ -144,6 +146,10 @@ class Scoring:
 
     def scorer_score_files(self, name: str) -> list[str]:
         return self.score_files(self.score_group(name))
+
+    def scorer_files_args(self, names: list[str]) -> str:
+        """NAME=FILE,FILE... of the named scorers' score files (their groups' shards), each quoted."""
+        return " ".join(shlex.quote(f"{n}=" + ",".join(self.scorer_score_files(n))) for n in names)
 
     def kept_files(self) -> list[str]:
         """Every preprocessed shard."""
