@@ -15,7 +15,7 @@ from typing import Any
 
 from marginmine.io.sizes import check_thresholds, resolve_sizes
 from marginmine.preprocess.shard import shard_ids
-from marginmine.scoring.plan import expected_kept
+from marginmine.workflow.checks import expected_kept
 from marginmine.workflow.paths import Paths
 
 #: corpora the workflow builds from data_dir, with a labels sidecar naming every pair's origin and kind

@@ -8,7 +8,7 @@ import shlex
 from typing import Any
 
 from marginmine.encoders import TWINLESS
-from marginmine.scoring.plan import check_suite_encoders
+from marginmine.workflow.checks import check_suite_encoders
 
 
 class Encoders:

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from marginmine.io.sizes import threshold_label
-from marginmine.scoring.plan import check_scale, check_scorer_config, planned_dim
+from marginmine.workflow.checks import check_scale, check_scorer_config, planned_dim
 from marginmine.workflow.config import BUILT_CORPORA
 from marginmine.workflow.paths import expand
 
@@ -41,7 +41,7 @@ class Scoring:
         #: further methods the suite's systems are tested against (published_compare_versus)
         self.paper_references = list(self.papers.get("references", []))
         self.all_scorers = {**self.scorers, **self.paper_scorers}
-        # plan-time errors naming the config key (marginmine.scoring.plan)
+        # plan-time errors naming the config key (marginmine.workflow.checks)
         check_scorer_config(self.scorers, self.methods, list(self.encoder_dirs), plugins=self.plugins,
                             suite=self.papers, suite_scorers=self.paper_scorers,
                             held_out=self.heads.get("held_out", []), positives=self.heads.get("positives", {}))
