@@ -150,6 +150,8 @@ def test_the_nmt_systems_and_what_each_decodes(smoke: Plan, real_data: Path) -> 
     # newstest2014 is decoded by the scorer-based systems only, Tatoeba and Multi30k by every system
     assert demo.extra_eval_sets("use-ratio") == ["tatoeba", "multi30k-flickr2016", "newstest2014"]
     assert demo.extra_eval_sets("random") == ["tatoeba", "multi30k-flickr2016"]
+    # a set without `methods` is decoded by the suite's systems too, a system of no run by none
+    assert demo.extra_eval_sets("eq9")[:2] == ["tatoeba", "multi30k-flickr2016"] and demo.extra_eval_sets("x") == []
     assert demo.extra_eval_args("random").startswith("--extra tatoeba,work/demo/eval/tatoeba.en,")
     assert demo.eval_files("dev") == ["work/demo/corpus/heldout.dev.en", "work/demo/corpus/heldout.dev.de"]
     assert [m for m, _, s in demo.nmt_systems() if s == 1] == ["use-ratio", "use-cosine", "random"]
