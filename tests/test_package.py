@@ -104,3 +104,13 @@ def test_the_search_floor_is_imported_one_way() -> None:
            for mod, deps in _all_imports(pkg).items() if deps - ALLOWED[pkg]}
     assert not bad, sorted(bad)
     assert "search" in set().union(*_all_imports("scoring").values())
+
+
+def test_only_the_workflow_imports_the_workflow_plan() -> None:
+    """marginmine.workflow (the plan the rules call) sits above every stage: it may import any of them,
+    none imports it (the CLI included), and it never imports Snakemake (the first test)."""
+    packages = {p.name for p in (SRC / "marginmine").iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    bad = {mod for pkg in packages - {"workflow"} for mod, deps in _all_imports(pkg).items() if "workflow" in deps}
+    bad |= {str(f.relative_to(SRC)) for f in (SRC / "marginmine").glob("*.py") if "marginmine.workflow" in f.read_text()}
+    assert not bad, sorted(bad)
+    assert {"scoring", "encoders", "nmt"} <= set().union(*_all_imports("workflow").values())
