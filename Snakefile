@@ -27,10 +27,6 @@ envvars:
 
 
 include: "rules/common.smk"
-include: "rules/encoder_common.smk"
-include: "rules/score_common.smk"
-include: "rules/nmt_common.smk"
-include: "rules/translate_common.smk"
 include: "rules/data.smk"
 include: "rules/preprocess.smk"
 include: "rules/encoder.smk"
@@ -45,7 +41,7 @@ include: "rules/published.smk"
 rule all:
     default_target: True
     input:
-        bleu_targets(),
+        PLAN.bleu_targets(),
 
 
 rule preprocess:
@@ -65,26 +61,36 @@ rule encoders:
 rule embeddings:
     """Both sides of every preprocessed shard embedded with every encoder a scorer uses."""
     input:
-        expand(rules.embed_shard.output, encoder=SCORED_ENCODERS, shard=SHARDS),
+        expand(rules.embed_shard.output, encoder=PLAN.scored_encoders, shard=PLAN.shards),
 
 
 rule scoring:
     """Every selection (scorer or method x N) and the scorers' evaluations (mining benchmark, filter AUC)."""
     input:
-        scoring_targets(),
+        expand(rules.select_top.output.report, method=PLAN.selected, N=PLAN.sizes),
+        PLAN.threshold_selections(rules.select_top.output.report),
+        rules.clean_share.output.md,
+        rules.clean_share.output.tsv,
+        rules.eval_mining.output if PLAN.mining_eval else [],
+        rules.eval_filter.output if PLAN.filter_table else [],
+        rules.selection_composition.output if PLAN.labelled_corpus else [],
+        rules.shortcut_check.output if PLAN.shortcut_scorers("main") else [],
+        rules.audit_sample.output if PLAN.audit_scorer is not None else [],  # the labelled audit's sample and page
+        rules.audit_estimate.output if PLAN.audit_estimated() else [],  # ... its estimate, where there are labels
 
 
 rule filtered:
     """Every selection (scorer or method x N, and by threshold) as a filtered corpus: results/<exp>/filtered/."""
     input:
-        expand(rules.export_filtered.output, method=SELECTED, N=SIZES),
-        threshold_selections(rules.export_filtered.output),
+        expand(rules.export_filtered.output, method=PLAN.selected, N=PLAN.sizes),
+        PLAN.threshold_selections(rules.export_filtered.output),
 
 
 rule nmt:
     """The headline BLEU files and the comparison of selection methods (TSV, Markdown, plot)."""
     input:
-        nmt_targets(),
+        PLAN.bleu_targets(),
+        rules.compare_methods.output.tsv,
 
 
 rule demo:
@@ -103,4 +109,19 @@ rule published:
     encoders, scores, selections and NMT systems) and their tables in results/<exp>/published/, with
     the experiment's baselines beside; reuses the experiment's outputs and writes none of them."""
     input:
-        published_targets(),
+        (
+            [
+                rules.published_encoder_report.output.md,
+                rules.published_compare.output.md,
+                rules.published_summary.output.md,
+                rules.published_eval_mining.output.md if PLAN.mining_eval else [],
+                rules.published_eval_filter.output.md if PLAN.filter_table else [],
+                rules.published_composition.output.md if PLAN.labelled_corpus else [],
+                rules.published_vote_report.output.md if PLAN.suite_votes("published") else [],
+                rules.published_shortcut.output.md if PLAN.shortcut_scorers() else [],
+                rules.published_claims.output.md,
+                expand(rules.published_compare_versus.output.md, ref=PLAN.paper_references),
+            ]
+            if PLAN.papers
+            else []
+        ),

@@ -10,14 +10,10 @@ rule download:
     benchmark:
         "data/downloads/benchmarks/{source}.{filename}.tsv"
     params:
-        url=lambda wc: URL_SOURCES[wc.source]["url"],
-        sha256=lambda wc: (
-            f"--sha256 {URL_SOURCES[wc.source]['sha256']}"
-            if URL_SOURCES[wc.source].get("sha256")
-            else ""
-        ),
+        url=lambda wc: PLAN.url_sources[wc.source]["url"],
+        sha256=lambda wc: PLAN.download_sha256_arg(wc.source),
     wildcard_constraints:
-        source="|".join(URL_SOURCES) or "NO_URL_SOURCES",
+        source="|".join(PLAN.url_sources) or "NO_URL_SOURCES",
     threads: 1
     resources:
         mem_mb=500,
@@ -32,7 +28,7 @@ rule download:
 rule extract_member:
     """One side of a parallel corpus shipped inside a .tgz (e.g. Europarl v7)."""
     input:
-        archive_of,
+        lambda w: PLAN.download_path(w.source),
     output:
         "data/sources/{source}/{member}",
     log:
@@ -40,7 +36,7 @@ rule extract_member:
     benchmark:
         "data/sources/benchmarks/{source}.{member}.tsv"
     wildcard_constraints:
-        source="|".join(URL_SOURCES) or "NO_URL_SOURCES",
+        source="|".join(PLAN.url_sources) or "NO_URL_SOURCES",
     threads: 1
     resources:
         mem_mb=500,
@@ -62,10 +58,10 @@ rule fetch_sacrebleu:
     benchmark:
         "data/sacrebleu/benchmarks/{sbid}.tsv"
     params:
-        test_set=lambda wc: SACREBLEU_SETS[wc.sbid]["test_set"],
-        langpair=lambda wc: SACREBLEU_SETS[wc.sbid]["langpair"],
+        test_set=lambda wc: PLAN.sacrebleu_sets[wc.sbid]["test_set"],
+        langpair=lambda wc: PLAN.sacrebleu_sets[wc.sbid]["langpair"],
     wildcard_constraints:
-        sbid="|".join(map(re.escape, SACREBLEU_SETS)) or "NO_SACREBLEU_SETS",
+        sbid="|".join(map(re.escape, PLAN.sacrebleu_sets)) or "NO_SACREBLEU_SETS",
     threads: 1
     resources:
         mem_mb=500,
@@ -81,7 +77,7 @@ rule heldout_set:
     """A dev/test set as a seeded slice of a larger parallel test set (eval.<name>.sample); slices
     of one seed never share a pair or a sentence."""
     input:
-        unpack(heldout_inputs),
+        unpack(lambda w: PLAN.heldout_inputs(w.name)),
     output:
         src=f"{WORK}/eval/{{name}}.{SRC}",
         tgt=f"{WORK}/eval/{{name}}.{TGT}",
@@ -90,9 +86,9 @@ rule heldout_set:
     benchmark:
         f"{BENCH}/eval/{{name}}.tsv"
     params:
-        slice=heldout_args,
+        slice=lambda w: PLAN.heldout_args(w.name),
     wildcard_constraints:
-        name="|".join(map(re.escape, HELDOUT)) or "NO_HELDOUT_SETS",
+        name="|".join(map(re.escape, PLAN.heldout)) or "NO_HELDOUT_SETS",
     threads: 1
     resources:
         mem_mb=1000,
@@ -110,16 +106,16 @@ rule demo_corpus:
     output:
         corpus=f"{WORK}/corpus/demo.tsv.gz",
         labels=f"{WORK}/corpus/demo.labels.tsv",
-        heldout=clean_mix_files("demo"),
+        heldout=PLAN.clean_mix_files("demo"),
     log:
         f"{LOGS}/demo_corpus.log",
     benchmark:
         f"{BENCH}/demo_corpus.tsv"
     params:
-        data_dir=str(DATA_DIR),
+        data_dir=str(PLAN.data_dir),
         seed=config["corpus"]["source"].get("seed", config["seed"]),
         scale=config["corpus"]["source"]["scale"],
-        heldout=clean_mix_arg("demo"),
+        heldout=PLAN.clean_mix_arg("demo"),
     threads: 1
     resources:
         mem_mb=2000,
@@ -139,16 +135,16 @@ rule scale_corpus:
     output:
         corpus=f"{WORK}/corpus/scale.tsv.gz",
         labels=f"{WORK}/corpus/scale.labels.tsv",
-        heldout=clean_mix_files("scale"),
+        heldout=PLAN.clean_mix_files("scale"),
     log:
         f"{LOGS}/scale_corpus.log",
     benchmark:
         f"{BENCH}/scale_corpus.tsv"
     params:
-        data_dir=str(DATA_DIR),
+        data_dir=str(PLAN.data_dir),
         seed=config["corpus"]["source"].get("seed", config["seed"]),
         pairs=config["corpus"]["source"]["pairs"],
-        heldout=clean_mix_arg("scale"),
+        heldout=PLAN.clean_mix_arg("scale"),
     threads: 1
     resources:
         mem_mb=4000,

@@ -13,7 +13,7 @@ rule tatoeba_share:
     benchmark:
         f"{BENCH}/tatoeba_share.tsv"
     params:
-        data_dir=str(DATA_DIR),
+        data_dir=str(PLAN.data_dir),
     threads: 1
     resources:
         mem_mb=1000,
@@ -28,9 +28,9 @@ rule tatoeba_share:
 rule encoder_data:
     """Clean the encoder training data; pairs with a dev/test (or scored-corpus) sentence are removed."""
     input:
-        train=encoder_train_files,
-        protect=encoder_protect_files,
-        corpus=encoder_excluded_corpus,
+        train=lambda w: PLAN.encoder_train_files(),
+        protect=lambda w: PLAN.encoder_protect_files(),
+        corpus=lambda w: PLAN.encoder_excluded_corpus(),
     output:
         manifest=f"{WORK}/encoder/data/manifest.json",
         report=report(
@@ -43,7 +43,7 @@ rule encoder_data:
     benchmark:
         f"{BENCH}/encoder_data.tsv"
     params:
-        sources=encoder_sources_json(),
+        sources=PLAN.encoder_sources_json(),
         outdir=lambda wildcards, output: os.path.dirname(output.manifest),
     threads: 1
     resources:
@@ -61,7 +61,7 @@ rule train_encoder:
     checkpoints in work/ make an interrupted run resume."""
     input:
         data=rules.encoder_data.output.manifest,
-        downloads=lambda wc: encoder_downloads(wc.encdir),  # files given by url, encoders named in params
+        downloads=lambda wc: PLAN.encoder_downloads(wc.encdir),  # files given by url, encoders named in params
     output:
         f"{{encdir}}/encoder.json",
     log:
@@ -69,19 +69,19 @@ rule train_encoder:
     benchmark:
         f"{BENCH}/train_encoder/{{encdir}}.tsv"
     params:
-        kind=lambda wc: encoder_model(wc.encdir)["kind"],
-        json=lambda wc: encoder_params_json(wc.encdir),
-        seed=lambda wc: encoder_model(wc.encdir).get("seed", config["seed"]),
-        budget=lambda wc: encoder_budget_arg(wc.encdir),  # a twin: --untrained (no budget)
-        workdir=lambda wc: f"{WORK}/encoders/{encoder_name(wc.encdir)}",
+        kind=lambda wc: PLAN.encoder_model(wc.encdir)["kind"],
+        json=lambda wc: PLAN.encoder_params_json(wc.encdir),
+        seed=lambda wc: PLAN.encoder_seed(wc.encdir),
+        budget=lambda wc: PLAN.encoder_budget_arg(wc.encdir),  # a twin: --untrained (no budget)
+        workdir=lambda wc: PLAN.encoder_workdir(wc.encdir),
         outdir=lambda wildcards, output: os.path.dirname(output[0]),
     wildcard_constraints:
-        encdir="|".join(map(re.escape, ENCODER_DIRS.values())),
+        encdir="|".join(map(re.escape, PLAN.encoder_dirs.values())),
     priority: 10  # the critical path (encoder -> scores -> selections -> NMT) goes first
-    threads: job_threads(2)
+    threads: PLAN.job_threads(2)
     resources:
-        mem_mb=lambda wc: encoder_model(wc.encdir)["mem_mb"],
-        runtime=lambda wc: encoder_runtime(wc.encdir),
+        mem_mb=lambda wc: PLAN.encoder_model(wc.encdir)["mem_mb"],
+        runtime=lambda wc: PLAN.encoder_runtime(wc.encdir),
     conda:
         "../envs/encoder.yaml"
     shell:
@@ -95,8 +95,8 @@ rule eval_encoder:
     """Tatoeba retrieval and newstest alignment error rates, cosine and ratio margin (and, for the
     published scorers' suite, its scorers' margin functions)."""
     input:
-        encoder=lambda wc: f"{ENCODER_DIRS[wc.name]}/encoder.json",
-        gold=intrinsic_files,
+        encoder=lambda wc: PLAN.encoder_json(wc.name),
+        gold=lambda w: PLAN.intrinsic_files(),
     output:
         f"{RESULTS}/encoders/eval/{{name}}.json",
     log:
@@ -104,13 +104,13 @@ rule eval_encoder:
     benchmark:
         f"{BENCH}/eval_encoder/{{name}}.tsv"
     params:
-        sets=intrinsic_set_args,
+        sets=lambda w: PLAN.intrinsic_set_args(),
         margins="",  # the CLI's default: cosine and ratio (the published scorers' suite adds its kinds' margins)
         encdir=lambda wildcards, input: os.path.dirname(input.encoder),
         device=ENC["device"],
     wildcard_constraints:
-        name="|".join(map(re.escape, ENCODER_DIRS)),
-    threads: job_threads(2)
+        name="|".join(map(re.escape, PLAN.encoder_dirs)),
+    threads: PLAN.job_threads(2)
     resources:
         mem_mb=4000,
         runtime=30,
@@ -124,7 +124,7 @@ rule eval_encoder:
 rule encoder_report:
     """One table, one row per encoder (random-init baselines included)."""
     input:
-        evals=expand(f"{RESULTS}/encoders/eval/{{name}}.json", name=EVALUATED_ENCODERS),
+        evals=expand(f"{RESULTS}/encoders/eval/{{name}}.json", name=PLAN.evaluated_encoders),
         votes=[],  # the suite's vote report (published_encoder_report)
     output:
         tsv=report(f"{RESULTS}/encoders/intrinsic.tsv", category="Encoders"),
@@ -150,17 +150,17 @@ rule embed_shard:
     """Embed both sides of one preprocessed shard with one encoder a scorer uses (float16,
     memory-mapped, resumable in chunks)."""
     input:
-        encoder=lambda wc: encoder_json(wc.encoder),
+        encoder=lambda wc: PLAN.encoder_json(wc.encoder),
         shard=rules.preprocess_shard.output.kept,
     output:
-        src=f"{WORK}/embed/{{encoder}}/shard{{shard}}.{SRC}.npy",
-        tgt=f"{WORK}/embed/{{encoder}}/shard{{shard}}.{TGT}.npy",
+        src=PLAN.paths.embed_src,
+        tgt=PLAN.paths.embed_tgt,
     log:
         f"{LOGS}/embed/{{encoder}}/shard{{shard}}.log",
     benchmark:
         f"{BENCH}/embed/{{encoder}}/shard{{shard}}.tsv"
     wildcard_constraints:
-        encoder="|".join(map(re.escape, ALL_SCORED_ENCODERS)),
+        encoder="|".join(map(re.escape, PLAN.all_scored_encoders)),
     params:
         encdir=lambda wildcards, input: os.path.dirname(input.encoder),
         device=ENC["device"],
@@ -168,7 +168,7 @@ rule embed_shard:
         src=SRC,
         tgt=TGT,
     priority: 10  # the critical path (encoder -> scores -> selections -> NMT) goes first
-    threads: job_threads(2)
+    threads: PLAN.job_threads(2)
     resources:
         mem_mb=4000,
         runtime=ENC["embed_runtime_min"],

@@ -3,7 +3,7 @@
 # benchmark and filtering quality on labelled pairs; and the labelled audit of how many pairs to
 # keep (docs/choosing-n.md): a stratified sample of one scorer's ranking and its labelling page, the
 # estimate from a person's exported labels (audit.labels_file) or, for a corpus the workflow builds,
-# from its own label sidecar standing in. Input functions live in score_common.smk.
+# from its own label sidecar standing in. Input functions live in marginmine.workflow (evaluations.py).
 
 
 rule shortcut_check:
@@ -12,9 +12,9 @@ rule shortcut_check:
     re-paired within the group, beside cosine: a scorer that tells domains apart instead of
     translations shows AUCs near or under 0.5."""
     input:
-        heads=lambda w: head_inputs(shortcut_scorers("main")),
-        encoders=lambda w: [encoder_json(e) for e in shortcut_encoders("main")],
-        test=lambda w: shortcut_test_files(),
+        heads=lambda w: PLAN.head_inputs(PLAN.shortcut_scorers("main")),
+        encoders=lambda w: PLAN.encoder_jsons(PLAN.shortcut_encoders("main")),
+        test=lambda w: PLAN.shortcut_test_files(),
     output:
         tsv=f"{RESULTS}/filtering/shortcut.tsv",
         md=f"{RESULTS}/filtering/shortcut.md",
@@ -23,14 +23,14 @@ rule shortcut_check:
     benchmark:
         f"{BENCH}/filtering/shortcut.tsv"
     params:
-        scorers=lambda w: scorers_json(shortcut_scorers("main")),
-        encoders=lambda w: encoder_args(shortcut_encoders("main")),
-        plugins=plugin_args,
+        scorers=lambda w: PLAN.scorers_json(PLAN.shortcut_scorers("main")),
+        encoders=lambda w: PLAN.encoder_args(PLAN.shortcut_encoders("main")),
+        plugins=PLAN.plugin_args(),
         langs=f"--src-lang {SRC} --tgt-lang {TGT}",
         seed=config["seed"],
         device=ENC["device"],
         title=f"{EXP}: shortcut check of the fitted scorers",
-    threads: job_threads(2)
+    threads: PLAN.job_threads(2)
     resources:
         mem_mb=3000,
         runtime=20,
@@ -48,7 +48,7 @@ rule selection_composition:
     group: its mean cosine and mean kNN similarity over the scored corpus (density.tsv, from a margin
     scorer and a cosine scorer over one encoder)."""
     input:
-        unpack(composition_inputs("main")),
+        unpack(lambda w: PLAN.composition_inputs("main")),
     output:
         tsv=report(f"{RESULTS}/select/composition.tsv", category="Selection"),
         md=f"{RESULTS}/select/composition.md",
@@ -59,7 +59,7 @@ rule selection_composition:
         f"{BENCH}/select/composition.tsv"
     params:
         title=EXP,
-        density=composition_density_args,
+        density=lambda w, input, output: PLAN.composition_density_args(input, output),
     threads: 1
     resources:
         mem_mb=2000,
@@ -76,7 +76,7 @@ rule clean_share:
     top N (selection.sizes) and above its thresholds (selection.thresholds), the largest N at 90% and
     50%, and the retained-count curve, from the score files and their noise baselines."""
     input:
-        unpack(clean_share_inputs),
+        unpack(lambda w: PLAN.clean_share_inputs()),
     output:
         tsv=report(f"{RESULTS}/select/clean_share.tsv", category="Selection"),
         md=f"{RESULTS}/select/clean_share.md",
@@ -88,7 +88,7 @@ rule clean_share:
     benchmark:
         f"{BENCH}/select/clean_share.tsv"
     params:
-        args=clean_share_args,
+        args=lambda w: PLAN.clean_share_args(),
         title=f"{EXP}: estimated clean share (noise baseline)",
     threads: 1
     resources:
@@ -104,7 +104,7 @@ rule clean_share:
 rule mining_benchmark_data:
     """BUCC-style benchmark: gold pairs hidden in monolingual pools (train split for thresholds)."""
     input:
-        mining_eval_files,
+        lambda w: PLAN.mining_eval_files(),
     output:
         expand(f"{WORK}/mining_eval/{{split}}.{{part}}", split=["train", "test"], part=["src", "tgt", "gold"]),
         summary=f"{WORK}/mining_eval/summary.json",
@@ -113,13 +113,13 @@ rule mining_benchmark_data:
     benchmark:
         f"{BENCH}/mining_eval/data.tsv"
     params:
-        gold_train=lambda w: _pair_arg(MINING_EVAL["gold_train"]),
-        gold_test=lambda w: _pair_arg(MINING_EVAL["gold_test"]),
-        mono_src=lambda w: [data_path(p) for p in MINING_EVAL["mono_src"]],
-        mono_tgt=lambda w: [data_path(p) for p in MINING_EVAL["mono_tgt"]],
-        share=lambda w: MINING_EVAL["share"],
-        distractors=lambda w: MINING_EVAL["distractors"],
-        mono_max=lambda w: MINING_EVAL["mono_max"],
+        gold_train=lambda w: PLAN.pair_args(PLAN.mining_eval["gold_train"]),
+        gold_test=lambda w: PLAN.pair_args(PLAN.mining_eval["gold_test"]),
+        mono_src=lambda w: [PLAN.data_path(p) for p in PLAN.mining_eval["mono_src"]],
+        mono_tgt=lambda w: [PLAN.data_path(p) for p in PLAN.mining_eval["mono_tgt"]],
+        share=lambda w: PLAN.mining_eval["share"],
+        distractors=lambda w: PLAN.mining_eval["distractors"],
+        mono_max=lambda w: PLAN.mining_eval["mono_max"],
         seed=config["seed"],
         outdir=lambda w, output: os.path.dirname(output.summary),
     threads: 1
@@ -138,10 +138,10 @@ rule mining_benchmark_data:
 rule eval_mining:
     """P/R/F1 of every scorer x retrieval (the paper's Table 2, one row group per scorer that can mine)."""
     input:
-        encoders=[encoder_json(e) for e in suite_encoders("main")],
+        encoders=PLAN.encoder_jsons(PLAN.suite_encoders("main")),
         data=rules.mining_benchmark_data.output.summary,
-        heads=head_inputs(SUITES["main"]["scorers"]),
-        translated=lambda w: pool_translations("main"),
+        heads=PLAN.head_inputs(PLAN.suites["main"]["scorers"]),
+        translated=lambda w: PLAN.pool_translations("main"),
     output:
         tsv=report(f"{RESULTS}/mining/bucc.tsv", category="Mining"),
         md=f"{RESULTS}/mining/bucc.md",
@@ -150,14 +150,14 @@ rule eval_mining:
     benchmark:
         f"{BENCH}/mining_eval/eval.tsv"
     params:
-        encoders=scored_encoder_args("main"),
-        scorers=scorers_json(SUITES["main"]["scorers"]),
-        plugins=plugin_args,
+        encoders=PLAN.scored_encoder_args("main"),
+        scorers=PLAN.suite_scorers_json("main"),
+        plugins=PLAN.plugin_args(),
         data=lambda w, input: os.path.dirname(input.data),
         k=SCORING["k"],
         langs=f"--src-lang {SRC} --tgt-lang {TGT}",
-        translated=lambda w, input: pool_translation_args(w, input),
-    threads: job_threads(2)
+        translated=lambda w, input: PLAN.pool_translation_args(input),
+    threads: PLAN.job_threads(2)
     resources:
         mem_mb=4000,
         runtime=30,
@@ -174,7 +174,7 @@ rule eval_filter:
     labels) and on the demo corpus' own labels; the clean share estimated from the noise baseline
     beside the labelled one (clean_share_check)."""
     input:
-        unpack(filter_eval_inputs("main")),
+        unpack(lambda w: PLAN.filter_eval_inputs("main")),
     output:
         tsv=report(f"{RESULTS}/filtering/quality.tsv", category="Filtering"),
         md=f"{RESULTS}/filtering/quality.md",
@@ -187,15 +187,15 @@ rule eval_filter:
     benchmark:
         f"{BENCH}/filter_eval.tsv"
     params:
-        args=filter_eval_args("main"),
-        encoders=scored_encoder_args("main"),
-        scorers=scorers_json(SUITES["main"]["scorers"]),
-        plugins=plugin_args,
+        args=lambda w, input: PLAN.filter_eval_args("main", input),
+        encoders=PLAN.scored_encoder_args("main"),
+        scorers=PLAN.suite_scorers_json("main"),
+        plugins=PLAN.plugin_args(),
         k=SCORING["k"],
-        top_n=lambda w: f"--top-n {' '.join(map(str, FILTER_EVAL['top_n']))}" if FILTER_EVAL else "",
+        top_n=lambda w: PLAN.filter_top_n_arg(),
         langs=f"--src-lang {SRC} --tgt-lang {TGT}",
         seed=config["seed"],
-    threads: job_threads(2)
+    threads: PLAN.job_threads(2)
     resources:
         mem_mb=4000,
         runtime=30,
@@ -212,8 +212,8 @@ rule audit_sample:
     """A seeded sample of the audited scorer's ranking, stratified so every N is measured as
     closely, as a TSV with an empty label column and a self-contained labelling page."""
     input:
-        pairs=expand(rules.preprocess_shard.output.kept, shard=SHARDS),
-        scores=lambda w: score_files(score_group(AUDIT_SCORER)),
+        pairs=expand(rules.preprocess_shard.output.kept, shard=PLAN.shards),
+        scores=lambda w: PLAN.scorer_score_files(PLAN.audit_scorer),
     output:
         tsv=f"{RESULTS}/audit/sample.tsv",
         plan=f"{RESULTS}/audit/sample.plan.json",
@@ -223,11 +223,11 @@ rule audit_sample:
     benchmark:
         f"{BENCH}/audit/sample.tsv"
     params:
-        scorer=AUDIT_SCORER,
+        scorer=PLAN.audit_scorer,
         labels=AUDIT["labels"],
         strata=AUDIT["strata"],
-        sizes=AUDIT_SIZES,
-        thresholds=[f"{t:g}" for t in THRESHOLDS.get(AUDIT_SCORER, [])],
+        sizes=PLAN.audit_sizes,
+        thresholds=[f"{t:g}" for t in PLAN.thresholds.get(PLAN.audit_scorer, [])],
         seed=config["seed"],
     threads: 1
     resources:
@@ -246,7 +246,7 @@ rule audit_fill:
     person: only for the corpora the workflow builds."""
     input:
         sample=rules.audit_sample.output.tsv,
-        labels=CORPUS_LABELS,
+        labels=PLAN.corpus_labels,
     output:
         f"{WORK}/audit/labels.sidecar.tsv",
     log:
@@ -281,12 +281,11 @@ rule audit_estimate:
     benchmark:
         f"{BENCH}/audit/estimate.tsv"
     params:
-        scorer=AUDIT_SCORER,
-        sizes=AUDIT_SIZES,
+        scorer=PLAN.audit_scorer,
+        sizes=PLAN.audit_sizes,
         target=AUDIT["target"],
         monotone=["--monotone"] if AUDIT["monotone"] else [],
-        note="Labels: " + (f"{AUDIT['labels_file']} (a person's)." if AUDIT["labels_file"] else
-                           "the corpus' own label sidecar (clean = good) stands in for a person."),
+        note=PLAN.audit_note(),
         seed=config["seed"],
     threads: 1
     resources:

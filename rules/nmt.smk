@@ -1,6 +1,6 @@
 # NMT on the selected pairs, once per training seed; BLEU; the comparison of selection methods
 # (mean and sd over seeds, a seed-and-sentence bootstrap against the headline method).
-# Settings and input functions live in nmt_common.smk.
+# Settings and input functions live in marginmine.workflow (nmt.py).
 
 
 rule train_nmt:
@@ -8,7 +8,7 @@ rule train_nmt:
     average of the last checkpoints; resumable."""
     input:
         data=rules.select_top.output.pairs,
-        dev=eval_files("dev"),
+        dev=PLAN.eval_files("dev"),
     output:
         f"{WORK}/nmt/{{method}}.{{N}}/seed{{seed}}/checkpoint_avg.pt",
     log:
@@ -17,15 +17,15 @@ rule train_nmt:
         f"{BENCH}/nmt/{{method}}.{{N}}.seed{{seed}}.train.tsv"
     params:
         workdir=lambda w, output: os.path.dirname(output[0]),
-        nmt_params=nmt_params_json,
-        budget=nmt_budget_arg,
+        nmt_params=PLAN.nmt_params_json(),
+        budget=PLAN.nmt_budget_arg(),
         langs=f"--src-lang {SRC} --tgt-lang {TGT}",
     wildcard_constraints:
         seed=r"\d+",
-    threads: job_threads(2)
+    threads: PLAN.job_threads(2)
     resources:
         mem_mb=NMT["mem_mb"],
-        runtime=nmt_runtime,
+        runtime=PLAN.nmt_runtime(),
         gpus=NMT["gpus"],
     conda:
         "../envs/nmt.yaml"
@@ -40,9 +40,9 @@ rule evaluate_nmt:
     detokenised sacreBLEU with its signature and tokenised BLEU (multi-bleu.perl)."""
     input:
         model=rules.train_nmt.output,
-        test=eval_files("test"),
-        dev=eval_files("dev"),
-        extra=extra_eval_files,
+        test=PLAN.eval_files("test"),
+        dev=PLAN.eval_files("dev"),
+        extra=lambda w: PLAN.extra_eval_files(w.method),
     output:
         report=f"{RESULTS}/nmt/{{method}}.{{N}}/seed{{seed}}/bleu.txt",
         json=f"{RESULTS}/nmt/{{method}}.{{N}}/seed{{seed}}/bleu.json",
@@ -52,13 +52,13 @@ rule evaluate_nmt:
         f"{BENCH}/nmt/{{method}}.{{N}}.seed{{seed}}.evaluate.tsv"
     params:
         workdir=lambda w, input: os.path.dirname(input.model[0]),
-        extra=extra_eval_args,
+        extra=lambda w: PLAN.extra_eval_args(w.method),
         beam=NMT["beam"],
         device=NMT["device"],
         decoder=NMT["decoder"],
     wildcard_constraints:
         seed=r"\d+",
-    threads: job_threads(2)
+    threads: PLAN.job_threads(2)
     resources:
         mem_mb=8000,
         runtime=NMT["eval_runtime_min"],
@@ -77,16 +77,16 @@ rule headline_bleu:
     """results/.../bleu_{N}.txt: the headline method's test BLEU, mean over its training seeds (the
     number first, then each seed's)."""
     input:
-        lambda w: [rules.evaluate_nmt.output.json.format(method=DEFAULT_METHOD, N=w.N, seed=s)
-                   for s in SEEDS[DEFAULT_METHOD]],
+        lambda w: [rules.evaluate_nmt.output.json.format(method=PLAN.default_method, N=w.N, seed=s)
+                   for s in PLAN.seeds[PLAN.default_method]],
     output:
-        f"{RESULTS}/bleu_{{N}}.txt",
+        PLAN.paths.bleu,
     log:
         f"{LOGS}/nmt/bleu_{{N}}.log",
     benchmark:
         f"{BENCH}/nmt/bleu_{{N}}.tsv"
     params:
-        caps=lambda w: CAPS_FROM,
+        caps=lambda w: PLAN.caps_from,
     threads: 1
     resources:
         mem_mb=100,
@@ -102,8 +102,8 @@ rule compare_methods:
     bootstrap (seeds and sentences) against the headline method, BLEU per clean origin of the
     clean-mix test; TSV, Markdown, per-run TSV and the BLEU-vs-N plot."""
     input:
-        runs=[rules.evaluate_nmt.output.json.format(method=m, N=n, seed=s) for m, n, s in nmt_systems()],
-        labels=list(subset_labels().values()),
+        runs=[rules.evaluate_nmt.output.json.format(method=m, N=n, seed=s) for m, n, s in PLAN.nmt_systems()],
+        labels=list(PLAN.subset_labels().values()),
     output:
         tsv=report(f"{RESULTS}/comparison.tsv", category="BLEU"),
         md=f"{RESULTS}/comparison.md",
@@ -115,9 +115,9 @@ rule compare_methods:
         f"{BENCH}/nmt/comparison.tsv"
     params:
         title=f"{EXP}: {SRC}-{TGT}",
-        headline=DEFAULT_METHOD,
-        subsets=subset_args,
-        caps=lambda w: CAPS_FROM,
+        headline=PLAN.default_method,
+        subsets=PLAN.subset_args(),
+        caps=lambda w: PLAN.caps_from,
     threads: 1
     resources:
         mem_mb=2000,

@@ -5,11 +5,11 @@
 
 rule split_corpus:
     """Read the raw corpus once: input defects and exact duplicates (over the whole corpus) go to
-    the rejects, the rest is dealt to N_SHARDS shards in blocks (N_SHARDS fixed at plan time)."""
+    the rejects, the rest is dealt to PLAN.n_shards shards in blocks (PLAN.n_shards fixed at plan time)."""
     input:
-        corpus_files,
+        lambda w: PLAN.corpus_files(),
     output:
-        shards=expand(f"{WORK}/preprocess/split/shard{{shard}}.tsv.gz", shard=SHARDS),
+        shards=expand(f"{WORK}/preprocess/split/shard{{shard}}.tsv.gz", shard=PLAN.shards),
         rejects=f"{WORK}/preprocess/split/rejects.tsv.gz",
         ledger=f"{WORK}/preprocess/split/ledger.json",
         ledger_tsv=f"{WORK}/preprocess/split/ledger.tsv",
@@ -18,8 +18,8 @@ rule split_corpus:
     benchmark:
         f"{BENCH}/split_corpus.tsv"
     params:
-        columns=source_columns(config["corpus"]["source"]),
-        shards=N_SHARDS,
+        columns=PLAN.corpus_columns(),
+        shards=PLAN.n_shards,
         block=PRE["block"],
         outdir=lambda wildcards, output: os.path.dirname(output.rejects),
         max_chars=PRE["max_chars"],
@@ -43,9 +43,9 @@ rule preprocess_shard:
     """Filter one shard; rejects carry their step and reason."""
     input:
         shard=f"{WORK}/preprocess/split/shard{{shard}}.tsv.gz",
-        protect=protect_files,
+        protect=lambda w: PLAN.protect_files(),
     output:
-        kept=f"{WORK}/preprocess/kept/shard{{shard}}.tsv.gz",
+        kept=PLAN.paths.kept,
         rejects=f"{WORK}/preprocess/rejects/shard{{shard}}.tsv.gz",
         ledger=f"{WORK}/preprocess/ledger/shard{{shard}}.json",
         ledger_tsv=f"{WORK}/preprocess/ledger/shard{{shard}}.tsv",
@@ -62,7 +62,7 @@ rule preprocess_shard:
         langid="" if PRE["langid"] else "--no-langid",
         langid_min_prob=PRE["langid_min_prob"],
         cache_mb=PRE["cache_mb"],
-    threads: job_threads(PRE["workers"])
+    threads: PLAN.job_threads(PRE["workers"])
     resources:
         mem_mb=PRE["mem_mb"],
         runtime=PRE["runtime_min"],
@@ -106,7 +106,7 @@ rule preprocess_ledger:
     """One ledger for the whole corpus: the split's read/dedup steps chained with all shards."""
     input:
         first=rules.split_corpus.output.ledger,
-        shards=expand(rules.preprocess_shard.output.ledger, shard=SHARDS),
+        shards=expand(rules.preprocess_shard.output.ledger, shard=PLAN.shards),
     output:
         json=report(
             f"{RESULTS}/preprocess/ledger.json",
@@ -136,8 +136,8 @@ rule preprocess_ledger:
 rule check_overlap:
     """Proof that no dev/test sentence survived into the filtered corpus (fails otherwise)."""
     input:
-        kept=expand(rules.preprocess_shard.output.kept, shard=SHARDS),
-        protect=protect_files,
+        kept=expand(rules.preprocess_shard.output.kept, shard=PLAN.shards),
+        protect=lambda w: PLAN.protect_files(),
     output:
         f"{RESULTS}/preprocess/overlap_check.json",
     log:

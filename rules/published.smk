@@ -4,7 +4,7 @@
 # train_nmt, evaluate_nmt); the rules below are the experiment's table rules with the suite's
 # inputs (params not named here are the original rule's), writing results/<exp>/published/ - never a
 # file of the experiment's, so after `published` the experiment's target has nothing to do. Input
-# functions live in score_common.smk (SUITES["published"]).
+# functions live in marginmine.workflow (PLAN.suites["published"]).
 
 PUBLISHED_DIR = f"{RESULTS}/published"
 
@@ -17,16 +17,16 @@ use rule eval_encoder as published_eval_encoder with:
     benchmark:
         f"{BENCH}/published/eval_encoder/{{name}}.tsv"
     params:
-        margins=published_margin_args(),
+        margins=PLAN.published_margin_args(),
 
 
 rule published_eval_similarity:
     """Intrinsic retrieval with a learned similarity (a suite method whose kind scores every pair,
     e.g. the MLP) over all n x n pairs of the language pair's intrinsic sets, beside the margins."""
     input:
-        encoder=lambda w: encoder_json(PAPER_SCORERS[w.name]["encoder"]),
-        heads=lambda w: head_inputs([w.name]),
-        sets=intrinsic_files,
+        encoder=lambda w: PLAN.encoder_json(PLAN.paper_scorers[w.name]["encoder"]),
+        heads=lambda w: PLAN.head_inputs([w.name]),
+        sets=lambda w: PLAN.intrinsic_files(),
     output:
         f"{PUBLISHED_DIR}/eval-similarity/{{name}}.json",
     log:
@@ -34,16 +34,16 @@ rule published_eval_similarity:
     benchmark:
         f"{BENCH}/published/eval_similarity/{{name}}.tsv"
     params:
-        scorers=lambda w: scorers_json([w.name]),
-        encoders=lambda w: f"{PAPER_SCORERS[w.name]['encoder']}={ENCODER_DIRS[PAPER_SCORERS[w.name]['encoder']]}",
-        plugins=plugin_args,
-        sets=pair_intrinsic_set_args,
+        scorers=lambda w: PLAN.scorers_json([w.name]),
+        encoders=lambda w: PLAN.encoder_args([PLAN.paper_scorers[w.name]["encoder"]]),
+        plugins=PLAN.plugin_args(),
+        sets=lambda w: PLAN.intrinsic_set_args(pair_only=True),
         src=SRC,
         seed=config["seed"],
         device=ENC["device"],
     wildcard_constraints:
-        name="|".join(map(re.escape, similarity_scorers())) or "(?!)",
-    threads: job_threads(2)
+        name="|".join(map(re.escape, PLAN.similarity_scorers())) or "(?!)",
+    threads: PLAN.job_threads(2)
     resources:
         mem_mb=4000,
         runtime=60,
@@ -57,10 +57,10 @@ rule published_eval_similarity:
 
 use rule encoder_report as published_encoder_report with:
     input:
-        evals=[*expand(rules.published_eval_encoder.output, name=SUITES["published"]["encoders"]),
-               *expand(rules.published_eval_similarity.output, name=similarity_scorers())],
+        evals=[*expand(rules.published_eval_encoder.output, name=PLAN.suites["published"]["encoders"]),
+               *expand(rules.published_eval_similarity.output, name=PLAN.similarity_scorers())],
         votes=lambda w: ([rules.published_vote_report.output.tsv]
-                         if suite_votes("published") and vote_intrinsic_sets() else []),
+                         if PLAN.suite_votes("published") and PLAN.vote_intrinsic_sets() else []),
     output:
         tsv=f"{PUBLISHED_DIR}/intrinsic.tsv",
         md=f"{PUBLISHED_DIR}/intrinsic.md",
@@ -72,10 +72,10 @@ use rule encoder_report as published_encoder_report with:
 
 use rule eval_mining as published_eval_mining with:
     input:
-        encoders=[encoder_json(e) for e in suite_encoders("published")],
+        encoders=PLAN.encoder_jsons(PLAN.suite_encoders("published")),
         data=rules.mining_benchmark_data.output.summary,
-        heads=head_inputs(SUITES["published"]["scorers"]),
-        translated=lambda w: pool_translations("published"),
+        heads=PLAN.head_inputs(PLAN.suites["published"]["scorers"]),
+        translated=lambda w: PLAN.pool_translations("published"),
     output:
         tsv=f"{PUBLISHED_DIR}/bucc.tsv",
         md=f"{PUBLISHED_DIR}/bucc.md",
@@ -84,13 +84,13 @@ use rule eval_mining as published_eval_mining with:
     benchmark:
         f"{BENCH}/published/bucc.tsv"
     params:
-        encoders=scored_encoder_args("published"),
-        scorers=scorers_json(SUITES["published"]["scorers"]),
+        encoders=PLAN.scored_encoder_args("published"),
+        scorers=PLAN.suite_scorers_json("published"),
 
 
 use rule eval_filter as published_eval_filter with:
     input:
-        unpack(filter_eval_inputs("published")),
+        unpack(lambda w: PLAN.filter_eval_inputs("published")),
     output:
         tsv=f"{PUBLISHED_DIR}/quality.tsv",
         md=f"{PUBLISHED_DIR}/quality.md",
@@ -103,9 +103,9 @@ use rule eval_filter as published_eval_filter with:
     benchmark:
         f"{BENCH}/published/quality.tsv"
     params:
-        args=filter_eval_args("published"),
-        encoders=scored_encoder_args("published"),
-        scorers=scorers_json(SUITES["published"]["scorers"]),
+        args=lambda w, input: PLAN.filter_eval_args("published", input),
+        encoders=PLAN.scored_encoder_args("published"),
+        scorers=PLAN.suite_scorers_json("published"),
 
 
 rule published_claims:
@@ -113,7 +113,14 @@ rule published_claims:
     (marginmine.report.claim_list): the paper's numbers and setting, ours read from the tables, the
     verdict; a table this config does not build makes its claims "not measured"."""
     input:
-        tables=lambda w: claims_inputs(),
+        tables=lambda w: [  # the tables this config builds (marginmine.report.claim_list reads them)
+            rules.published_encoder_report.output.tsv,
+            rules.published_compare.output.tsv,
+            *([rules.published_eval_mining.output.tsv] if PLAN.mining_eval else []),
+            *([rules.published_eval_filter.output.tsv] if PLAN.filter_table else []),
+            *([rules.published_shortcut.output.tsv] if PLAN.shortcut_scorers() else []),
+            *expand(rules.published_compare_versus.output.tsv, ref=PLAN.paper_references),
+        ],
     output:
         tsv=f"{PUBLISHED_DIR}/claims.tsv",
         md=f"{PUBLISHED_DIR}/claims.md",
@@ -123,7 +130,7 @@ rule published_claims:
         f"{BENCH}/published/claims.tsv"
     params:
         results=lambda wildcards, output: os.path.dirname(output.tsv),
-        size=SIZES[0],
+        size=PLAN.sizes[0],
         title=f"{EXP}: the papers' claims beside ours",
     threads: 1
     resources:
@@ -138,9 +145,9 @@ rule published_claims:
 
 use rule shortcut_check as published_shortcut with:
     input:
-        heads=lambda w: head_inputs(shortcut_scorers()),
-        encoders=lambda w: [encoder_json(e) for e in shortcut_encoders()],
-        test=lambda w: shortcut_test_files(),
+        heads=lambda w: PLAN.head_inputs(PLAN.shortcut_scorers()),
+        encoders=lambda w: PLAN.encoder_jsons(PLAN.shortcut_encoders()),
+        test=lambda w: PLAN.shortcut_test_files(),
     output:
         tsv=f"{PUBLISHED_DIR}/shortcut.tsv",
         md=f"{PUBLISHED_DIR}/shortcut.md",
@@ -149,9 +156,9 @@ use rule shortcut_check as published_shortcut with:
     benchmark:
         f"{BENCH}/published/shortcut.tsv"
     params:
-        scorers=lambda w: scorers_json(shortcut_scorers()),
-        encoders=lambda w: encoder_args(shortcut_encoders()),
-        plugins=plugin_args,
+        scorers=lambda w: PLAN.scorers_json(PLAN.shortcut_scorers()),
+        encoders=lambda w: PLAN.encoder_args(PLAN.shortcut_encoders()),
+        plugins=PLAN.plugin_args(),
         langs=f"--src-lang {SRC} --tgt-lang {TGT}",
         seed=config["seed"],
         device=ENC["device"],
@@ -160,7 +167,7 @@ use rule shortcut_check as published_shortcut with:
 
 use rule selection_composition as published_composition with:
     input:
-        unpack(composition_inputs("published")),
+        unpack(lambda w: PLAN.composition_inputs("published")),
     output:
         tsv=f"{PUBLISHED_DIR}/composition.tsv",
         md=f"{PUBLISHED_DIR}/composition.md",
@@ -176,8 +183,8 @@ use rule selection_composition as published_composition with:
 use rule compare_methods as published_compare with:
     input:
         runs=[rules.evaluate_nmt.output.json.format(method=m, N=n, seed=s)
-              for m, n, s in nmt_systems(SUITES["published"]["methods"])],
-        labels=list(subset_labels().values()),
+              for m, n, s in PLAN.nmt_systems(PLAN.suites["published"]["methods"])],
+        labels=list(PLAN.subset_labels().values()),
     output:
         tsv=f"{PUBLISHED_DIR}/comparison.tsv",
         md=f"{PUBLISHED_DIR}/comparison.md",
@@ -189,14 +196,14 @@ use rule compare_methods as published_compare with:
         f"{BENCH}/published/comparison.tsv"
     params:
         title=f"{EXP}: published scorers, {SRC}-{TGT}",
-        headline=(PAPER_BASELINES or [DEFAULT_METHOD])[0],
+        headline=(PLAN.paper_baselines or [PLAN.default_method])[0],
 
 
 use rule compare_methods as published_compare_versus with:
     input:
         runs=[rules.evaluate_nmt.output.json.format(method=m, N=n, seed=s)
-              for m, n, s in nmt_systems(SUITES["published"]["methods"])],
-        labels=list(subset_labels().values()),
+              for m, n, s in PLAN.nmt_systems(PLAN.suites["published"]["methods"])],
+        labels=list(PLAN.subset_labels().values()),
     output:
         tsv=f"{PUBLISHED_DIR}/versus/{{ref}}/comparison.tsv",
         md=f"{PUBLISHED_DIR}/versus/{{ref}}/comparison.md",
@@ -210,7 +217,7 @@ use rule compare_methods as published_compare_versus with:
         title=lambda w: f"{EXP}: published scorers against {w.ref}, {SRC}-{TGT}",
         headline=lambda w: w.ref,
     wildcard_constraints:
-        ref="|".join(map(re.escape, PAPER_REFERENCES)) or "(?!)",
+        ref="|".join(map(re.escape, PLAN.paper_references)) or "(?!)",
 
 
 rule published_summary:
@@ -219,11 +226,11 @@ rule published_summary:
     p-value, joined from the suite's tables (no number computed here)."""
     input:
         intrinsic=rules.published_encoder_report.output.tsv,
-        bucc=rules.published_eval_mining.output.tsv if MINING_EVAL else [],
-        quality=rules.published_eval_filter.output.tsv if FILTER_EVAL or LABELLED_CORPUS else [],
+        bucc=rules.published_eval_mining.output.tsv if PLAN.mining_eval else [],
+        quality=rules.published_eval_filter.output.tsv if PLAN.filter_table else [],
         comparison=rules.published_compare.output.tsv,
         runs=rules.published_compare.output.runs,
-        select=expand(rules.select_top.output.report, method=SUITES["published"]["selected"], N=SIZES),
+        select=expand(rules.select_top.output.report, method=PLAN.suites["published"]["selected"], N=PLAN.sizes),
     output:
         tsv=f"{PUBLISHED_DIR}/summary.tsv",
         md=f"{PUBLISHED_DIR}/summary.md",
@@ -232,12 +239,12 @@ rule published_summary:
     benchmark:
         f"{BENCH}/published/summary.tsv"
     params:
-        scorers=scorers_json(SUITES["published"]["scorers"]),
-        methods=SUITES["published"]["methods"],
-        sizes=SIZES,
+        scorers=PLAN.suite_scorers_json("published"),
+        methods=PLAN.suites["published"]["methods"],
+        sizes=PLAN.sizes,
         tables=lambda w, input: " ".join(f"--{k} {shlex.quote(input[k])}" for k in ("bucc", "quality") if input[k]),
         title=f"{EXP}: published scorers, one row per system",
-        caps=lambda w: CAPS_FROM,
+        caps=lambda w: PLAN.caps_from,
     threads: 1
     resources:
         mem_mb=500,
@@ -255,7 +262,7 @@ rule published_vote_report:
     """Translate-then-vote: the translators' BLEU and decoding speed, the five candidate sets' P/R/F1
     on the intrinsic sets of the language pair, the natural voted-set sizes on the corpus."""
     input:
-        unpack(vote_report_inputs),
+        unpack(lambda w: PLAN.vote_report_inputs()),
     output:
         tsv=f"{PUBLISHED_DIR}/votes.tsv",
         md=f"{PUBLISHED_DIR}/votes.md",
@@ -264,13 +271,13 @@ rule published_vote_report:
     benchmark:
         f"{BENCH}/published/votes.tsv"
     params:
-        args=vote_report_args,
+        args=lambda w, input: PLAN.vote_report_args(input),
         encdir=lambda w, input: os.path.dirname(input.encoder),
         k=SCORING["k"],
         langs=f"--src-lang {SRC} --tgt-lang {TGT}",
         title=f"{EXP}: translate-then-vote, {SRC}-{TGT}",
         device=ENC["device"],
-    threads: job_threads(2)
+    threads: PLAN.job_threads(2)
     resources:
         mem_mb=4000,
         runtime=30,

@@ -10,9 +10,9 @@ rule report_figures:
     wall time / throughput table (benchmark files are globbed, so run it last: `make report`)."""
     input:
         ledger=rules.preprocess_ledger.output.json,
-        select=expand(rules.select_top.output.report, method=SELECTED, N=SIZES),
+        select=expand(rules.select_top.output.report, method=PLAN.selected, N=PLAN.sizes),
         encoders=rules.encoder_report.output.tsv,
-        evals=lambda w: [f for f in scoring_targets() if f.endswith(".tsv") and f != rules.audit_sample.output.tsv],
+        evals=lambda w: [f for f in rules.scoring.input if f.endswith(".tsv") and f != rules.audit_sample.output.tsv],
     output:
         ledger_png=report(
             f"{RESULTS}/report/ledger.png",
@@ -50,9 +50,9 @@ rule report_figures:
         f"{BENCH}/report_figures.tsv"
     params:
         work=WORK,
-        caps=lambda w: CAPS_FROM,
+        caps=lambda w: PLAN.caps_from,
         benchmarks=BENCH,
-        methods=SELECTED,
+        methods=PLAN.selected,
         title=EXP,
         outdir=lambda w, output: os.path.dirname(output.ledger_png),
     threads: 1
@@ -73,9 +73,9 @@ rule report_samples:
     removed, pairs at score quantiles and at each N's boundary per scorer, pairs the config's first
     two scorers disagree on; one report page and its TSVs."""
     input:
-        pairs=expand(rules.preprocess_shard.output.kept, shard=SHARDS),
-        scores=lambda w: list(dict.fromkeys(f for n in SCORERS for f in score_files(score_group(n)))),
-        removed=expand(rules.removed_sample.output, shard=SHARDS),
+        pairs=expand(rules.preprocess_shard.output.kept, shard=PLAN.shards),
+        scores=lambda w: list(dict.fromkeys(f for n in PLAN.scorers for f in PLAN.scorer_score_files(n))),
+        removed=expand(rules.removed_sample.output, shard=PLAN.shards),
         split_rejects=rules.split_corpus.output.rejects,
     output:
         html=report(
@@ -104,15 +104,15 @@ rule report_samples:
         f"{BENCH}/report_samples.tsv"
     params:
         # SCORER=FILE,... of every scorer of the config (its score group's shard files)
-        scores=lambda w: " ".join(shlex.quote(f"{n}=" + ",".join(score_files(score_group(n)))) for n in SCORERS),
-        sizes=SIZES,
+        scores=lambda w: PLAN.scorer_files_args(list(PLAN.scorers)),
+        sizes=PLAN.sizes,
         seed=config["seed"],
         block=PRE["block"],
         title=f"Samples: {EXP}",
     threads: 1
     resources:
         # one scorer's scores and ranking, and the two compared scorers' (~80 bytes a pair at most)
-        mem_mb=max(2000, 1000 + EXPECTED_KEPT * 80 // 2**20),
+        mem_mb=max(2000, 1000 + PLAN.expected_kept * 80 // 2**20),
         runtime=PRE["runtime_min"],
     conda:
         "../envs/score.yaml"

@@ -1,7 +1,7 @@
 # Scoring per shard and encoder (every scorer over that encoder: kNN within batches, one named
 # column each), fitted scorers' heads, top-N selection per scorer or method and the filtered
 # corpora. The evaluations of the scores are rules/evaluate.smk. Input functions live in
-# score_common.smk.
+# marginmine.workflow (scoring.py).
 
 
 #: score_shard's command; score_translated (translate.smk) adds the translations' embeddings to it
@@ -20,21 +20,21 @@ rule score_shard:
     batch re-paired at random, seeded, scored against the same neighbourhoods); resumes from the last
     finished batch."""
     input:
-        src=lambda wc: rules.embed_shard.output.src.format(encoder=group_encoder(wc.group), shard=wc.shard),
-        tgt=lambda wc: rules.embed_shard.output.tgt.format(encoder=group_encoder(wc.group), shard=wc.shard),
+        src=lambda wc: rules.embed_shard.output.src.format(encoder=PLAN.group_encoder(wc.group), shard=wc.shard),
+        tgt=lambda wc: rules.embed_shard.output.tgt.format(encoder=PLAN.group_encoder(wc.group), shard=wc.shard),
         shard=rules.preprocess_shard.output.kept,
-        heads=lambda wc: head_inputs([n for n in ALL_SCORERS if score_group(n) == wc.group]),
+        heads=lambda wc: PLAN.head_inputs(PLAN.group_scorers(wc.group)),
     output:
-        scores=f"{WORK}/score/{{group}}/shard{{shard}}.scores.tsv.gz",
-        baseline=f"{WORK}/score/{{group}}/shard{{shard}}.baseline.tsv.gz",
+        scores=PLAN.paths.scores,
+        baseline=PLAN.paths.baseline,
     log:
         f"{LOGS}/score/{{group}}/shard{{shard}}.log",
     benchmark:
         f"{BENCH}/score/{{group}}/shard{{shard}}.tsv"
     params:
         seed=config["seed"],
-        scorers=lambda wc: group_scorers_json(wc.group),
-        plugins=plugin_args,
+        scorers=lambda wc: PLAN.scorers_json(PLAN.group_scorers(wc.group)),
+        plugins=PLAN.plugin_args(),
         k=SCORING["k"],
         batch_size=SCORING["batch_size"],
         index=SCORING["index"],
@@ -43,9 +43,9 @@ rule score_shard:
         refine=SCORING["refine"],
         device=SCORING["device"],
     wildcard_constraints:
-        group="|".join(map(re.escape, [g for g in ALL_GROUPS if g not in TRANSLATED_GROUPS])) or "(?!)",
+        group="|".join(map(re.escape, PLAN.untranslated_groups)) or "(?!)",
     priority: 10  # the critical path (encoder -> scores -> selections -> NMT) goes first
-    threads: job_threads(2)
+    threads: PLAN.job_threads(2)
     resources:
         mem_mb=SCORING["mem_mb"],
         runtime=SCORING["runtime_min"],
@@ -63,32 +63,32 @@ rule fit_scorer:
     set or the mining benchmark is an error, held-out pairs in the encoder's training data are
     removed and counted (data/report.json); an mlp's negatives come from the corpus' embeddings."""
     input:
-        encoder=lambda wc: encoder_json(ALL_SCORERS[wc.name]["encoder"]),
-        held_out=held_out_files,
-        positives=positives_files,
-        protect=lambda wc: sorted(set(encoder_protect_files() + (mining_eval_files() if MINING_EVAL else []))),
+        encoder=lambda wc: PLAN.encoder_json(PLAN.all_scorers[wc.name]["encoder"]),
+        held_out=lambda w: PLAN.held_out_files(),
+        positives=lambda w: PLAN.positives_files(w.name),
+        protect=lambda wc: PLAN.fit_protect_files(),
         data=rules.encoder_data.output.manifest,
-        corpus=fit_corpus_files,  # kinds whose negatives come from the corpus (mlp)
+        corpus=lambda w: PLAN.fit_corpus_files(w.name),  # kinds whose negatives come from the corpus (mlp)
     output:
-        f"{WORK}/heads/{{name}}/head.json",
+        PLAN.paths.head,
     log:
         f"{LOGS}/heads/{{name}}.log",
     benchmark:
         f"{BENCH}/heads/{{name}}.tsv"
     params:
-        scorers=lambda wc: scorers_json([wc.name]),
-        plugins=plugin_args,
-        held_out=held_out_args,
-        positives=positives_args,
-        corpus=fit_corpus_args,
+        scorers=lambda wc: PLAN.scorers_json([wc.name]),
+        plugins=PLAN.plugin_args(),
+        held_out=lambda w: PLAN.held_out_args(),
+        positives=lambda w: PLAN.positives_args(w.name),
+        corpus=lambda w: PLAN.fit_corpus_args(w.name),
         langs=f"--src-lang {SRC} --tgt-lang {TGT}",
         encdir=lambda wildcards, input: os.path.dirname(input.encoder),
         outdir=lambda wildcards, output: os.path.dirname(output[0]),
         seed=config["seed"],
         device=ENC["device"],
     wildcard_constraints:
-        name="|".join(map(re.escape, FITTED)) or "(?!)",
-    threads: job_threads(2)
+        name="|".join(map(re.escape, PLAN.fitted)) or "(?!)",
+    threads: PLAN.job_threads(2)
     resources:
         mem_mb=4000,
         runtime=30,
@@ -105,20 +105,20 @@ rule select_top:
     """The N best pairs over all shards by one scorer's column (or random, unfiltered), in two
     streaming passes."""
     input:
-        pairs=expand(rules.preprocess_shard.output.kept, shard=SHARDS),
-        scores=select_scores,
+        pairs=expand(rules.preprocess_shard.output.kept, shard=PLAN.shards),
+        scores=lambda w: PLAN.select_scores(w.method),
     output:
-        pairs=f"{WORK}/select/{{method}}.{{N}}.tsv.gz",
-        report=f"{RESULTS}/select/{{method}}.{{N}}.json",
+        pairs=PLAN.paths.select_pairs,
+        report=PLAN.paths.select_report,
     log:
         f"{LOGS}/select/{{method}}.{{N}}.log",
     benchmark:
         f"{BENCH}/select/{{method}}.{{N}}.tsv"
     params:
-        args=select_args,
+        args=lambda w: PLAN.select_args(w.method, w.N),
         seed=config["seed"],
     wildcard_constraints:
-        method="|".join(map(re.escape, dict.fromkeys(SELECTED + PAPER_BASELINES + PAPER_SELECTED))),
+        method="|".join(map(re.escape, PLAN.selectable)),
     priority: 10  # the critical path: a selection waits for no NMT training
     threads: 1
     resources:
@@ -145,9 +145,9 @@ rule export_filtered:
     benchmark:
         f"{BENCH}/filtered/{{method}}.{{N}}.tsv"
     params:
-        columns=source_columns(config["corpus"]["source"]),
+        columns=PLAN.corpus_columns(),
     wildcard_constraints:
-        method="|".join(map(re.escape, dict.fromkeys(SELECTED + PAPER_BASELINES + PAPER_SELECTED))),
+        method="|".join(map(re.escape, PLAN.selectable)),
     threads: 1
     resources:
         mem_mb=500,

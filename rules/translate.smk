@@ -20,11 +20,11 @@ rule translator_data:
     benchmark:
         f"{BENCH}/translate/{{direction}}/data.tsv"
     params:
-        langs=lambda w: "--src-lang {} --tgt-lang {}".format(*w.direction.split("-")),
+        langs=lambda w: PLAN.direction_langs(w.direction),
         max_pairs=TRANSLATORS["max_pairs"],
-        seed=TRANSLATOR_SEED,
+        seed=PLAN.translator_seed,
     wildcard_constraints:
-        direction="|".join(DIRECTIONS),
+        direction="|".join(PLAN.directions),
     threads: 1
     resources:
         mem_mb=1000,
@@ -39,20 +39,20 @@ rule translator_data:
 use rule train_nmt as train_translator with:
     input:
         data=rules.translator_data.output.tsv,
-        dev=lambda w: translator_eval(w.direction, "dev"),
+        dev=lambda w: PLAN.translator_eval(w.direction, "dev"),
     output:
-        f"{WORK}/translate/{{direction}}/seed{{seed}}/checkpoint_avg.pt",
+        PLAN.paths.translator,
     log:
         f"{LOGS}/translate/{{direction}}/seed{{seed}}.train.log",
     benchmark:
         f"{BENCH}/translate/{{direction}}/seed{{seed}}.train.tsv"
     params:
         workdir=lambda w, output: os.path.dirname(output[0]),
-        nmt_params=translator_params_json(),
-        budget=nmt_budget_arg,
-        langs=lambda w: "--src-lang {} --tgt-lang {}".format(*w.direction.split("-")),
+        nmt_params=PLAN.translator_params_json(),
+        budget=PLAN.nmt_budget_arg(),
+        langs=lambda w: PLAN.direction_langs(w.direction),
     wildcard_constraints:
-        direction="|".join(DIRECTIONS),
+        direction="|".join(PLAN.directions),
         seed=r"\d+",
 
 
@@ -60,12 +60,12 @@ rule evaluate_translator:
     """A translator's BLEU on the experiment's dev and test sets (read in its direction): what
     bounds the votes."""
     input:
-        model=lambda w: translator_model(w.direction),
-        test=lambda w: translator_eval(w.direction, "test"),
-        dev=lambda w: translator_eval(w.direction, "dev"),
+        model=lambda w: PLAN.translator_model(w.direction),
+        test=lambda w: PLAN.translator_eval(w.direction, "test"),
+        dev=lambda w: PLAN.translator_eval(w.direction, "dev"),
     output:
         report=f"{RESULTS}/translate/{{direction}}/bleu.txt",
-        json=f"{RESULTS}/translate/{{direction}}/bleu.json",
+        json=PLAN.paths.translator_bleu,
     log:
         f"{LOGS}/translate/{{direction}}/evaluate.log",
     benchmark:
@@ -75,8 +75,8 @@ rule evaluate_translator:
         beam=TRANSLATORS["beam"],
         decoder=NMT["decoder"],
     wildcard_constraints:
-        direction="|".join(DIRECTIONS),
-    threads: job_threads(2)
+        direction="|".join(PLAN.directions),
+    threads: PLAN.job_threads(2)
     resources:
         mem_mb=4000,
         runtime=NMT["eval_runtime_min"],
@@ -92,25 +92,25 @@ rule translate_shard:
     """One side of one preprocessed shard translated into the other language (resumable in chunks;
     one line per shard line, empty translations kept and counted)."""
     input:
-        model=lambda w: translator_model(w.direction),
+        model=lambda w: PLAN.translator_model(w.direction),
         shard=rules.preprocess_shard.output.kept,
     output:
         text=f"{WORK}/translate/{{direction}}/shard{{shard}}.txt.gz",
-        stats=f"{WORK}/translate/{{direction}}/shard{{shard}}.json",
+        stats=PLAN.paths.translate_stats,
     log:
         f"{LOGS}/translate/{{direction}}/shard{{shard}}.log",
     benchmark:
         f"{BENCH}/translate/{{direction}}/shard{{shard}}.tsv"
     params:
         workdir=lambda w, input: os.path.dirname(input.model),
-        langs=lambda w: "--src-lang {} --tgt-lang {}".format(*w.direction.split("-")),
-        column=lambda w: 0 if w.direction == DIRECTIONS[0] else 1,
+        langs=lambda w: PLAN.direction_langs(w.direction),
+        column=lambda w: 0 if w.direction == PLAN.directions[0] else 1,
         beam=TRANSLATORS["beam"],
         chunk=TRANSLATORS["chunk_lines"],
         decoder=NMT["decoder"],
     wildcard_constraints:
-        direction="|".join(DIRECTIONS),
-    threads: job_threads(2)
+        direction="|".join(PLAN.directions),
+    threads: PLAN.job_threads(2)
     resources:
         mem_mb=4000,
         runtime=TRANSLATORS["runtime_min"],
@@ -126,10 +126,10 @@ rule translate_text:
     """An evaluation text (ParaCrawl's labelled pairs, a mining pool) translated into the other
     language, for the vote scorers' evaluations."""
     input:
-        model=lambda w: translator_model(direction_of(TRANSLATED_TEXTS[w.name][2])),
-        text=lambda w: TRANSLATED_TEXTS[w.name][0],
+        model=lambda w: PLAN.translator_model(PLAN.direction_of(PLAN.translated_texts[w.name][2])),
+        text=lambda w: PLAN.translated_texts[w.name][0],
     output:
-        text=f"{WORK}/translate/texts/{{name}}.txt",
+        text=PLAN.paths.translated_text,
         stats=f"{WORK}/translate/texts/{{name}}.json",
     log:
         f"{LOGS}/translate/texts/{{name}}.log",
@@ -137,14 +137,14 @@ rule translate_text:
         f"{BENCH}/translate/texts/{{name}}.tsv"
     params:
         workdir=lambda w, input: os.path.dirname(input.model),
-        langs=lambda w: "--src-lang {} --tgt-lang {}".format(*direction_of(TRANSLATED_TEXTS[w.name][2]).split("-")),
-        column=lambda w: "" if TRANSLATED_TEXTS[w.name][1] is None else f"--column {TRANSLATED_TEXTS[w.name][1]}",
+        langs=lambda w: PLAN.direction_langs(PLAN.direction_of(PLAN.translated_texts[w.name][2])),
+        column=lambda w: PLAN.text_column_arg(w.name),
         beam=TRANSLATORS["beam"],
         chunk=TRANSLATORS["chunk_lines"],
         decoder=NMT["decoder"],
     wildcard_constraints:
-        name="|".join(map(re.escape, TRANSLATED_TEXTS)) or "(?!)",
-    threads: job_threads(2)
+        name="|".join(map(re.escape, PLAN.translated_texts)) or "(?!)",
+    threads: PLAN.job_threads(2)
     resources:
         mem_mb=4000,
         runtime=TRANSLATORS["runtime_min"],
@@ -160,10 +160,10 @@ rule embed_translation:
     """A shard side's translation embedded by the vote scorer's encoder, in the language it was
     translated into (one row per shard line)."""
     input:
-        encoder=lambda wc: encoder_json(wc.encoder),
+        encoder=lambda wc: PLAN.encoder_json(wc.encoder),
         text=rules.translate_shard.output.text,
     output:
-        f"{WORK}/embed/{{encoder}}/shard{{shard}}.{{direction}}.npy",
+        PLAN.paths.translation_embedding,
     log:
         f"{LOGS}/embed/{{encoder}}/shard{{shard}}.{{direction}}.log",
     benchmark:
@@ -174,9 +174,9 @@ rule embed_translation:
         device=ENC["device"],
         dtype=ENC["embed_dtype"],
     wildcard_constraints:
-        encoder="|".join(map(re.escape, ALL_SCORED_ENCODERS)),
-        direction="|".join(DIRECTIONS),
-    threads: job_threads(2)
+        encoder="|".join(map(re.escape, PLAN.all_scored_encoders)),
+        direction="|".join(PLAN.directions),
+    threads: PLAN.job_threads(2)
     resources:
         mem_mb=4000,
         runtime=60,
@@ -192,21 +192,21 @@ rule score_translated:
     """score_shard for a scorer that votes over translations (its own score group): the same
     command with the embeddings of both sides' translations."""
     input:
-        src=lambda wc: rules.embed_shard.output.src.format(encoder=group_encoder(wc.group), shard=wc.shard),
-        tgt=lambda wc: rules.embed_shard.output.tgt.format(encoder=group_encoder(wc.group), shard=wc.shard),
+        src=lambda wc: rules.embed_shard.output.src.format(encoder=PLAN.group_encoder(wc.group), shard=wc.shard),
+        tgt=lambda wc: rules.embed_shard.output.tgt.format(encoder=PLAN.group_encoder(wc.group), shard=wc.shard),
         shard=rules.preprocess_shard.output.kept,
-        translated=lambda wc: shard_translation_embeddings(wc.group, wc.shard),
+        translated=lambda wc: PLAN.shard_translation_embeddings(wc.group, wc.shard),
     output:
-        scores=f"{WORK}/score/{{group}}/shard{{shard}}.scores.tsv.gz",
-        baseline=f"{WORK}/score/{{group}}/shard{{shard}}.baseline.tsv.gz",
+        scores=PLAN.paths.scores,
+        baseline=PLAN.paths.baseline,
     log:
         f"{LOGS}/score/{{group}}/shard{{shard}}.log",
     benchmark:
         f"{BENCH}/score/{{group}}/shard{{shard}}.tsv"
     params:
         seed=config["seed"],
-        scorers=lambda wc: group_scorers_json(wc.group),
-        plugins=plugin_args,
+        scorers=lambda wc: PLAN.scorers_json(PLAN.group_scorers(wc.group)),
+        plugins=PLAN.plugin_args(),
         k=SCORING["k"],
         batch_size=SCORING["batch_size"],
         index=SCORING["index"],
@@ -214,10 +214,10 @@ rule score_translated:
         nlist=SCORING["nlist"],
         refine=SCORING["refine"],
         device=SCORING["device"],
-        translated=translation_args,
+        translated=lambda w, input: PLAN.translation_args(input),
     wildcard_constraints:
-        group="|".join(map(re.escape, TRANSLATED_GROUPS)) or "(?!)",
-    threads: job_threads(2)
+        group="|".join(map(re.escape, PLAN.translated_groups)) or "(?!)",
+    threads: PLAN.job_threads(2)
     resources:
         mem_mb=SCORING["mem_mb"],
         runtime=SCORING["runtime_min"],

@@ -93,7 +93,7 @@ def test_the_command_line_starts_without_heavy_libraries() -> None:
 ALLOWED = {
     "io": {"defaults", "errors", "io"},
     "search": {"defaults", "errors", "io", "search"},
-    "encoders": {"defaults", "errors", "io", "search", "encoders", "fairseq_process", "preprocess", "timecap"},
+    "encoders": {"defaults", "errors", "io", "search", "encoders", "fairseq_process", "preprocess", "timecap", "machine"},
     # scoring sits below its evaluations: it never imports evaluate, nmt, report or the CLI
     "scoring": {"defaults", "errors", "io", "search", "encoders", "preprocess", "scoring", "machine", "timecap",
                 "fairseq_process"},
@@ -124,3 +124,13 @@ def test_the_search_floor_is_imported_one_way() -> None:
            for mod, deps in _all_imports(pkg).items() if deps - ALLOWED[pkg]}
     assert not bad, sorted(bad)
     assert "search" in set().union(*_all_imports("scoring").values())
+
+
+def test_only_the_workflow_imports_the_workflow_plan() -> None:
+    """marginmine.workflow (the plan the rules call) sits above every stage: it may import any of them,
+    none imports it (the CLI included), and it never imports Snakemake (the first test)."""
+    packages = {p.name for p in (SRC / "marginmine").iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    bad = {mod for pkg in packages - {"workflow"} for mod, deps in _all_imports(pkg).items() if "workflow" in deps}
+    bad |= {str(f.relative_to(SRC)) for f in (SRC / "marginmine").glob("*.py") if "marginmine.workflow" in f.read_text()}
+    assert not bad, sorted(bad)
+    assert {"scoring", "encoders", "nmt"} <= set().union(*_all_imports("workflow").values())

@@ -14,7 +14,7 @@ from test_scorers import check_demo, plan
 from test_workflow import REPO, copy_workflow, job_counts, snakemake
 
 from marginmine.errors import InputError, MarginmineError
-from marginmine.scoring.plan import check_scorer_config
+from marginmine.workflow.checks import check_scorer_config
 from marginmine.report.summary import read_table, selected_counts, summary_rows, write_summary
 
 DEMO = yaml.safe_load((REPO / "config" / "demo.yaml").read_text())

@@ -23,7 +23,7 @@ from marginmine.evaluate.filtereval import read_paracrawl_eval
 from marginmine.search.margin import filter_scores
 from marginmine.scoring import KINDS, Batch, kind_params, load_plugins, make_kind, parse_scorers, register
 from marginmine.scoring.files import EncoderEmbeddings, ScoreSettings, score_batch
-from marginmine.scoring.plan import check_scorer_config, check_suite_encoders
+from marginmine.workflow.checks import check_scorer_config, check_suite_encoders
 
 FULL_SCHEMA = yaml.safe_load((REPO / "config" / "schema.yaml").read_text())
 SCHEMA = FULL_SCHEMA["properties"]
@@ -156,7 +156,7 @@ def test_the_demo_scores_selects_and_evaluates_the_random_twin_without_training_
 
 
 def check_demo(change) -> None:
-    """The demo config, changed, through the workflow's plan-time checks (marginmine.scoring.plan)
+    """The demo config, changed, through the workflow's plan-time checks (marginmine.workflow.checks)
     and its schema, without planning: the workflow passes the encoders it builds (the DAN, its twin,
     the extra encoders (USE), the suite's encoders)."""
     cfg = copy.deepcopy(DEMO)

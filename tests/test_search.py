@@ -175,7 +175,7 @@ def test_partners_given_as_candidates_are_always_considered_and_bring_ivf_closer
 
 
 def test_the_cost_estimate_grows_as_the_search_does_and_the_plan_refuses_what_cannot_be_meant(tmp_path) -> None:
-    from marginmine.scoring.plan import check_scale, planned_dim
+    from marginmine.workflow.checks import check_scale, planned_dim
     from marginmine.search.cost import batch_cpu_seconds, job_estimate
 
     exact = [batch_cpu_seconds(n, 320, IndexSpec(kind="flat")) for n in (10**5, 10**6)]

@@ -54,14 +54,14 @@ def test_missing_local_source_file_names_its_key(tmp_path: Path) -> None:
 
 # --- paths with spaces: every path in every shell: block is quoted ----------------------------
 
-# option strings the input functions in rules/*common.smk build with each path already quoted
+# option strings the plan (marginmine.workflow) and the rules build with each path already quoted
 PREQUOTED = {"params.langs", "params.args", "params.slice", "params.budget", "params.sha256", "params.extra",
              "params.sets", "params.langid", "params.heldout", "params.subsets", "params.plugins", "params.density",
              "params.tables", "params.held_out", "params.positives", "params.margins", "params.corpus",
              "params.top_n", "params.translated", "params.votes",
-             "params.scores",  # report_samples': NAME=FILE,... items, each quoted by shlex in the rule
+             "params.scores",  # report_samples': NAME=FILE,... items, each quoted by shlex (PLAN.scorer_files_args)
              "params.column",  # translate_shard's: the integer 0 or 1; translate_text's: "--column N" or nothing
-             "params.caps",  # CAPS_FROM (common.smk): the results and work directories, each quoted by shlex
+             "params.caps",  # PLAN.caps_from: the results and work directories, each quoted by shlex
              "wildcards.seed"}  # the seed wildcard is constrained to digits
 
 

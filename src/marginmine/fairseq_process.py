@@ -1,13 +1,24 @@
 """Running fairseq's command-line tools as child processes, for both the LASER-style encoder and
 the NMT systems: output streamed to our logger and a log file, a wall-clock budget, no orphaned
-fairseq when the job itself is killed, and the numbers of its ``--log-format simple`` lines."""
+fairseq when the job itself is killed, and the numbers of its ``--log-format simple`` lines.
+
+Every fairseq process we start runs ``python -m marginmine.fairseq_process TOOL ARGS...`` (see
+:func:`fairseq_command`): fairseq's own ``fairseq_cli.TOOL`` after :func:`lean_fairseq`. At start-up
+fairseq imports every task and criterion module it ships, to register them; three of them, used by
+no tool we run (audio classification, sentence prediction), import scikit-learn, scipy.stats and
+pandas: about 3 s of an 8 s start (CPU seconds, Xeon). :func:`lean_fairseq` leaves those three
+unregistered. Nothing else changes: the same arguments, the same modules for translation and LASER,
+the same bytes (the NMT and LASER kill and resume tests compare them)."""
 
 from __future__ import annotations
 
+import importlib.abc
+import importlib.util
 import logging
 import re
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -17,6 +28,58 @@ from typing import Any
 from marginmine.errors import MarginmineError
 
 log = logging.getLogger(__name__)
+
+#: fairseq modules imported at start-up that no tool we run uses and that import scikit-learn, scipy.stats
+#: and pandas (the adapters module imports the sentence-prediction criterion)
+UNUSED_MODULES = frozenset({"fairseq.tasks.audio_classification", "fairseq.criterions.sentence_prediction",
+                            "fairseq.criterions.sentence_prediction_adapters"})
+
+
+class _Unregistered(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Finds :data:`UNUSED_MODULES` as empty modules: fairseq's import loop passes over them."""
+
+    def find_spec(self, name: str, path: object = None, target: object = None) -> Any:
+        return importlib.util.spec_from_loader(name, self) if name in UNUSED_MODULES else None
+
+    def create_module(self, spec: Any) -> None:
+        return None
+
+    def exec_module(self, module: Any) -> None:
+        module.__doc__ = "left unregistered by marginmine.fairseq_process.lean_fairseq"
+
+
+def lean_fairseq() -> None:
+    """Before fairseq is imported in this process: leave :data:`UNUSED_MODULES` unregistered (once)."""
+    if not any(isinstance(f, _Unregistered) for f in sys.meta_path):
+        sys.meta_path.insert(0, _Unregistered())
+
+
+#: separates the steps of one fairseq process: ``preprocess ARGS... --then train ARGS...``
+THEN = "--then"
+
+
+def fairseq_command(tool: str, *args: str) -> list[str]:
+    """The command that runs fairseq's ``fairseq-<tool>`` (train, preprocess, generate) in a child
+    process, through :func:`lean_fairseq`; ``args`` may hold :data:`THEN` and a further tool with its
+    arguments, run in the same process after the first (fairseq is imported once)."""
+    return [sys.executable, "-m", "marginmine.fairseq_process", tool, *args]
+
+
+def _main(argv: Sequence[str]) -> None:
+    """``python -m marginmine.fairseq_process TOOL ARGS... [--then TOOL ARGS...]``: each
+    ``fairseq_cli.TOOL`` as ``fairseq-TOOL`` runs it, in order; a failing step ends the process."""
+    steps: list[list[str]] = [[]]
+    for word in argv:
+        steps.append([]) if word == THEN else steps[-1].append(word)
+    lean_fairseq()
+    # fairseq-train configures logging as it is imported ("date | level | name | message", which
+    # parse_train_log reads); imported first, it sets the format for every step
+    tools = [s[0] for s in steps]
+    modules = {tool: importlib.import_module(f"fairseq_cli.{tool}") for tool in sorted(tools, key=lambda t: t != "train")}
+    for tool, *args in steps:
+        sys.argv = [f"fairseq-{tool}", *args]
+        modules[tool].cli_main()
+
 
 #: fairseq-generate's per-sentence output (S-12, H-12, ...): returned, never logged
 GEN_OUTPUT_RE = re.compile(r"^[STHDPWE]-\d+\t")
@@ -163,3 +226,7 @@ def parse_train_log(lines: Sequence[str]) -> dict[str, Any]:
         elif "early stop since valid performance hasn't improved" in line:
             out["early_stop"] = True
     return out
+
+
+if __name__ == "__main__":
+    _main(sys.argv[1:])

@@ -43,3 +43,15 @@ def machine(cpuinfo: str | None = None, cores: int | None = None) -> str:
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 0)
     isa = next((x for x in _ISA if x in flags), None)
     return ", ".join([model, f"{cores} core{'s' if cores != 1 else ''}", *([isa] if isa else [])])
+
+
+def dist_version(*names: str) -> str | None:
+    """An installed distribution's version, without importing it (fairseq takes seconds to import)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    for name in names:
+        try:
+            return version(name)
+        except PackageNotFoundError:
+            continue
+    return None

@@ -10,6 +10,7 @@ from typing import Any, Iterator, Sequence
 
 
 from marginmine.encoders.base import EncoderError, ParallelData
+from marginmine.machine import dist_version
 
 
 log = logging.getLogger(__name__)
@@ -47,11 +48,14 @@ BPE_SAMPLE_SEED = 12345  # fixed: the vocabulary must not change with the traini
 
 def laser_src_dir() -> Path:
     """fairseq's LASER example (task + models), shipped inside the fairseq package."""
-    import fairseq
+    import importlib.util
 
-    d = Path(fairseq.__file__).parent / "examples" / "laser" / "laser_src"
+    spec = importlib.util.find_spec("fairseq")  # where it is installed, without importing it (~8 s)
+    if spec is None or spec.origin is None:
+        raise EncoderError("the LASER-style encoder needs fairseq (pinned in requirements.txt as fairseq-fixed)")
+    d = Path(spec.origin).parent / "examples" / "laser" / "laser_src"
     if not (d / "laser_task.py").exists() or not (d / "laser_lstm.py").exists():
-        raise EncoderError(f"{d}: fairseq's LASER example task not found (fairseq {fairseq.__version__}); "
+        raise EncoderError(f"{d}: fairseq's LASER example task not found (fairseq {dist_version('fairseq-fixed')}); "
                            "install a fairseq build that ships fairseq/examples/laser")
     return d
 

@@ -6,7 +6,6 @@ import json
 import logging
 import os
 import shutil
-import sys
 import time
 from functools import partial
 from pathlib import Path
@@ -16,9 +15,10 @@ import numpy as np
 
 from marginmine.defaults import SEED
 from marginmine.encoders.base import EncoderError, ParallelData, write_manifest
-from marginmine.fairseq_process import parse_train_log, run_fairseq, time_budget
+from marginmine.fairseq_process import fairseq_command, parse_train_log, run_fairseq, time_budget
 from marginmine.io.resume import StateFile, changed
 from marginmine.io.safe import json_fingerprint, sha256_file
+from marginmine.machine import dist_version
 
 from marginmine.encoders.laser_common import (KIND, BPE_SAMPLE_SEED, MODEL_KEYS, PREP_KEYS, PREP_VERSION,
                                               TEXT_KEYS, count_lines, iter_lines, pair_files, piece_table,
@@ -208,7 +208,7 @@ def train(data: Sequence[ParallelData], out_dir: Path, params: dict, *, seed: in
         for (a, b) in sorted(pairs):
             fwd = work / "bin" / f"{a}-{b}"
             shutil.rmtree(fwd, ignore_errors=True)
-            run_fairseq([sys.executable, "-m", "fairseq_cli.preprocess", "--source-lang", a, "--target-lang", b,
+            run_fairseq([*fairseq_command("preprocess"), "--source-lang", a, "--target-lang", b,
                          "--trainpref", str(work / "spm" / f"{a}-{b}" / "train"), "--destdir", str(fwd),
                          "--srcdict", str(dict_path), "--tgtdict", str(dict_path), "--dataset-impl", "cached",
                          "--workers", str(int(p["threads"]) or max(1, min(4, os.cpu_count() or 1)))],
@@ -239,7 +239,7 @@ def train(data: Sequence[ParallelData], out_dir: Path, params: dict, *, seed: in
     (work / "laser.json").write_text(json.dumps(config, indent=1))
     cpu = not torch.cuda.is_available()
     max_pos = min(int(p["max_len"]), int(p["max_tokens"]))
-    cmd = [sys.executable, "-m", "fairseq_cli.train", str((work / "laser.json").resolve()),
+    cmd = [*fairseq_command("train"), str((work / "laser.json").resolve()),
            "--user-dir", str(laser_src_dir()), "--task", "laser", "--arch", "laser_lstm",
            "--save-dir", str((work / "checkpoints").resolve()), "--seed", str(int(seed)),
            "--optimizer", "adam", "--lr", str(p["lr"]), "--lr-scheduler", "fixed",
@@ -284,7 +284,6 @@ def train(data: Sequence[ParallelData], out_dir: Path, params: dict, *, seed: in
            "directions": [f"{s}-{t}" for s, t in directions],
            "params": p, "encode_max_len": int(p["encode_max_len"])}
     (out / "config.json").write_text(json.dumps(cfg, indent=1) + "\n")
-    import fairseq
 
     last = run["epoch_stats"][-1] if run["epoch_stats"] else {}
     info = {"params": p, "settings": {k: p[k] for k in TEXT_KEYS},  # how it prepares text (laser.load)
@@ -296,7 +295,7 @@ def train(data: Sequence[ParallelData], out_dir: Path, params: dict, *, seed: in
             "train_wps": last.get("wps"), "train_seconds_total": round(state["train_seconds"], 1),
             "minutes": round(state["train_seconds"] / 60.0, 3),      # as the dual encoder reports it
             "wall_seconds_this_call": round(time.monotonic() - t0, 1),
-            "fairseq": fairseq.__version__, "torch": torch.__version__}
+            "fairseq": dist_version("fairseq-fixed", "fairseq"), "torch": torch.__version__}
     write_manifest(out, kind=KIND, dim=dim, langs=langs,
                    files={"model": "model.pt", "spm": "spm.model", "dict": "dict.txt", "config": "config.json"},
                    info=info)

@@ -43,7 +43,7 @@ def count_label(n: int) -> str:
 def resolve_sizes(sizes: Sequence[str | int], expected_pairs: int) -> list[str]:
     """The config's ``selection.sizes`` as count labels: a share such as ``10%`` becomes that share
     of ``expected_pairs`` (the workflow passes the pairs expected after preprocessing,
-    :func:`marginmine.scoring.plan.expected_kept`; ``10%`` of 5,000,000: ``500k``), so a config serves
+    :func:`marginmine.workflow.checks.expected_kept`; ``10%`` of 5,000,000: ``500k``), so a config serves
     corpora of any size; counts (``500k``, ``1M``) stay as they are. Two sizes naming the same N are
     an error."""
     out: dict[int, str] = {}

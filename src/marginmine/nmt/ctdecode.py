@@ -38,6 +38,8 @@ log = logging.getLogger(__name__)
 EOS = "</s>"
 _CONVERT = """
 import json, sys
+from marginmine.fairseq_process import lean_fairseq
+lean_fairseq()
 from ctranslate2.converters import FairseqConverter
 model, dicts, src, tgt, out = json.loads(sys.argv[1])
 FairseqConverter(model, dicts, source_lang=src, target_lang=tgt, unsafe_deserialization=True).convert(out, force=True)

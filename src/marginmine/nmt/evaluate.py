@@ -22,7 +22,6 @@ import json
 import logging
 import re
 import shutil
-import sys
 import tempfile
 import time
 from collections.abc import Mapping
@@ -32,7 +31,7 @@ from typing import Any
 
 from marginmine.defaults import DECODERS, DEFAULT_DECODER
 from marginmine.errors import InputError
-from marginmine.fairseq_process import run_fairseq
+from marginmine.fairseq_process import fairseq_command, run_fairseq
 from marginmine.nmt.data import spm_pieces
 from marginmine.nmt.params import NmtError, fairseq_env, one_line, resolve_device
 from marginmine.nmt.train import load_manifest
@@ -132,7 +131,7 @@ class _Decoder:
                 "".join(" ".join(x[:self.max_src]) + "\n" for x in pieces), encoding="utf-8")
             for key, lang in (("src_dict", src), ("tgt_dict", tgt)):
                 shutil.copyfile(self.work / self.manifest["files"][key], tmp / f"dict.{lang}.txt")
-            cmd = [sys.executable, "-m", "fairseq_cli.generate", str(tmp), "--dataset-impl", "raw",
+            cmd = [*fairseq_command("generate"), str(tmp), "--dataset-impl", "raw",
                    "--path", str(self.work / self.manifest["files"]["model"]), "--task", "translation",
                    "--source-lang", src, "--target-lang", tgt, "--gen-subset", "test",
                    "--beam", str(self.beam), "--nbest", "1", "--lenpen", str(self.lenpen),

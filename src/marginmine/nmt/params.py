@@ -104,18 +104,6 @@ def one_line(text: str) -> str:
     return " ".join(text.split())
 
 
-def dist_version(*names: str) -> str | None:
-    """An installed distribution's version, without importing it (fairseq takes seconds to import)."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    for name in names:
-        try:
-            return version(name)
-        except PackageNotFoundError:
-            continue
-    return None
-
-
 def write_json(path: Path, obj: Any) -> None:
     write_text(path, json.dumps(obj, indent=1, sort_keys=True) + "\n")
 

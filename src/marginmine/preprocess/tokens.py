@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
-from sacremoses import MosesDetokenizer, MosesTokenizer
+if TYPE_CHECKING:  # sacremoses takes ~0.5 s to import: only the commands that tokenize pay it
+    from sacremoses import MosesDetokenizer, MosesTokenizer
 
 
 _HAS_LETTER = re.compile(r"[^\W\d_]")
@@ -23,12 +24,16 @@ _HAS_LETTER = re.compile(r"[^\W\d_]")
 @lru_cache(maxsize=None)
 def moses(lang: str) -> MosesTokenizer:
     """One cached sacremoses tokenizer per language (construction compiles many regexes)."""
+    from sacremoses import MosesTokenizer
+
     return MosesTokenizer(lang=lang)
 
 
 @lru_cache(maxsize=None)
 def moses_detokenizer(lang: str) -> MosesDetokenizer:
     """One cached detokenizer per language."""
+    from sacremoses import MosesDetokenizer
+
     return MosesDetokenizer(lang=lang)
 
 

@@ -1,6 +1,7 @@
 """Plan-time checks of the scorers' config (``scorers:``, ``selection.methods``, ``plugins:`` and the
-published scorers' suite ``published:``), called by the workflow (rules/score_common.smk) before any
-job is planned, so a typo fails at once with the config key that holds it.
+published scorers' suite ``published:``) and of the run's scale, called while the plan is built
+(:class:`marginmine.workflow.Plan`, before any job is planned), so a typo fails at once with the
+config key that holds it.
 
 Pure Python over the config's dicts: the workflow passes what it knows (which encoders exist), the
 package knows the kinds and their params. Tested without Snakemake (tests/test_published.py,

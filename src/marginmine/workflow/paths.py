@@ -1,0 +1,95 @@
+"""The path templates that both a rule's output and the plan's input functions name (one home for a
+path): the rule writes ``output: PLAN.paths.kept``, the plan expands the same template over the
+shards. Templates keep their wildcards in braces (``{shard}``), as Snakemake reads them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import product
+from typing import Iterable
+
+
+def expand(template: str, **values: Iterable[object]) -> list[str]:
+    """Snakemake's ``expand`` for one template: every combination of the values, the first keyword
+    varying slowest (``expand("{a}.{b}", a=[1, 2], b="xy")`` -> 1.x, 1.y, 2.x, 2.y)."""
+    keys = list(values)
+    return [template.format(**dict(zip(keys, combo))) for combo in product(*(list(values[k]) for k in keys))]
+
+
+@dataclass(frozen=True)
+class Paths:
+    """Templates below the experiment's work and results directories (``work/<exp>``,
+    ``results/<exp>``) and in its language pair."""
+
+    work: str
+    results: str
+    src: str
+    tgt: str
+
+    @property
+    def kept(self) -> str:
+        """A preprocessed shard (rule preprocess_shard)."""
+        return f"{self.work}/preprocess/kept/shard{{shard}}.tsv.gz"
+
+    @property
+    def embed_src(self) -> str:
+        """A shard's source side embedded by an encoder (rule embed_shard)."""
+        return f"{self.work}/embed/{{encoder}}/shard{{shard}}.{self.src}.npy"
+
+    @property
+    def embed_tgt(self) -> str:
+        return f"{self.work}/embed/{{encoder}}/shard{{shard}}.{self.tgt}.npy"
+
+    @property
+    def scores(self) -> str:
+        """A score group's scores of one shard (rules score_shard, score_translated)."""
+        return f"{self.work}/score/{{group}}/shard{{shard}}.scores.tsv.gz"
+
+    @property
+    def baseline(self) -> str:
+        """The noise baseline beside the scores."""
+        return f"{self.work}/score/{{group}}/shard{{shard}}.baseline.tsv.gz"
+
+    @property
+    def head(self) -> str:
+        """A fitted scorer's head manifest (rule fit_scorer)."""
+        return f"{self.work}/heads/{{name}}/head.json"
+
+    @property
+    def select_pairs(self) -> str:
+        """A selection's pairs (rule select_top)."""
+        return f"{self.work}/select/{{method}}.{{N}}.tsv.gz"
+
+    @property
+    def select_report(self) -> str:
+        return f"{self.results}/select/{{method}}.{{N}}.json"
+
+    @property
+    def bleu(self) -> str:
+        """The headline BLEU of one N (rule headline_bleu)."""
+        return f"{self.results}/bleu_{{N}}.txt"
+
+    @property
+    def translator(self) -> str:
+        """A translator's averaged checkpoint (rule train_translator)."""
+        return f"{self.work}/translate/{{direction}}/seed{{seed}}/checkpoint_avg.pt"
+
+    @property
+    def translator_bleu(self) -> str:
+        """A translator's BLEU (rule evaluate_translator)."""
+        return f"{self.results}/translate/{{direction}}/bleu.json"
+
+    @property
+    def translate_stats(self) -> str:
+        """A translated shard side's statistics (rule translate_shard)."""
+        return f"{self.work}/translate/{{direction}}/shard{{shard}}.json"
+
+    @property
+    def translated_text(self) -> str:
+        """An evaluation text translated (rule translate_text)."""
+        return f"{self.work}/translate/texts/{{name}}.txt"
+
+    @property
+    def translation_embedding(self) -> str:
+        """A translated shard side embedded (rule embed_translation)."""
+        return f"{self.work}/embed/{{encoder}}/shard{{shard}}.{{direction}}.npy"

@@ -1,0 +1,49 @@
+"""The workflow's plan: one object built from the config dict, once, while Snakemake parses the
+Snakefile (``PLAN = Plan.from_config(config)`` in rules/common.smk). Its attributes are the config's
+derived values, its methods the rules' input functions and param builders; it never imports
+Snakemake and is tested without it (tests/test_workflow_plan.py)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from marginmine.workflow.config import Config
+from marginmine.workflow.encoders import Encoders
+from marginmine.workflow.evaluations import Evaluations
+from marginmine.workflow.nmt import Nmt
+from marginmine.workflow.scoring import Scoring
+from marginmine.workflow.translate import Translate
+
+
+class Plan(Translate, Nmt, Evaluations, Scoring, Encoders, Config):
+    """What the rules ask while the workflow is planned. Read-only once built: a rule that set an
+    attribute would change what other rules see."""
+
+    _frozen = False
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any], environ: Mapping[str, str] | None = None,
+                    note: Callable[[str], None] | None = None) -> "Plan":
+        """The plan of a validated config (schema defaults filled in); ``environ`` supplies
+        MARGINMINE_DATA_DIR when the config has no data_dir (default: the process's environment).
+        Raises ValueError (or MarginmineError) naming the config key of the first setting that cannot
+        be planned. ``note`` gets the lines a plan prints (each scored encoder's scoring estimate, a
+        note on small batches); without it they are kept in ``notes``."""
+        plan = cls.__new__(cls)
+        plan._init_config(config, os.environ if environ is None else environ)
+        notes: list[str] = []
+        plan._init_encoders()
+        plan._init_scoring(note or notes.append)
+        plan._init_evaluations()
+        plan._init_nmt()
+        plan._init_translate()
+        plan.notes = notes
+        plan._frozen = True
+        return plan
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if self._frozen:
+            raise AttributeError(f"the plan is read-only (tried to set {name!r})")
+        super().__setattr__(name, value)

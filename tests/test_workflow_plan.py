@@ -1,0 +1,199 @@
+"""The workflow's plan (marginmine.workflow) without Snakemake: a shipped config, its defaults filled from
+config/schema.yaml as the workflow's `validate` fills them, read into Plan; what the rules would ask of
+it (sizes, shards, seeds, a scoring job's files, the NMT systems, options built from a job's inputs)
+and the plan-time refusals, each naming its config key. tests/test_workflow.py plans the same configs
+through Snakemake."""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import yaml
+from jsonschema import Draft202012Validator, validators
+
+from marginmine.errors import MarginmineError
+from marginmine.workflow import Plan
+from marginmine.workflow.paths import expand
+
+REPO = Path(__file__).resolve().parents[1]
+SCHEMA = yaml.safe_load((REPO / "config" / "schema.yaml").read_text())
+
+
+def _with_defaults(cls):
+    """The validator Snakemake's `validate` uses: each property's schema default filled in first."""
+    properties = cls.VALIDATORS["properties"]
+
+    def set_defaults(validator, props, instance, schema):
+        for name, sub in props.items():
+            if "default" in sub and isinstance(instance, dict):
+                instance.setdefault(name, copy.deepcopy(sub["default"]))
+        yield from properties(validator, props, instance, schema)
+
+    return validators.extend(cls, {"properties": set_defaults})
+
+
+VALIDATOR = _with_defaults(Draft202012Validator)
+
+
+def config(name: str, real_data: Path, change: Callable[[dict], None] | None = None) -> dict:
+    cfg = yaml.safe_load((REPO / name).read_text())
+    cfg["data_dir"] = str(real_data)
+    if change:
+        change(cfg)
+    VALIDATOR(SCHEMA).validate(cfg)
+    return cfg
+
+
+def plan(name: str, real_data: Path, change: Callable[[dict], None] | None = None) -> Plan:
+    return Plan.from_config(config(name, real_data, change), environ={})
+
+
+@pytest.fixture(scope="module")
+def smoke(real_data: Path) -> Plan:
+    """config/test.yaml: two shards, scorers ratio and cosine, a published suite with fitted (cal,
+    mlp) and voting (vote, vote-strict) scorers."""
+    return plan("config/test.yaml", real_data)
+
+
+def test_sizes_shards_and_seeds_come_from_the_config(smoke: Plan, real_data: Path) -> None:
+    paper = plan("config.yaml", real_data)
+    assert paper.n_shards == 14 and paper.shards[0] == "0000" and paper.shards[-1] == "0013"
+    assert paper.sizes == ["10M"] and paper.results == "results" and paper.work == "work/paper"
+    assert paper.notes == [
+        "scoring estimate, encoder laser (dimension not stated: 1024 assumed): 14 job(s), each 1 batch(es) of "
+        "<= 4,590,000 pairs, index exact, dim 1024: about 3.3e+02 CPU-hours per batch, 3.3e+02 per job on a CPU "
+        "(this run asks for cuda: a GPU takes far less)"]
+    assert smoke.shards == ["0000", "0001"] and smoke.sizes == ["2k"] and smoke.methods == ["ratio", "random"]
+    # nmt.seeds [1, 2], nmt.method_seeds overriding random's and the suite method mlp's
+    assert smoke.seeds == {"ratio": (1, 2), "random": (1,), "mlp": (1,)}
+    # a share of the pairs expected after preprocessing becomes a count label
+    shares = plan("config/test.yaml", real_data, lambda c: c["selection"].update(sizes=["10%", "1k"]))
+    assert shares.expected_kept == 8000 * shares.pre["expected_keep"] and shares.sizes == ["800", "1k"]
+    # a note goes to the caller's callable as the plan is built (the workflow prints it)
+    lines: list[str] = []
+    Plan.from_config(config("config/test.yaml", real_data), environ={}, note=lines.append)
+    assert lines and all(line.startswith("scoring estimate, encoder dan") for line in lines)
+
+
+def test_data_dir_from_the_environment_when_the_config_names_none(real_data: Path) -> None:
+    cfg = config("config/test.yaml", real_data)
+    del cfg["data_dir"]
+    p = Plan.from_config(cfg, environ={"MARGINMINE_DATA_DIR": str(real_data)})
+    assert p.data_dir == real_data.resolve()
+    assert p.data_path("multi30k/val.en.gz") == str(real_data.resolve() / "multi30k/val.en.gz")
+    assert p.data_path("/abs/file") == "/abs/file"
+
+
+@pytest.mark.parametrize("change,message", [
+    (lambda c: c["preprocess"].update(min_tokens=90), "preprocess.min_tokens 90 > preprocess.max_tokens 80"),
+    (lambda c: c["selection"].update(thresholds={"cosine": [0.5, 0.5]}), "selection.thresholds.cosine"),
+    (lambda c: c["selection"].update(thresholds={"nope": [1.0]}), "selection.thresholds: ['nope'] are not scorers"),
+    (lambda c: c["selection"].update(methods=["ratoi", "random"]), "selection.methods ['ratoi']"),
+    (lambda c: c["selection"].update(sizes=["1M"]), "selection.sizes: 1M"),
+    (lambda c: c["nmt"].update(method_seeds={"ratoi": [1]}), "nmt.method_seeds: ['ratoi'] are neither scorers"),
+    (lambda c: c["nmt"].update(seeds=[1, 1]), "nmt.seeds"),
+    (lambda c: c.update(audit={"scorer": "nope"}), "audit.scorer: 'nope' is not a scorer"),
+    (lambda c: c["encoder"].update(default="nope"), "encoder.default / encoder.extra: ['nope'] not keys"),
+    (lambda c: c["corpus"]["source"].update(sample={"size": 5}), "corpus: 'sample' and 'methods' apply to eval sets"),
+    (lambda c: c["eval"]["dev"].update(methods=["ratio"]), "eval.dev: every system decodes dev and test"),
+    (lambda c: c.update(protect=["no/such/file"]), "protect: 'no/such/file' is neither an eval set"),
+    (lambda c: c.update(data_dir="/no/such/dir"), "data_dir: /no/such/dir does not exist"),
+])
+def test_a_config_that_cannot_be_planned_is_refused_with_its_key(change, message: str, real_data: Path) -> None:
+    with pytest.raises((ValueError, MarginmineError), match=re.escape(message)):
+        plan("config/test.yaml", real_data, change)
+
+
+def test_an_eval_set_on_an_unknown_clean_mix_split_names_it(real_data: Path) -> None:
+    p = plan("config/test.yaml", real_data, lambda c: c["eval"].update(test={"kind": "heldout", "split": "tset"}))
+    with pytest.raises(ValueError, match=re.escape("eval-test: heldout split 'tset' is not one of "
+                                                   "corpus.source.heldout (dev, test)")):
+        p.eval_files("test")
+
+
+def test_the_files_of_a_scoring_job(smoke: Plan, real_data: Path) -> None:
+    groups = {n: smoke.score_group(n) for n in smoke.all_scorers}
+    assert groups == {"ratio": "dan", "cosine": "dan", "hn-ratio": "published/dan-hn", "eq9": "published/dan",
+                      "eq10": "published/dan", "cal": "published/dan/cal", "mlp": "published/dan/mlp",
+                      "vote": "published/dan/votes", "vote-strict": "published/dan/votes"}
+    assert smoke.score_files("dan") == ["work/test/score/dan/shard0000.scores.tsv.gz",
+                                        "work/test/score/dan/shard0001.scores.tsv.gz"]
+    assert smoke.baseline_files("published/dan/cal")[1] == "work/test/score/published/dan/cal/shard0001.baseline.tsv.gz"
+    # the rule's output and the plan's readers share one template
+    assert smoke.score_files("dan")[0] == smoke.paths.scores.format(group="dan", shard="0000")
+    # the vote group waits for both sides' translations, embedded by its encoder; the others for none
+    assert smoke.shard_translation_embeddings("published/dan/votes", "0001") == [
+        "work/test/embed/dan/shard0001.en-de.npy", "work/test/embed/dan/shard0001.de-en.npy"]
+    assert smoke.shard_translation_embeddings("dan", "0001") == []
+    assert smoke.head_inputs(smoke.group_scorers("published/dan/mlp")) == ["work/test/heads/mlp/head.json"]
+    assert smoke.head_inputs(smoke.group_scorers("dan")) == []
+    # the MLP's negatives come from the corpus' shards and their embeddings; ParaCrawl's pairs never are
+    mlp = smoke.fit_corpus_files("mlp")
+    assert mlp[:3] == ["work/test/preprocess/kept/shard0000.tsv.gz", "work/test/embed/dan/shard0000.en.npy",
+                       "work/test/embed/dan/shard0000.de.npy"]
+    assert len(mlp) == 7 and mlp[-1].startswith(str(real_data)) and smoke.fit_corpus_files("cal") == []
+    assert smoke.translated_groups == ["published/dan/votes", "published/dan/votes"]
+    assert smoke.selectable == ["ratio", "random", "cosine", "mlp", "hn-ratio", "eq9", "eq10", "cal", "vote",
+                                "vote-strict"]
+
+
+def test_the_nmt_systems_and_what_each_decodes(smoke: Plan, real_data: Path) -> None:
+    assert smoke.nmt_systems() == [("ratio", "2k", 1), ("ratio", "2k", 2), ("random", "2k", 1)]
+    assert smoke.nmt_systems(smoke.suites["published"]["methods"])[-1] == ("mlp", "2k", 1)
+    assert smoke.default_method == "ratio" and smoke.bleu_targets() == ["results/test/bleu_2k.txt"]
+    assert smoke.subset_labels() == {"test": "work/test/corpus/heldout.test.labels.tsv"}
+    demo = plan("config/demo.yaml", real_data)
+    # newstest2014 is decoded by the scorer-based systems only, Tatoeba and Multi30k by every system
+    assert demo.extra_eval_sets("use-ratio") == ["tatoeba", "multi30k-flickr2016", "newstest2014"]
+    assert demo.extra_eval_sets("random") == ["tatoeba", "multi30k-flickr2016"]
+    # a set without `methods` is decoded by the suite's systems too, a system of no run by none
+    assert demo.extra_eval_sets("eq9")[:2] == ["tatoeba", "multi30k-flickr2016"] and demo.extra_eval_sets("x") == []
+    assert demo.extra_eval_args("random").startswith("--extra tatoeba,work/demo/eval/tatoeba.en,")
+    assert demo.eval_files("dev") == ["work/demo/corpus/heldout.dev.en", "work/demo/corpus/heldout.dev.de"]
+    assert [m for m, _, s in demo.nmt_systems() if s == 1] == ["use-ratio", "use-cosine", "random"]
+
+
+def test_options_built_from_a_jobs_inputs(smoke: Plan) -> None:
+    assert smoke.select_args("ratio", "t1.05") == "--method ratio --threshold 1.05"
+    assert smoke.select_args("ratio", "2k") == "--method ratio -n 2k"
+    assert smoke.select_args("unfiltered", "2k") == "--method unfiltered"
+    inputs = smoke.filter_eval_inputs("main")
+    assert inputs["labels"] == "work/test/corpus/demo.labels.tsv" and len(inputs["pairs"]) == 2
+    args = smoke.filter_eval_args("main", inputs)
+    assert args.startswith("--paracrawl ") and "--demo-labels work/test/corpus/demo.labels.tsv --pairs " in args
+    assert "--scores work/test/score/dan/shard0000.scores.tsv.gz work/test/score/dan/shard0001.scores.tsv.gz" in args
+    assert smoke.filter_eval_args("main", {}) == ""
+    # the published suite's votes read ParaCrawl translated
+    assert smoke.filter_eval_inputs("published")["paracrawl_translated"] == [
+        "work/test/translate/texts/paracrawl.src.txt", "work/test/translate/texts/paracrawl.tgt.txt"]
+    out = {"density": "d.tsv"}
+    assert smoke.composition_density_args({"labels": "l"}, out) == "--density-tsv d.tsv"
+    assert smoke.composition_density_args({"pairs": ["p"], "scores": ["s"]}, out) == (
+        "--pairs p --scores s --margin ratio --margin-column ratio --cosine-column cosine --density-tsv d.tsv")
+    assert smoke.translation_args({"translated": ["a b", "c"]}) == "--src-translated 'a b' --tgt-translated c"
+
+
+def test_encoder_params_name_other_encoders_by_their_directory(smoke: Plan) -> None:
+    params, deps = smoke.encoder_params(smoke.encoder_dirs["dan-hn"])
+    assert params["hard_negatives"]["miner"] == "results/test/encoder" and deps == ["results/test/encoder/encoder.json"]
+    assert "dan-random" not in smoke.encoder_dirs  # quick: true, no random-init twins
+
+
+def test_twins_are_planned_for_the_trained_encoders_only(real_data: Path) -> None:
+    demo = plan("config/demo.yaml", real_data)
+    assert demo.encoder_dirs["dan-random"] == "work/demo/encoders-random/dan" and "use-random" not in demo.encoder_dirs
+    assert demo.encoder_budget_arg(demo.encoder_dirs["dan-random"]) == "--untrained"
+    assert demo.encoder_model(demo.encoder_dirs["dan-random"]) is demo.enc["models"]["dan"]
+
+
+def test_the_plan_is_read_only(smoke: Plan) -> None:
+    with pytest.raises(AttributeError, match="read-only"):
+        smoke.sizes = ["1k"]
+
+
+def test_expand_varies_the_last_keyword_fastest() -> None:
+    assert expand("{a}.{b}", a=[1, 2], b="xy") == ["1.x", "1.y", "2.x", "2.y"]
