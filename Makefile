@@ -105,7 +105,7 @@ browser:
 	  || { echo "make: no Chromium at $(CHROMIUM) and apt-get could not install it (run as root: apt-get install chromium)" >&2; exit 2; }
 
 test: check-data $(STAMP) browser
-	$(BIN)/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder --durations=15; rc=$$?; \
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder --durations=40; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test: no tests were collected" >&2; exit 1; fi; exit $$rc
 
 # the published scorers' suite (`published`) alone, after a smoke run of its own (part of `make test`)
