@@ -60,9 +60,9 @@ def scored(batch, settings) -> tuple[dict, dict, dict]:  # noqa: ANN001
 
 def paracrawl_sets(data: Path, encoders: dict[str, str]) -> list[tuple[str, str, np.ndarray, np.ndarray, dict]]:
     from marginmine.encoders.base import load_encoder
+    from marginmine.evaluate.filtereval import read_paracrawl_eval
     from marginmine.scoring import parse_scorers
     from marginmine.scoring.files import EncoderEmbeddings, ScoreSettings, make_batch
-    from marginmine.evaluate.filtereval import read_paracrawl_eval
 
     d = read_paracrawl_eval(data / PARACRAWL)
     sets = []
@@ -77,11 +77,11 @@ def paracrawl_sets(data: Path, encoders: dict[str, str]) -> list[tuple[str, str,
 
 
 def demo_sets(run: Path, exp: str, encoders: dict[str, str]) -> list[tuple[str, str, np.ndarray, np.ndarray, dict]]:
+    from marginmine.evaluate.filtereval import demo_labels
+    from marginmine.io.text import iter_sentences
     from marginmine.scoring import parse_scorers
     from marginmine.scoring.embeddings import ArrayEmbeddings
     from marginmine.scoring.files import ScoreSettings, make_batch, read_scores
-    from marginmine.evaluate.filtereval import demo_labels
-    from marginmine.io.text import iter_sentences
 
     work = run / "work" / exp
     shards = sorted((work / "preprocess" / "kept").glob("shard*.tsv.gz"))

@@ -54,9 +54,9 @@ def main() -> int:
 
     from scipy.stats import spearmanr
 
+    from marginmine.io.sizes import count_label
     from marginmine.machine import machine as describe_machine
     from marginmine.scoring.files import read_scores
-    from marginmine.io.sizes import count_label
 
     out = Path(args.out)
     work = out / "work" / "batch_size"
@@ -121,7 +121,7 @@ def main() -> int:
               "planted": int(planted.sum()), "index": args.index, "nprobe": args.nprobe, "rows": rows,
               "pairwise": pairs_rows}
     (out / "batch_size.json").write_text(json.dumps(report, indent=1) + "\n")
-    md = [f"# What the batch size does (bench/bench_batch_size.py)", "",
+    md = ["# What the batch size does (bench/bench_batch_size.py)", "",
           f"Machine: {report['machine']}; {args.threads} threads. The first {n:,} pairs of `{args.pairs}` "
           f"({report['planted']:,} planted true translations), ratio margin, k = 4, index `{args.index}` "
           f"(nprobe {args.nprobe} where approximate); the {args.shard_batch} row is the workflow's score file of "

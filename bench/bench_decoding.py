@@ -25,9 +25,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
 from bench_nmt_curve import cpu_model  # noqa: E402
+from marginmine.io.text import read_lines  # noqa: E402
 from marginmine.nmt.evaluate import score_bleu  # noqa: E402
 from marginmine.nmt.train import load_manifest  # noqa: E402
-from marginmine.io.text import read_lines  # noqa: E402
 
 SETS = ("corpus/heldout.test", "corpus/heldout.dev", "eval/tatoeba", "eval/newstest2014")
 

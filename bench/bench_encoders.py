@@ -32,8 +32,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 sys.path.insert(0, str(REPO / "bench"))
 
-from marginmine.encoders.base import ParallelData, load_encoder, read_manifest  # noqa: E402
 from marginmine.encoders import dual, dual_model, laser, laser_common  # noqa: E402
+from marginmine.encoders.base import ParallelData, load_encoder, read_manifest  # noqa: E402
 from marginmine.io.text import read_lines  # noqa: E402
 from measure import measure_tree  # noqa: E402
 

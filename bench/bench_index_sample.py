@@ -44,7 +44,6 @@ sys.path.insert(0, str(REPO / "src"))
 sys.path.insert(0, str(REPO / "bench"))
 
 from bench_index import add_shard_inputs, clean_ids, parse_setting  # noqa: E402
-
 from marginmine.search.knn import BLAS_NPROBE, BLAS_QUERY_BLOCK  # noqa: E402
 
 K = 4

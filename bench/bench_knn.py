@@ -73,9 +73,9 @@ def main() -> int:
     import torch
 
     from marginmine.encoders.base import load_encoder
+    from marginmine.scoring.files import EncoderEmbeddings
     from marginmine.search.knn import IndexSpec, build_index, knn, recall_at_k, search
     from marginmine.search.margin import unique_groups
-    from marginmine.scoring.files import EncoderEmbeddings
 
     torch.set_num_threads(args.threads)
     faiss.omp_set_num_threads(args.threads)

@@ -48,10 +48,10 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 sys.path.insert(0, str(REPO / "bench"))
 
+from marginmine.io.text import ReadStats  # noqa: E402
 from marginmine.preprocess.langid import language_probs  # noqa: E402
 from marginmine.preprocess.normalize import pair_key  # noqa: E402
 from marginmine.preprocess.pipeline import InputSpec  # noqa: E402
-from marginmine.io.text import ReadStats  # noqa: E402
 from marginmine.preprocess.tokens import moses_tokenize, tokenize  # noqa: E402
 from measure import measure_tree  # noqa: E402
 

@@ -92,8 +92,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
 from marginmine.encoders.base import encoder_identity, load_encoder, read_manifest  # noqa: E402
-from marginmine.io.text import iter_sentences, open_binary, read_aligned, read_lines  # noqa: E402
 from marginmine.evaluate.filtereval import read_paracrawl_eval  # noqa: E402
+from marginmine.io.text import iter_sentences, read_aligned, read_lines  # noqa: E402
 from marginmine.scoring.metrics import average_ranks, roc_auc  # noqa: E402
 from marginmine.search.knn import knn  # noqa: E402
 from marginmine.search.margin import filter_scores, unique_groups  # noqa: E402

@@ -273,7 +273,7 @@ def render(res: dict[str, Any], args: argparse.Namespace) -> str:
     gemm_t = [x["gflops"] for x in res["gemm"] if x["threads"] == args.threads]
     gemm_1 = [x["gflops"] for x in res["gemm"] if x["threads"] == 1]
     lines = [
-        f"## USE multilingual v3 (`bench_use.py`)", "",
+        "## USE multilingual v3 (`bench_use.py`)", "",
         f"Hardware: {m['cpus']}-core {m['model']} ({isa}"
         f"{', ' + m['hypervisor'] + ' VM' if m['hypervisor'] else ''}), "
         f"no GPU; {args.threads} threads; {m['package']}, torch {m['torch']}. "

@@ -67,6 +67,7 @@ def smoke(tmp_path_factory: pytest.TempPathFactory, real_data: Path, worker_id: 
     hand to see which tests catch it. (``-n 2`` needs ``--dist loadfile``, as make test gives it:
     xdist's default ``load`` would split tests/test_smoke_published.py and build the suite twice.)"""
     from filelock import FileLock
+
     from smokerun import smoke_run
 
     done = os.environ.get("MARGINMINE_SMOKE_DIR")  # a finished smoke run to check again (development)

@@ -23,8 +23,17 @@ from typing import Any, Iterator, Sequence
 
 from marginmine.errors import InputError
 from marginmine.io.progress import Progress
-from marginmine.io.text import (DEFAULT_MAX_CHARS, Pair, ReadStats, _decode, _make_pair, format_tsv_line,
-                                iter_raw_lines, open_binary, open_text_out)
+from marginmine.io.text import (
+    DEFAULT_MAX_CHARS,
+    Pair,
+    ReadStats,
+    _decode,
+    _make_pair,
+    format_tsv_line,
+    iter_raw_lines,
+    open_binary,
+    open_text_out,
+)
 from marginmine.preprocess.dedup import DuplicateFinder
 from marginmine.preprocess.langid import language_probs
 from marginmine.preprocess.ledger import BUCKET_EDGES, BUCKETS, Ledger

@@ -12,8 +12,18 @@ import pytest
 
 from marginmine.cli.main import main
 from marginmine.errors import InputError
-from marginmine.evaluate.audit import (BAD, GOOD, UNSURE, Audit, allocate, draw_ranks, monotone, plan_strata, ranks_of,
-                                       truth_at)
+from marginmine.evaluate.audit import (
+    BAD,
+    GOOD,
+    UNSURE,
+    Audit,
+    allocate,
+    draw_ranks,
+    monotone,
+    plan_strata,
+    ranks_of,
+    truth_at,
+)
 from marginmine.evaluate.audit_files import SamplePlan, draw_sample, read_labels
 from marginmine.evaluate.audit_sim import simulate
 from marginmine.evaluate.filtereval import read_paracrawl_eval

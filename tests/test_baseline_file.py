@@ -9,13 +9,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from doubles import TrigramEncoder
 
+from doubles import TrigramEncoder
 from marginmine.cli.main import main
 from marginmine.errors import InputError
+from marginmine.evaluate.filtereval import read_paracrawl_eval
 from marginmine.scoring import make_kind
 from marginmine.scoring.files import EncoderEmbeddings, ScoreSettings, read_scores, score_file
-from marginmine.evaluate.filtereval import read_paracrawl_eval
 from marginmine.scoring.metrics import roc_auc
 
 

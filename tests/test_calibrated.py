@@ -9,14 +9,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from doubles import TrigramEncoder, trigram_encoder_dir
 
+from doubles import TrigramEncoder, trigram_encoder_dir
 from marginmine.errors import InputError, MarginmineError
 from marginmine.scoring import make_kind
 from marginmine.scoring.calibrated import HEAD_ARRAYS, head_logit
-from marginmine.scoring.heads import load_arrays
+from marginmine.scoring.heads import HeldOut, Positives, fit_head, load_arrays
 from marginmine.scoring.metrics import roc_auc
-from marginmine.scoring.heads import HeldOut, Positives, fit_head
 
 NEWS = "wmt-newstest-ende"
 

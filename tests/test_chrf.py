@@ -16,12 +16,16 @@ import pytest
 import sacrebleu
 from sacrebleu.metrics import CHRF
 
+from conftest import data_dir
 from marginmine.errors import MarginmineError
 from marginmine.nmt.metrics import BLEU_METRIC, CHRF_COLUMNS, CHRF_METRIC, chrf_from_stats, chrf_sentence_stats
-from marginmine.nmt.significance import (SeedRun, SignificanceSettings, seed_bootstrap, seed_bootstrap_stats,
-                                         seed_comparison)
-
-from conftest import data_dir
+from marginmine.nmt.significance import (
+    SeedRun,
+    SignificanceSettings,
+    seed_bootstrap,
+    seed_bootstrap_stats,
+    seed_comparison,
+)
 
 SACREBLEU = Path(sys.executable).parent / "sacrebleu"
 

@@ -11,15 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from marginmine.data.cleanmix import hold_out, origin_lines, quotas
+from conftest import data_dir
 from marginmine.cli.main import main
+from marginmine.data.cleanmix import hold_out, origin_lines, quotas
 from marginmine.data.democorpus import build_demo_corpus
-from marginmine.io.text import read_label_rows
 from marginmine.errors import MarginmineError
+from marginmine.io.text import read_label_rows
 from marginmine.preprocess.leakage import overlap_report
 from marginmine.preprocess.normalize import sentence_key
-
-from conftest import data_dir
 
 
 @dataclass(frozen=True)

@@ -8,14 +8,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from doubles import TrigramEncoder
 
-from marginmine.scoring import parse_scorers
+from doubles import TrigramEncoder
 from marginmine.evaluate.cleanshare import clean_share, largest_n_at, noise_share
 from marginmine.evaluate.filtereval import read_paracrawl_eval
-from marginmine.scoring.metrics import roc_auc
+from marginmine.scoring import parse_scorers
 from marginmine.scoring.files import EncoderEmbeddings, ScoreSettings, make_batch, score_kinds
 from marginmine.scoring.kinds import repairing
+from marginmine.scoring.metrics import roc_auc
 from marginmine.search import knn as knn_mod
 
 

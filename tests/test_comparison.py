@@ -10,12 +10,11 @@ from pathlib import Path
 import pytest
 import sacrebleu
 
-from marginmine.cli.main import main
-from marginmine.nmt.comparison import headline_text, read_run
-from marginmine.errors import InputError
-from marginmine.nmt.significance import SEED_TABLE_HEADER
-
 from conftest import data_dir
+from marginmine.cli.main import main
+from marginmine.errors import InputError
+from marginmine.nmt.comparison import headline_text, read_run
+from marginmine.nmt.significance import SEED_TABLE_HEADER
 
 REFS = [x for x in (data_dir() / "wmt-newstest-ende/newstest2013.de").read_text(encoding="utf-8").splitlines()
         if x.strip()][:300]

@@ -9,9 +9,16 @@ import numpy as np
 import pytest
 
 from marginmine.cli.main import main
-from marginmine.evaluate.composition import (UNLABELLED, Composition, count_groups, read_groups, iter_selection_ids,
-                                    selection_name, write_composition)
 from marginmine.errors import InputError
+from marginmine.evaluate.composition import (
+    UNLABELLED,
+    Composition,
+    count_groups,
+    iter_selection_ids,
+    read_groups,
+    selection_name,
+    write_composition,
+)
 
 LABELS = ("id\torigin\tkind\tclean\n"
           "m30k-train:1\tmulti30k\tclean\t1\n"

@@ -6,7 +6,7 @@ import random
 
 import numpy as np
 
-from marginmine.preprocess.dedup import DuplicateFinder, first_occurrence_dups, _to_records
+from marginmine.preprocess.dedup import DuplicateFinder, _to_records, first_occurrence_dups
 from marginmine.preprocess.normalize import pair_key
 
 

@@ -11,14 +11,13 @@ from pathlib import Path
 import pytest
 
 import marginmine.data.demo_sources as dc
+from conftest import data_dir
 from marginmine.data.demo_noise import make_misaligned, truncate_words, whitespace_variant
 from marginmine.data.demo_sources import DemoPair, protected_sets, tatoeba_pairs, tatoeba_split
 from marginmine.data.democorpus import build_demo_corpus
 from marginmine.errors import InputError, MarginmineError
 from marginmine.preprocess.leakage import overlap_report, protected_index
 from marginmine.preprocess.normalize import match_form, sentence_key
-
-from conftest import data_dir
 
 DATA = data_dir()
 SCALE = 0.05

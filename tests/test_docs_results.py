@@ -23,7 +23,6 @@ from marginmine.cli.main import main
 from marginmine.errors import InputError
 from marginmine.report.blocks import commit_stamp, marker, replace_blocks
 from marginmine.report.docsresults import DEMO, DEMO_EXTRA, PUBLISHED, render
-
 from test_comparison import fake_run
 
 EPYC, XEON = "AMD EPYC, 2 cores, avx2", "Intel Xeon, 4 cores, avx512f"
@@ -50,7 +49,8 @@ def write_wall_times(path: Path, rows: list[tuple[str, datetime, datetime, str]]
 
 
 def write_comparison(root: Path, out: Path, methods: dict[str, float], machines: tuple[str, str]) -> None:
-    from marginmine.nmt.comparison import compare_runs, read_run, write_comparison as write
+    from marginmine.nmt.comparison import compare_runs, read_run
+    from marginmine.nmt.comparison import write_comparison as write
     from marginmine.nmt.significance import SignificanceSettings
 
     settings = SignificanceSettings(resamples=100)
@@ -97,7 +97,8 @@ def write_tables(out: Path, intrinsic_name: str = "intrinsic.md") -> None:
                                           ["noise", "clean"], [200]),
                         out / "baseline_groups.tsv", out / "baseline_groups.md", "Groups against the baseline")
     from marginmine.evaluate.audit import BAD, GOOD, Audit, allocate, draw_ranks, plan_strata
-    from marginmine.evaluate.audit_report import estimate as audit_estimate, write_estimate
+    from marginmine.evaluate.audit_report import estimate as audit_estimate
+    from marginmine.evaluate.audit_report import write_estimate
 
     edges = plan_strata(1000, 4, [200])
     drawn = draw_ranks(edges, allocate(edges, 60), 1)
@@ -277,8 +278,8 @@ def test_bad_blocks_are_refused(text: str, message: str) -> None:
 
 def build_published(res: Path) -> Path:
     """results/demo/published as make published leaves it (no composition or quality table)."""
-    from marginmine.report.summary import write_summary
     from marginmine.evaluate.votereport import write_report
+    from marginmine.report.summary import write_summary
 
     pub = res / "published"
     pub.mkdir()
@@ -295,9 +296,9 @@ def build_published(res: Path) -> Path:
         (res / "translate" / d).mkdir(parents=True)
         (res / "translate" / d / "bleu.json").write_text(json.dumps({"meta": {"train_machine": XEON,
                                                                                "machine": XEON}}))
+    from marginmine.evaluate.shortcut import write_tables as write_shortcut
     from marginmine.report.claim_list import CLAIMS
     from marginmine.report.claims import write_claims
-    from marginmine.evaluate.shortcut import write_tables as write_shortcut
 
     write_shortcut([{"scorer": "mlp-60", "group": "multi30k", "pairs": 848, "median_true": 1.0, "median_repaired": -1.0,
                      "auc": 0.8, "auc_vs_positives": 0.3, "cosine_auc": 0.99, "cosine_auc_vs_positives": 0.99,

@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 
 import marginmine.data.download as dl
+from httpserver import FAST, MB, PAYLOAD, SHA, SIZE, WRONG_SHA, ServerState, serving
 from marginmine.data.download import download, file_sha256
 from marginmine.errors import DownloadError, MarginmineError
-from httpserver import FAST, MB, PAYLOAD, SHA, SIZE, WRONG_SHA, ServerState, serving
+
 
 @pytest.fixture
 def server() -> Iterator[ServerState]:

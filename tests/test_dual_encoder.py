@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 import torch
 
-from marginmine.encoders.base import EncoderError, ParallelData, SentenceEncoder, load_encoder
 from marginmine.encoders import dual, dual_model, dual_train
+from marginmine.encoders.base import EncoderError, ParallelData, SentenceEncoder, load_encoder
 
 TINY = {"vocab_size": 200, "spm_sample": 2000, "buckets": 4096, "emb_dim": 32, "hidden": 32, "dim": 16,
         "d_model": 32, "ffn": 64, "heads": 2, "batch_size": 32, "epochs": 2, "threads": 1, "max_len": 32}

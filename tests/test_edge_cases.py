@@ -11,14 +11,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from doubles import TrigramEncoder
 
+from doubles import TrigramEncoder
 from marginmine.cli.main import main
 from marginmine.encoders.embed import embed_file
 from marginmine.errors import InputError, MarginmineError
-from marginmine.search.knn import first_nonfinite_row, knn
 from marginmine.scoring import make_kind
 from marginmine.scoring.files import EncoderEmbeddings, ScoreSettings, read_scores, score_file
+from marginmine.search.knn import first_nonfinite_row, knn
 
 
 def lines_of(path: Path) -> list[str]:
@@ -45,8 +45,8 @@ def pairs_250(paracrawl_tsv: Path, tmp_path_factory: pytest.TempPathFactory) -> 
 
 def tiny_random_encoder(pairs: Path, out: Path) -> Path:
     """A real dual encoder directory, untrained (max_steps 0: the random-init twin), in seconds."""
-    from marginmine.encoders.base import ParallelData
     from marginmine.encoders import dual
+    from marginmine.encoders.base import ParallelData
 
     rows = [ln.split("\t") for ln in pairs.read_text(encoding="utf-8").splitlines()]
     (out.parent / "enc.en").write_text("".join(r[0] + "\n" for r in rows), encoding="utf-8")

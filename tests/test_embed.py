@@ -8,11 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from marginmine.encoders.embed import embed_file
-from marginmine.errors import InputError
-from marginmine.encoders.intrinsic import GoldSet, evaluate
-
 from doubles import TrigramEncoder
+from marginmine.encoders.embed import embed_file
+from marginmine.encoders.intrinsic import GoldSet, evaluate
+from marginmine.errors import InputError
 
 
 def test_embeds_tsv_column_as_float16(tmp_path: Path) -> None:

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from marginmine.preprocess.filters import (Candidate, LengthFilter, LengthRatioFilter, TokenOverlapFilter,
-                                apply_filters)
+from marginmine.preprocess.filters import Candidate, LengthFilter, LengthRatioFilter, TokenOverlapFilter, apply_filters
 from marginmine.preprocess.langid import LangIdFilter, language_probs
 from marginmine.preprocess.tokens import token_overlap, tokenize
 

@@ -6,10 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from marginmine.errors import InputError
 from marginmine.data.heldout import distinct_pairs, slice_indices, write_slice
+from marginmine.errors import InputError
 from marginmine.preprocess.normalize import match_form
-
 
 
 def test_distinct_pairs_skip_repeated_sides_and_empty_lines() -> None:

@@ -28,8 +28,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from doubles import TrigramEncoder
 
+from doubles import TrigramEncoder
 from test_workflow import REPO
 
 # --- one command, killed mid-batch -----------------------------------------------------------

@@ -10,16 +10,14 @@ import math
 import re
 import shutil
 
+import fairseq  # noqa: E402,F401
 import numpy as np
 import pytest
-
-import torch  # noqa: E402
-import fairseq  # noqa: E402,F401
 import sentencepiece  # noqa: E402,F401
-
-from marginmine.encoders.base import EncoderError, ParallelData, load_encoder  # noqa: E402
+import torch  # noqa: E402
 
 from marginmine.encoders import laser, laser_common, laser_train  # noqa: E402
+from marginmine.encoders.base import EncoderError, ParallelData, load_encoder  # noqa: E402
 
 TINY = {"embed_dim": 16, "encoder_hidden": 16, "encoder_layers": 1, "decoder_hidden": 32,
         "lang_embed_dim": 8, "bpe_vocab": 300, "max_epoch": 1, "max_tokens": 1000, "threads": 1,
@@ -277,8 +275,9 @@ def test_export_loads_without_unpickling_code(exported):
 
 def test_laser_tokenizer_matches_laser_encoders(exported, real_data):
     """Our text preparation and the official LaserTokenizer give the same pieces on real text."""
-    from laser_encoders.laser_tokenizer import LaserTokenizer as Official
     from pathlib import Path
+
+    from laser_encoders.laser_tokenizer import LaserTokenizer as Official
 
     from marginmine.encoders.laser_format import LaserTokenizer
 

@@ -67,7 +67,11 @@ def test_knn_blocks_and_small_database() -> None:
 
 from marginmine.search.knn import IndexSpec, check_device, recall_at_k  # noqa: E402
 from marginmine.search.margin import (  # noqa: E402
-    RETRIEVALS, filter_scores, neighbourhoods, retrieve, unique_groups,
+    RETRIEVALS,
+    filter_scores,
+    neighbourhoods,
+    retrieve,
+    unique_groups,
 )
 
 

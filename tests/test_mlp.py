@@ -11,12 +11,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from doubles import TrigramEncoder, trigram_encoder_dir
 
+from doubles import TrigramEncoder, trigram_encoder_dir
 from marginmine.errors import InputError, MarginmineError
 from marginmine.scoring import make_kind
-from marginmine.scoring.metrics import roc_auc
 from marginmine.scoring.heads import CorpusShard, HeldOut, Positives, fit_head
+from marginmine.scoring.metrics import roc_auc
 from marginmine.scoring.mlp import band_negatives, eq15_loss, mlp_logit
 
 NEWS = "wmt-newstest-ende"

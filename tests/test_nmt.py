@@ -11,20 +11,23 @@ import random
 from collections import Counter
 from pathlib import Path
 
+import fairseq  # noqa: F401 (must import: a missing library fails, never skips)
 import pytest
-
-import torch  # noqa: E402
-import fairseq  # noqa: E402,F401
-import sentencepiece  # noqa: E402,F401
-import sacrebleu  # noqa: E402,F401
-import sacremoses  # noqa: E402,F401
+import sacrebleu  # noqa: F401 (must import: a missing library fails, never skips)
+import sacremoses  # noqa: F401 (must import: a missing library fails, never skips)
+import sentencepiece  # noqa: F401 (must import: a missing library fails, never skips)
+import torch
 
 from marginmine import cli
 from marginmine.errors import InputError
-from marginmine.nmt.evaluate import parse_hypotheses, score_bleu, write_bleu_report
 from marginmine.fairseq_process import parse_train_log
-from marginmine.nmt.checkpoints import (average_checkpoints, average_state_dicts, averaging_window,
-                                        last_epoch_checkpoints)
+from marginmine.nmt.checkpoints import (
+    average_checkpoints,
+    average_state_dicts,
+    averaging_window,
+    last_epoch_checkpoints,
+)
+from marginmine.nmt.evaluate import parse_hypotheses, score_bleu, write_bleu_report
 from marginmine.nmt.params import NmtError, fairseq_env, resolve_device, resolve_params
 from marginmine.nmt.train import train_nmt
 

@@ -12,20 +12,18 @@ import re
 import shutil
 from pathlib import Path
 
+import fairseq  # noqa: F401 (must import: a missing library fails, never skips)
 import pytest
-
-import torch  # noqa: E402
-import fairseq  # noqa: E402,F401
-import sentencepiece  # noqa: E402,F401
-import sacrebleu  # noqa: E402,F401
-import sacremoses  # noqa: E402,F401
+import sacrebleu  # noqa: F401 (must import: a missing library fails, never skips)
+import sacremoses  # noqa: F401 (must import: a missing library fails, never skips)
+import sentencepiece  # noqa: F401 (must import: a missing library fails, never skips)
+import torch
 
 from marginmine import cli
 from marginmine.machine import machine
 from marginmine.nmt.evaluate import translate, translate_files
 from marginmine.nmt.params import NmtError
 from marginmine.nmt.train import load_manifest, train_nmt
-
 from test_nmt import N_DEV, N_TEST, N_TRAIN, THREADS, TINY, _write
 
 

@@ -19,11 +19,19 @@ import numpy as np
 import pytest
 import yaml
 
-from marginmine.search.knn import (FLAT_UP_TO, IVF_PQ_FROM, IndexSpec, build_index, choose_index, default_nlist, knn,
-                            recall_at_k, search)
-from marginmine.search.margin import filter_scores
-
 from doubles import TrigramEncoder
+from marginmine.search.knn import (
+    FLAT_UP_TO,
+    IVF_PQ_FROM,
+    IndexSpec,
+    build_index,
+    choose_index,
+    default_nlist,
+    knn,
+    recall_at_k,
+    search,
+)
+from marginmine.search.margin import filter_scores
 
 REPO = Path(__file__).resolve().parents[1]
 K = 4
@@ -279,8 +287,9 @@ def test_fetch_testset_through_sacrebleu_archive_served_on_loopback(test_set: st
     line-aligned, in the langpair's direction."""
     import hashlib
 
-    from marginmine.cli.main import main
     from sacrebleu.dataset import DATASETS
+
+    from marginmine.cli.main import main
 
     served, base = loopback
     year = NEWSTEST_YEAR[test_set]
@@ -320,8 +329,9 @@ def test_fetch_testset_failures_are_one_clear_error(real_data: Path, tmp_path: P
     import shutil
     import socket
 
-    from marginmine.cli.main import main
     from sacrebleu.dataset import DATASETS
+
+    from marginmine.cli.main import main
 
     served, base = loopback
     paths = DATASETS["wmt14/full"].langpairs["en-de"]

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from marginmine.preprocess.ledger import Ledger
 from marginmine.preprocess.leakage import protected_keys
+from marginmine.preprocess.ledger import Ledger
 from marginmine.preprocess.pipeline import InputSpec, PreprocessSettings, preprocess
 from marginmine.preprocess.shard import split_corpus
 

@@ -10,12 +10,12 @@ from pathlib import Path
 import jsonschema
 import pytest
 import yaml
-from test_scorers import check_demo, plan
-from test_workflow import REPO, copy_workflow, job_counts, snakemake
 
 from marginmine.errors import InputError, MarginmineError
-from marginmine.workflow.checks import check_scorer_config
 from marginmine.report.summary import read_table, selected_counts, summary_rows, write_summary
+from marginmine.workflow.checks import check_scorer_config
+from test_scorers import check_demo, plan
+from test_workflow import REPO, copy_workflow, job_counts, snakemake
 
 DEMO = yaml.safe_load((REPO / "config" / "demo.yaml").read_text())
 

@@ -3,10 +3,9 @@ complete; compressed outputs are byte-deterministic."""
 
 from __future__ import annotations
 
-import importlib
-
 import gzip
 import hashlib
+import importlib
 import os
 import subprocess
 import sys
@@ -16,11 +15,10 @@ from pathlib import Path
 import pytest
 
 from marginmine.cli.paths import PATHS
-
 from marginmine.errors import InputError
-from marginmine.preprocess.ledger import Ledger
 from marginmine.io.safe import AtomicWriter, Role, check_paths, temporary, write_text
 from marginmine.io.text import open_text_out
+from marginmine.preprocess.ledger import Ledger
 
 cli = importlib.import_module("marginmine.cli.main")  # the module (the package's `main` is the function)
 

@@ -14,13 +14,13 @@ import numpy as np
 import pytest
 
 from marginmine.cli.main import main
+from marginmine.io.markup import tsv_field, visible_html
 from marginmine.io.text import ReadStats, clean_field
 from marginmine.preprocess import removed as rm
 from marginmine.preprocess.ledger import Ledger
 from marginmine.preprocess.normalize import clean_text
 from marginmine.preprocess.pipeline import InputSpec, PreprocessSettings, preprocess
 from marginmine.preprocess.shard import split_corpus
-from marginmine.io.markup import tsv_field, visible_html
 from marginmine.report.samples import draw_disagreement, draw_scorer
 from marginmine.scoring.selection import Source, select
 

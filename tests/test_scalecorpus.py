@@ -14,18 +14,27 @@ from pathlib import Path
 import pytest
 import yaml
 
+from conftest import REPO, data_dir
 from marginmine.data.demo_sources import protected_sets
 from marginmine.data.democorpus import load_demo_inputs
-from marginmine.data.scalecorpus import (COMPONENT_PPM, COMPONENTS, HELDOUT, JOIN_MAX_WORDS,
-                                         JOIN_PART_MAX_WORDS, MIN_PAIRS, REST_COMPONENT, SIZES,
-                                         build_scale_corpus, component_counts, line_components,
-                                         write_scale_corpus)
+from marginmine.data.scalecorpus import (
+    COMPONENT_PPM,
+    COMPONENTS,
+    HELDOUT,
+    JOIN_MAX_WORDS,
+    JOIN_PART_MAX_WORDS,
+    MIN_PAIRS,
+    REST_COMPONENT,
+    SIZES,
+    build_scale_corpus,
+    component_counts,
+    line_components,
+    write_scale_corpus,
+)
 from marginmine.defaults import SCALE_PAIRS, SEED
 from marginmine.errors import InputError, MarginmineError
 from marginmine.preprocess.leakage import overlap_report
 from marginmine.preprocess.normalize import match_form, sentence_key
-
-from conftest import REPO, data_dir
 
 DATA = data_dir()
 PAIRS = 20_000

@@ -14,16 +14,16 @@ import jsonschema
 import numpy as np
 import pytest
 import yaml
+
 import toy_scores  # noqa: F401  (registers the kind length-ratio, as a user's plugin module does)
 from doubles import TrigramEncoder
-from test_workflow import REPO, copy_workflow, job_counts, snakemake
-
 from marginmine.errors import InputError, MarginmineError
 from marginmine.evaluate.filtereval import read_paracrawl_eval
-from marginmine.search.margin import filter_scores
 from marginmine.scoring import KINDS, Batch, kind_params, load_plugins, make_kind, parse_scorers, register
 from marginmine.scoring.files import EncoderEmbeddings, ScoreSettings, score_batch
+from marginmine.search.margin import filter_scores
 from marginmine.workflow.checks import check_scorer_config, check_suite_encoders
+from test_workflow import REPO, copy_workflow, job_counts, snakemake
 
 FULL_SCHEMA = yaml.safe_load((REPO / "config" / "schema.yaml").read_text())
 SCHEMA = FULL_SCHEMA["properties"]

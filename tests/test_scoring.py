@@ -9,20 +9,26 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from doubles import TrigramEncoder
 
-from marginmine.evaluate.bucc import build_benchmark, evaluate_split_pair, read_split
+from doubles import TrigramEncoder
 from marginmine.cli.main import main
 from marginmine.errors import InputError, MarginmineError
+from marginmine.evaluate.bucc import build_benchmark, evaluate_split_pair, read_split
 from marginmine.evaluate.filtereval import read_paracrawl_eval
-from marginmine.scoring.metrics import precision_at, roc_auc
-from marginmine.scoring.mining import Sentences, check_pairs, embed_unique, mine_arrays
+from marginmine.io.sizes import parse_count
 from marginmine.preprocess.pipeline import PreprocessSettings
 from marginmine.scoring import make_kind
-from marginmine.scoring.files import (EncoderEmbeddings, ScoreSettings, iter_pairs, read_score_names,
-                                      read_scores, score_file)
+from marginmine.scoring.files import (
+    EncoderEmbeddings,
+    ScoreSettings,
+    iter_pairs,
+    read_score_names,
+    read_scores,
+    score_file,
+)
+from marginmine.scoring.metrics import precision_at, roc_auc
+from marginmine.scoring.mining import Sentences, check_pairs, embed_unique, mine_arrays
 from marginmine.scoring.selection import Source, optimal_threshold, prf_at, select
-from marginmine.io.sizes import parse_count
 
 
 def settings_of(kinds: tuple[str, ...] = ("ratio", "cosine"), k: int = 4, batch: int = 5_000_000) -> ScoreSettings:

@@ -14,8 +14,7 @@ import pytest
 from marginmine.errors import MarginmineError
 from marginmine.search import knn as knn_mod
 from marginmine.search.blocks import BlockStore
-from marginmine.search.knn import IndexSpec, build_index, choose_index, knn, recall_at_k, rerank, search
-
+from marginmine.search.knn import IndexSpec, build_index, choose_index, knn, rerank, search
 
 
 def _embed(lines: list[str], dim: int = 64, seed: int = 7) -> np.ndarray:
@@ -175,8 +174,8 @@ def test_partners_given_as_candidates_are_always_considered_and_bring_ivf_closer
 
 
 def test_the_cost_estimate_grows_as_the_search_does_and_the_plan_refuses_what_cannot_be_meant(tmp_path) -> None:
-    from marginmine.workflow.checks import check_scale, planned_dim
     from marginmine.search.cost import batch_cpu_seconds, job_estimate
+    from marginmine.workflow.checks import check_scale, planned_dim
 
     exact = [batch_cpu_seconds(n, 320, IndexSpec(kind="flat")) for n in (10**5, 10**6)]
     assert exact[1] / exact[0] == pytest.approx(100)  # quadratic

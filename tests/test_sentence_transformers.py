@@ -13,8 +13,8 @@ import pytest
 import torch
 
 from marginmine.cli.main import main
-from marginmine.encoders.base import EncoderError, load_encoder
 from marginmine.encoders import sbert
+from marginmine.encoders.base import EncoderError, load_encoder
 from marginmine.io.safe import sha256_file
 from marginmine.scoring.files import read_scores
 
@@ -34,7 +34,8 @@ def build_model(base, sentences):
     sbert._require_library()  # hides fairseq's broken torchaudio from transformers
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.sentence_transformer import modules as models
-    from tokenizers import Tokenizer, models as tmodels, pre_tokenizers, trainers
+    from tokenizers import Tokenizer, pre_tokenizers, trainers
+    from tokenizers import models as tmodels
     from transformers import BertConfig, BertModel, PreTrainedTokenizerFast
 
     tok = Tokenizer(tmodels.WordPiece(unk_token="[UNK]"))

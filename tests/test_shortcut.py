@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 
 from marginmine.errors import InputError, MarginmineError
+from marginmine.evaluate.shortcut import POSITIVES, Group, read_origins, shortcut_rows
 from marginmine.scoring import make_kind
 from marginmine.scoring.heads import CHECK_FILE, CorpusShard, HeldOut, Positives, fit_head
-from marginmine.evaluate.shortcut import POSITIVES, Group, read_origins, shortcut_rows
 
 NEWS = "wmt-newstest-ende"
 TATOEBA = "tatoeba-opus-deu-eng/tatoeba-test-v2021-08-07"

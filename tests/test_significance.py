@@ -16,9 +16,20 @@ import sacrebleu
 from sacrebleu.metrics import BLEU
 
 from marginmine.errors import InputError, MarginmineError
-from marginmine.nmt.significance import (SEED_TABLE_HEADER, SeedRun, SignificanceSettings, bleu_from_stats,
-                                     file_stats, seed_bootstrap, seed_bootstrap_stats, seed_comparison,
-                                     seed_table_tsv, sentence_stats, summarize_seeds, validate_seeds)
+from marginmine.nmt.significance import (
+    SEED_TABLE_HEADER,
+    SeedRun,
+    SignificanceSettings,
+    bleu_from_stats,
+    file_stats,
+    seed_bootstrap,
+    seed_bootstrap_stats,
+    seed_comparison,
+    seed_table_tsv,
+    sentence_stats,
+    summarize_seeds,
+    validate_seeds,
+)
 
 
 def drop_words(lines: list[str], q: float, seed: int) -> list[str]:

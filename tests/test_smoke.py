@@ -27,8 +27,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from smokerun import K, SCORING, SHARDS, SYSTEMS, smoke_command
 from marginmine.nmt.significance import SEED_TABLE_HEADER
+from smokerun import SCORING, SHARDS, SYSTEMS, K, smoke_command
 from test_workflow import CORES, snakemake
 
 BATCH = SCORING["batch_size"]  # each smoke shard is one batch

@@ -14,8 +14,16 @@ from pathlib import Path
 
 import pytest
 
-from smokerun import (DOWNSTREAM_OF_THE_ENCODER, KILLED_TARGETS, ONE_SYSTEM, final_outputs, nmt_checkpoint_exists,
-                      run_until, running_for, smoke_command)
+from smokerun import (
+    DOWNSTREAM_OF_THE_ENCODER,
+    KILLED_TARGETS,
+    ONE_SYSTEM,
+    final_outputs,
+    nmt_checkpoint_exists,
+    run_until,
+    running_for,
+    smoke_command,
+)
 from test_workflow import snakemake
 
 

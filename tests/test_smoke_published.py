@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from smokerun import smoke_command
 from test_workflow import ALL_CORES, snakemake
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from conftest import REPO
 from marginmine import timecap
 from marginmine.cli.main import main
 from marginmine.encoders import dual_train
@@ -20,8 +21,6 @@ from marginmine.encoders.base import load_encoder
 from marginmine.report.docsresults import key_result
 from marginmine.report.summary import write_summary
 from marginmine.report.tables import tables_html
-
-from conftest import REPO
 from test_comparison import compare, fake_run
 
 TINY = {"arch": "dan", "vocab_size": 200, "spm_sample": 2000, "buckets": 4096, "dim": 16, "batch_size": 32,

@@ -10,14 +10,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from doubles import TrigramEncoder
 
+from doubles import TrigramEncoder
 from marginmine.errors import InputError, MarginmineError
 from marginmine.scoring import make_kind
 from marginmine.scoring.files import ArrayEmbeddings, EncoderEmbeddings, ScoreSettings, score_batch, score_file
 from marginmine.scoring.metrics import roc_auc
-from marginmine.scoring.votes import (found_sets, mined_sets, mutual_best, rule_pairs, vote, vote_pairs,
-                                      voted_score)
+from marginmine.scoring.votes import found_sets, mined_sets, mutual_best, rule_pairs, vote, vote_pairs, voted_score
 
 NEWS = "wmt-newstest-ende"
 

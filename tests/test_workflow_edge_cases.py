@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+
 from test_workflow import CORES, REPO, copy_workflow, plan_demo_with, snakemake
 
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 import argparse
 import logging
 
-from marginmine.errors import MarginmineError
-from marginmine.defaults import CLEAN_TARGETS
 from marginmine.cli import values as domain
 from marginmine.cli.options import Handlers
+from marginmine.defaults import CLEAN_TARGETS
+from marginmine.errors import MarginmineError
 
 log = logging.getLogger("marginmine")
 
@@ -30,9 +30,9 @@ def parse_thresholds(items: list[str]) -> dict[str, list[float]]:
 
 
 def cmd_clean_share(args: argparse.Namespace) -> int:
-    from marginmine.report.curves import plot_curves
     from marginmine.evaluate.cleanreport import clean_share_report, scorer_columns
     from marginmine.io.sizes import parse_count
+    from marginmine.report.curves import plot_curves
 
     for t in args.targets:
         if not 0 < t <= 1:

@@ -8,18 +8,17 @@ import json
 import logging
 from pathlib import Path
 
-from marginmine.defaults import K, ON_TIME_CAP
-from marginmine.timecap import POLICIES
-from marginmine.errors import MarginmineError
-from marginmine.cli.options import ALLOW_EMPTY_HELP, Handlers, add_device, add_seed
 from marginmine.cli import values as domain
+from marginmine.cli.options import ALLOW_EMPTY_HELP, Handlers, add_device, add_seed
+from marginmine.defaults import ON_TIME_CAP, K
+from marginmine.errors import MarginmineError
+from marginmine.timecap import POLICIES
 
 log = logging.getLogger("marginmine")
 
 
 def cmd_encoder_data(args: argparse.Namespace) -> int:
     from marginmine.encoders.data import TrainingSource, prepare
-
     from marginmine.io.safe import read_json
 
     if args.sources.endswith(".json"):
@@ -37,8 +36,8 @@ def cmd_encoder_data(args: argparse.Namespace) -> int:
 
 
 def cmd_train_encoder(args: argparse.Namespace) -> int:
-    from marginmine.encoders.base import read_training_data
     from marginmine.encoders import kind_module
+    from marginmine.encoders.base import read_training_data
 
     module = kind_module(args.kind, "--kind")
     params = json.loads(args.params) if args.params else {}

@@ -9,10 +9,19 @@ import json
 import logging
 from pathlib import Path
 
-from marginmine.cli.options import (Handlers, add_knn, add_scorers, add_seed, encoder_dirs, index_spec,
-                                    load_encoders, named_scorers, torch_threads)
-from marginmine.errors import MarginmineError
 from marginmine.cli import values as domain
+from marginmine.cli.options import (
+    Handlers,
+    add_knn,
+    add_scorers,
+    add_seed,
+    encoder_dirs,
+    index_spec,
+    load_encoders,
+    named_scorers,
+    torch_threads,
+)
+from marginmine.errors import MarginmineError
 
 log = logging.getLogger("marginmine")
 CHECK_TITLE = "Estimated (noise baseline) vs labelled clean share"
@@ -66,8 +75,8 @@ def _columns(groups: list[list[str]]) -> dict:
 def cmd_eval_filter(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from marginmine.evaluate.filtereval import demo_labels, quality_rows, read_paracrawl_eval, write_quality_table
     from marginmine.evaluate.cleanreport import baseline_by_group, labelled_check
+    from marginmine.evaluate.filtereval import demo_labels, quality_rows, read_paracrawl_eval, write_quality_table
     from marginmine.scoring.files import EncoderEmbeddings, ScoreSettings, make_batch, score_kinds
 
     if bool(args.check_tsv) != bool(args.check_md) or bool(args.groups_tsv) != bool(args.groups_md):

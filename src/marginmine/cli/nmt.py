@@ -9,11 +9,11 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from marginmine.defaults import DECODERS, DEFAULT_DECODER, ON_TIME_CAP, SEED
-from marginmine.timecap import POLICIES
-from marginmine.errors import MarginmineError
 from marginmine.cli import values as domain
 from marginmine.cli.options import Handlers, add_seed
+from marginmine.defaults import DECODERS, DEFAULT_DECODER, ON_TIME_CAP, SEED
+from marginmine.errors import MarginmineError
+from marginmine.timecap import POLICIES
 
 log = logging.getLogger("marginmine")
 

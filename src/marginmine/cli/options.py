@@ -13,8 +13,19 @@ import json
 from typing import Callable
 
 from marginmine.cli import values as domain
-from marginmine.defaults import (BLAS_QUERY_BLOCK, INDEX, INDEX_KINDS, K, LANGID_MIN_PROB, MAX_OVERLAP, MAX_RATIO,
-                                 MAX_TOKENS, MIN_TOKENS, QUERY_BLOCK, SEED)
+from marginmine.defaults import (
+    BLAS_QUERY_BLOCK,
+    INDEX,
+    INDEX_KINDS,
+    LANGID_MIN_PROB,
+    MAX_OVERLAP,
+    MAX_RATIO,
+    MAX_TOKENS,
+    MIN_TOKENS,
+    QUERY_BLOCK,
+    SEED,
+    K,
+)
 from marginmine.errors import MarginmineError
 
 #: a subcommand's function: the parsed arguments -> exit status

@@ -75,8 +75,8 @@ def cmd_ledger(args: argparse.Namespace) -> int:
 
 
 def cmd_check_overlap(args: argparse.Namespace) -> int:
-    from marginmine.preprocess.leakage import overlap_report
     from marginmine.io.safe import write_text
+    from marginmine.preprocess.leakage import overlap_report
 
     report = overlap_report(args.corpus, args.protect)
     write_text(args.output, json.dumps(report, indent=1) + "\n")

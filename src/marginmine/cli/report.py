@@ -10,9 +10,9 @@ import argparse
 import logging
 from pathlib import Path
 
-from marginmine.errors import MarginmineError
 from marginmine.cli import values as domain
 from marginmine.cli.options import Handlers
+from marginmine.errors import MarginmineError
 
 log = logging.getLogger("marginmine")
 
@@ -53,8 +53,8 @@ def _subset(text: str) -> tuple[str, str]:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     from marginmine.nmt.comparison import compare_runs, read_run, read_subsets, write_comparison
-    from marginmine.timecap import caps_under
     from marginmine.nmt.significance import SignificanceSettings
+    from marginmine.timecap import caps_under
 
     runs = [read_run(p) for p in args.inputs]
     try:
@@ -75,9 +75,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_headline(args: argparse.Namespace) -> int:
-    from marginmine.nmt.comparison import headline_text, read_run
     from marginmine.io.safe import write_text
-
+    from marginmine.nmt.comparison import headline_text, read_run
     from marginmine.timecap import caps_under
 
     text = headline_text([read_run(p) for p in args.inputs], caps_under(args.caps_from))
@@ -115,8 +114,8 @@ def cmd_summary(args: argparse.Namespace) -> int:
 
 
 def cmd_claims(args: argparse.Namespace) -> int:
-    from marginmine.report.claim_list import CLAIMS
     from marginmine.errors import InputError
+    from marginmine.report.claim_list import CLAIMS
     from marginmine.report.claims import write_claims
 
     if not Path(args.results).is_dir():

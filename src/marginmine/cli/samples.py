@@ -8,10 +8,10 @@ from __future__ import annotations
 import argparse
 import logging
 
-from marginmine.defaults import PER_BOUNDARY, PER_DISAGREE, PER_QUANTILE, PER_STEP
-from marginmine.errors import MarginmineError
 from marginmine.cli import values as domain
 from marginmine.cli.options import Handlers, add_seed
+from marginmine.defaults import PER_BOUNDARY, PER_DISAGREE, PER_QUANTILE, PER_STEP
+from marginmine.errors import MarginmineError
 
 log = logging.getLogger("marginmine")
 
@@ -33,12 +33,13 @@ def _named_files(text: str) -> tuple[str, list[str]]:
 
 
 def cmd_report_samples(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from marginmine.io.sizes import parse_count
     from marginmine.preprocess.removed import merged_sample
     from marginmine.report import sample_pages as pages
     from marginmine.report.samples import draw_disagreement, draw_scorer, fetch_pairs, ranking
     from marginmine.scoring.files import read_scores
-    from marginmine.io.sizes import parse_count
-    import numpy as np
 
     sizes = [(label, parse_count(label)) for label in args.sizes]
     scorers = [_named_files(t) for t in args.scores]

@@ -9,8 +9,18 @@ import sys
 from pathlib import Path
 
 from marginmine.cli import values as domain
-from marginmine.cli.options import (ALLOW_EMPTY_HELP, Handlers, add_filter_settings, add_knn, add_scorers, add_seed,
-                                    column_pair, index_spec, scorer_spec, torch_threads)
+from marginmine.cli.options import (
+    ALLOW_EMPTY_HELP,
+    Handlers,
+    add_filter_settings,
+    add_knn,
+    add_scorers,
+    add_seed,
+    column_pair,
+    index_spec,
+    scorer_spec,
+    torch_threads,
+)
 from marginmine.defaults import BATCH_SIZE
 from marginmine.errors import MarginmineError
 
@@ -77,8 +87,8 @@ def cmd_score(args: argparse.Namespace) -> int:
 
 
 def cmd_mine(args: argparse.Namespace) -> int:
-    from marginmine.scoring.mining import Sentences, check_pairs, embed_unique, mine_arrays, write_mined
     from marginmine.preprocess.pipeline import PreprocessSettings
+    from marginmine.scoring.mining import Sentences, check_pairs, embed_unique, mine_arrays, write_mined
 
     settings = None if args.no_checks else PreprocessSettings(  # refused values fail before any work
         args.src_lang, args.tgt_lang, args.min_tokens, args.max_tokens, args.max_overlap, args.max_ratio,
@@ -114,8 +124,8 @@ def cmd_export_filtered(args: argparse.Namespace) -> int:
 
 
 def cmd_select(args: argparse.Namespace) -> int:
-    from marginmine.scoring.selection import Source, select
     from marginmine.io.sizes import parse_count
+    from marginmine.scoring.selection import Source, select
 
     if args.scores and len(args.scores) != len(args.pairs):
         raise MarginmineError(f"--scores has {len(args.scores)} files for {len(args.pairs)} --pairs files")
@@ -133,8 +143,15 @@ def cmd_select(args: argparse.Namespace) -> int:
 
 
 def cmd_composition(args: argparse.Namespace) -> int:
-    from marginmine.evaluate.composition import (Composition, count_groups, group_density, iter_selection_ids,
-                                                read_groups, selection_name, write_composition)
+    from marginmine.evaluate.composition import (
+        Composition,
+        count_groups,
+        group_density,
+        iter_selection_ids,
+        read_groups,
+        selection_name,
+        write_composition,
+    )
 
     groups = read_groups(args.labels)
     rows = []

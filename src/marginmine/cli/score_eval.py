@@ -8,12 +8,29 @@ import argparse
 import json
 import logging
 
-from marginmine.cli.options import (Handlers, add_device, add_knn, add_scorers, add_seed, encoder_dirs,
-                                    load_encoders, named_scorers, scorer_spec, torch_threads)
-from marginmine.defaults import (BUCC_DISTRACTORS, BUCC_MONO_MAX, BUCC_SHARE, HEAD_POSITIVES, HEAD_POSITIVES_SIZE, K,
-                                 POSITIVE_SOURCES)
-from marginmine.errors import MarginmineError
 from marginmine.cli import values as domain
+from marginmine.cli.options import (
+    Handlers,
+    add_device,
+    add_knn,
+    add_scorers,
+    add_seed,
+    encoder_dirs,
+    load_encoders,
+    named_scorers,
+    scorer_spec,
+    torch_threads,
+)
+from marginmine.defaults import (
+    BUCC_DISTRACTORS,
+    BUCC_MONO_MAX,
+    BUCC_SHARE,
+    HEAD_POSITIVES,
+    HEAD_POSITIVES_SIZE,
+    POSITIVE_SOURCES,
+    K,
+)
+from marginmine.errors import MarginmineError
 
 log = logging.getLogger("marginmine")
 

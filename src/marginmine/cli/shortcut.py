@@ -7,17 +7,25 @@ import argparse
 import logging
 from pathlib import Path
 
+from marginmine.cli.options import (
+    Handlers,
+    add_device,
+    add_scorers,
+    add_seed,
+    encoder_dirs,
+    load_encoders,
+    named_scorers,
+    torch_threads,
+)
 from marginmine.errors import InputError, MarginmineError
-from marginmine.cli.options import (Handlers, add_device, add_scorers, add_seed, encoder_dirs, load_encoders,
-                                    named_scorers, torch_threads)
 
 log = logging.getLogger("marginmine")
 
 
 def cmd_shortcut_check(args: argparse.Namespace) -> int:
+    from marginmine.evaluate.shortcut import Group, read_origins, shortcut_rows, write_tables
     from marginmine.io.text import read_lines
     from marginmine.scoring.heads import CHECK_FILE
-    from marginmine.evaluate.shortcut import Group, read_origins, shortcut_rows, write_tables
 
     torch_threads(args.threads)
     dirs = encoder_dirs(args)

@@ -8,10 +8,16 @@ import re
 from collections.abc import Sequence
 from typing import TypeVar
 
+from marginmine.data.demo_sources import (
+    NBSP,
+    ORIGIN_GNAD,
+    ORIGIN_WIKI,
+    TRUNCATE_KEEP_PERCENT,
+    TRUNCATE_MIN_WORDS,
+    DemoPair,
+    sample_items,
+)
 from marginmine.preprocess.normalize import match_form
-
-from marginmine.data.demo_sources import (DemoPair, NBSP, ORIGIN_GNAD, ORIGIN_WIKI, TRUNCATE_KEEP_PERCENT,
-                                          TRUNCATE_MIN_WORDS, sample_items)
 
 T = TypeVar("T")
 

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import TypeVar
 
 from marginmine.errors import InputError
-from marginmine.preprocess.normalize import match_form, sentence_key
 from marginmine.io.text import read_aligned, read_lines
+from marginmine.preprocess.normalize import match_form, sentence_key
 
 T = TypeVar("T")
 

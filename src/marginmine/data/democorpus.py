@@ -49,20 +49,40 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from marginmine.defaults import SEED
 from marginmine.data.cleanmix import hold_out
+from marginmine.data.demo_noise import (
+    make_boilerplate,
+    make_duplicates,
+    make_misaligned,
+    make_near_duplicates,
+    make_truncated,
+    make_untranslated_copies,
+    make_wrong_language_en,
+    make_wrong_language_fr,
+)
+from marginmine.data.demo_sources import (
+    HELDOUT_REASON,
+    MIN_NOISE_SHARE,
+    NOISE_SIZES,
+    DemoPair,
+    Guard,
+    apply_guard,
+    component_rng,
+    guard_reasons,
+    load_m30k,
+    load_mlqe,
+    load_mono,
+    load_paracrawl,
+    load_tatoeba,
+    load_wmt18,
+    protected_sets,
+    scaled,
+)
+from marginmine.defaults import SEED
 from marginmine.errors import MarginmineError
-from marginmine.preprocess.normalize import pair_key
-from marginmine.preprocess.leakage import protected_index
 from marginmine.io.text import LABEL_COLUMNS, open_text_out
-
-from marginmine.data.demo_noise import (make_boilerplate, make_duplicates, make_misaligned,
-                                        make_near_duplicates, make_truncated, make_untranslated_copies,
-                                        make_wrong_language_en, make_wrong_language_fr)
-from marginmine.data.demo_sources import (DemoPair, HELDOUT_REASON, MIN_NOISE_SHARE, NOISE_SIZES, Guard,
-                                          component_rng, guard_reasons, load_m30k, load_mlqe, load_mono,
-                                          load_paracrawl, load_tatoeba, load_wmt18, scaled, apply_guard,
-                                          protected_sets)
+from marginmine.preprocess.leakage import protected_index
+from marginmine.preprocess.normalize import pair_key
 
 T = TypeVar("T")
 

@@ -20,10 +20,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from marginmine.data.sources import (
+    SCHEMES,
+    Body,
+    Fatal,
+    Retryable,
+    Stream,
+    describe_error,
+    file_size,
+    is_drive_letter,
+    open_source,
+)
 from marginmine.errors import DownloadError
 from marginmine.io.safe import sha256_file
-from marginmine.data.sources import (Body, Fatal, Retryable, SCHEMES, Stream, describe_error, is_drive_letter,
-                                     open_source, file_size)
 
 Progress = Callable[[int, int | None], None]
 """``progress(bytes_done, total_or_None)``; bytes_done counts resumed bytes too."""

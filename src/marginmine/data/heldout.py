@@ -16,8 +16,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from marginmine.errors import InputError
-from marginmine.preprocess.normalize import match_form
 from marginmine.io.text import open_text_out, read_aligned
+from marginmine.preprocess.normalize import match_form
 
 
 def distinct_pairs(src: Sequence[str], tgt: Sequence[str]) -> list[int]:

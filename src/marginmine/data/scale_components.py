@@ -14,8 +14,14 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import TypeVar
 
 from marginmine.data.demo_noise import truncate_words, whitespace_variant
-from marginmine.data.demo_sources import (ORIGIN_GNAD, ORIGIN_M30K, ORIGIN_WIKI, TRUNCATE_MIN_WORDS,
-                                          DemoPair, component_rng)
+from marginmine.data.demo_sources import (
+    ORIGIN_GNAD,
+    ORIGIN_M30K,
+    ORIGIN_WIKI,
+    TRUNCATE_MIN_WORDS,
+    DemoPair,
+    component_rng,
+)
 from marginmine.data.democorpus import DemoInputs
 from marginmine.errors import MarginmineError
 from marginmine.preprocess.normalize import match_form

@@ -93,14 +93,22 @@ from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
 
-from marginmine.data.demo_sources import (KIND_CLEAN, PARACRAWL_CLEAN_LABEL, PARACRAWL_PREFIX, apply_guard,
-                                          guard_reasons)
+from marginmine.data.demo_sources import KIND_CLEAN, PARACRAWL_CLEAN_LABEL, PARACRAWL_PREFIX, apply_guard, guard_reasons
 from marginmine.data.democorpus import DemoInputs, load_demo_inputs, write_heldout
+
 # the generators' constants are part of this module's contract (and importable from here)
-from marginmine.data.scale_components import (COPY_EN_SHARE, JOIN_MAX_WORDS, JOIN_PART_MAX_WORDS,
-                                              JOIN_THREE_SHARE, MAX_DRAWS, MISALIGN_MAX_RATIO,
-                                              SCALE_TRUNCATE_KEEP_PERCENT, UNIT_JOINED_SHARE, Window,
-                                              component_generators)
+from marginmine.data.scale_components import (  # noqa: F401 (re-exported, see above)
+    COPY_EN_SHARE,
+    JOIN_MAX_WORDS,
+    JOIN_PART_MAX_WORDS,
+    JOIN_THREE_SHARE,
+    MAX_DRAWS,
+    MISALIGN_MAX_RATIO,
+    SCALE_TRUNCATE_KEEP_PERCENT,
+    UNIT_JOINED_SHARE,
+    Window,
+    component_generators,
+)
 from marginmine.defaults import SCALE_PAIRS, SEED
 from marginmine.errors import MarginmineError
 from marginmine.io.text import LABEL_COLUMNS, open_text_out

@@ -4,8 +4,8 @@ its response headers, and the errors that say whether another attempt can help."
 from __future__ import annotations
 
 import http.client
-import logging
 import io
+import logging
 import os
 import re
 import urllib.error

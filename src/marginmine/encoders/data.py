@@ -19,12 +19,19 @@ from typing import Any, Callable, Iterable, Sequence
 
 from marginmine.defaults import SEED
 from marginmine.errors import InputError, MarginmineError
+from marginmine.io.safe import write_text
+from marginmine.io.text import (
+    ReadStats,
+    count_lines,
+    format_tsv_line,
+    iter_raw_lines,
+    open_binary,
+    open_text_out,
+    read_aligned,
+)
 from marginmine.preprocess.leakage import protected_index, protected_keys
 from marginmine.preprocess.normalize import clean_text, sentence_key
 from marginmine.preprocess.pipeline import InputSpec
-from marginmine.io.text import (ReadStats, count_lines, format_tsv_line, iter_raw_lines, open_binary,
-                                open_text_out, read_aligned)
-from marginmine.io.safe import write_text
 
 log = logging.getLogger(__name__)
 

@@ -49,9 +49,8 @@ import torch
 from torch import nn
 
 from marginmine.encoders.base import EncoderError, l2_normalize
+from marginmine.encoders.dual_model import KIND, build_model, gather, length_batches, load_spm, row_starts, tokenize
 from marginmine.encoders.dual_train import train
-from marginmine.encoders.dual_model import (KIND, load_spm, row_starts, build_model, gather, length_batches,
-                                            tokenize)
 
 log = logging.getLogger(__name__)
 

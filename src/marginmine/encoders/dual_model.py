@@ -17,7 +17,6 @@ from torch import nn
 
 from marginmine.encoders.base import EncoderError
 
-
 log = logging.getLogger(__name__)
 
 KIND = "dual"

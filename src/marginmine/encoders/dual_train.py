@@ -17,13 +17,31 @@ from torch import nn
 
 from marginmine.defaults import SEED
 from marginmine.encoders.base import EncoderError, ParallelData, write_manifest
+from marginmine.encoders.dual_model import (
+    ARCHS,
+    CHECKPOINT,
+    CKPT_FORMAT,
+    DEFAULTS,
+    KIND,
+    LR_SCHEDULES,
+    MODEL_KEYS,
+    RESUMABLE,
+    build_model,
+    decays,
+    epoch_batches,
+    gather,
+    hard_negative_loss,
+    in_batch_loss,
+    load_spm,
+    lr_at,
+    n_batches,
+    row_starts,
+    tokenize,
+    train_spm,
+)
+from marginmine.encoders.dual_optim import check_optimizer, make_optimizers
 from marginmine.io.safe import write_bytes, write_text
 from marginmine.io.text import read_parallel
-from marginmine.encoders.dual_optim import check_optimizer, make_optimizers
-from marginmine.encoders.dual_model import (ARCHS, CHECKPOINT, DEFAULTS, KIND, LR_SCHEDULES, MODEL_KEYS,
-                                            RESUMABLE, CKPT_FORMAT, decays, load_spm, row_starts, build_model,
-                                            epoch_batches, gather, hard_negative_loss, in_batch_loss, lr_at,
-                                            n_batches, tokenize, train_spm)
 
 log = logging.getLogger(__name__)
 

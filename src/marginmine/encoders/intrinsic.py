@@ -18,12 +18,12 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from marginmine.defaults import K, SEED
+from marginmine.defaults import SEED, K
 from marginmine.encoders.base import SentenceEncoder
 from marginmine.errors import InputError
-from marginmine.search.margin import best_candidates
-from marginmine.io.text import open_text_out, read_lines
 from marginmine.io.safe import write_text
+from marginmine.io.text import open_text_out, read_lines
+from marginmine.search.margin import best_candidates
 
 
 def retrieval_error(x: np.ndarray, y: np.ndarray, margin: str = "absolute", k: int = K) -> float:

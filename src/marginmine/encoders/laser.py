@@ -54,10 +54,9 @@ from marginmine.encoders.base import EncoderError, l2_normalize
 
 if TYPE_CHECKING:
     import torch
-from marginmine.encoders.laser_common import DEFAULTS, KIND, piece_table, laser_src_dir, text_settings
+from marginmine.encoders.laser_common import DEFAULTS, KIND, laser_src_dir, piece_table, text_settings
 from marginmine.encoders.laser_format import batches, normalize
 from marginmine.encoders.laser_train import RERUN_AFTER_CAP, forget_training, train  # noqa: F401 (kind API)
-
 
 # embedding
 

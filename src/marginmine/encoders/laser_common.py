@@ -8,10 +8,8 @@ import re
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
-
 from marginmine.encoders.base import EncoderError, ParallelData
 from marginmine.machine import dist_version
-
 
 log = logging.getLogger(__name__)
 

@@ -15,15 +15,25 @@ import numpy as np
 
 from marginmine.defaults import SEED
 from marginmine.encoders.base import EncoderError, ParallelData, write_manifest
+from marginmine.encoders.laser_common import (
+    BPE_SAMPLE_SEED,
+    KIND,
+    MODEL_KEYS,
+    PREP_KEYS,
+    PREP_VERSION,
+    TEXT_KEYS,
+    count_lines,
+    iter_lines,
+    laser_src_dir,
+    pair_files,
+    piece_table,
+    resolve_params,
+)
+from marginmine.encoders.laser_format import normalize
 from marginmine.fairseq_process import fairseq_command, parse_train_log, run_fairseq, time_budget
 from marginmine.io.resume import StateFile, changed
 from marginmine.io.safe import json_fingerprint, sha256_file
 from marginmine.machine import dist_version
-
-from marginmine.encoders.laser_common import (KIND, BPE_SAMPLE_SEED, MODEL_KEYS, PREP_KEYS, PREP_VERSION,
-                                              TEXT_KEYS, count_lines, iter_lines, pair_files, piece_table,
-                                              laser_src_dir, resolve_params)
-from marginmine.encoders.laser_format import normalize
 
 log = logging.getLogger(__name__)
 

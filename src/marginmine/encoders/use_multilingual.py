@@ -66,8 +66,21 @@ import numpy as np
 from marginmine.defaults import SEED
 from marginmine.encoders.base import EncoderError, ParallelData, write_manifest
 from marginmine.encoders.pretrained import check_keys, place
-from marginmine.encoders.use_network import (BOS, CHUNKS, CNN, EMB, EOS, FEAT, ORDERS, UNK,  # noqa: F401
-                                             VOCAB_ROWS, Network, Tokenizer, flops, torch_threads)
+from marginmine.encoders.use_network import (  # noqa: F401
+    BOS,
+    CHUNKS,
+    CNN,
+    EMB,
+    EOS,
+    FEAT,
+    ORDERS,
+    UNK,
+    VOCAB_ROWS,
+    Network,
+    Tokenizer,
+    flops,
+    torch_threads,
+)
 from marginmine.io.safe import sha256_file
 
 KIND = "use-multilingual"

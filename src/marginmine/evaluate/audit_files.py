@@ -90,9 +90,9 @@ def draw_sample(pairs: Sequence[str | Path], scores: Sequence[str | Path], score
                 tsv: str | Path, plan_json: str | Path) -> SamplePlan:
     """Draw the audit sample of ``scorer``'s ranking over the shards (``pairs[i]`` scored in
     ``scores[i]``) and write it (``tsv``, ``plan_json``)."""
-    from marginmine.io.text import format_tsv_line, iter_sentences, open_text_out
-    from marginmine.io.markup import tsv_field
     from marginmine.evaluate.cleanreport import read_counts
+    from marginmine.io.markup import tsv_field
+    from marginmine.io.text import format_tsv_line, iter_sentences, open_text_out
     from marginmine.scoring.files import read_scores
 
     if len(pairs) != len(scores):

@@ -53,8 +53,8 @@ def summary_line(result: dict) -> str:
 def write_estimate(result: dict, audit: Audit, tsv: str | Path, md: str | Path, png: str | Path,
                    json_path: str | Path, note: str = "", draws: int = DRAWS, seed: int = 0) -> None:
     """The table (TSV, Markdown with the summary line and ``note``), the result as JSON, the plot."""
-    from marginmine.io.safe import write_text
     from marginmine.io.markup import md_table
+    from marginmine.io.safe import write_text
 
     cols = ["scorer", "cut", "value", "N", "precision", "low", "high", "expected good", "good low", "good high",
             "within stratum"]

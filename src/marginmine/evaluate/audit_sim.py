@@ -16,8 +16,18 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from marginmine.evaluate.audit import (BAD, DRAWS, GOOD, Audit, allocate, draw_ranks, labels_by_rank, plan_strata,
-                                       ranks_of, truth_at)
+from marginmine.evaluate.audit import (
+    BAD,
+    DRAWS,
+    GOOD,
+    Audit,
+    allocate,
+    draw_ranks,
+    labels_by_rank,
+    plan_strata,
+    ranks_of,
+    truth_at,
+)
 
 
 def simulate(scores: np.ndarray, positive: np.ndarray, ns: Sequence[int], labels: int, strata: int,

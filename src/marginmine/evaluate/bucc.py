@@ -22,12 +22,12 @@ import numpy as np
 from marginmine.defaults import BUCC_DISTRACTORS, BUCC_MONO_MAX, BUCC_SHARE, SEED
 from marginmine.encoders.base import SentenceEncoder
 from marginmine.errors import InputError, MarginmineError
-from marginmine.search.margin import RETRIEVALS, neighbourhoods, retrieve
-from marginmine.scoring.mining import embed_unique
-from marginmine.preprocess.normalize import sentence_key
-from marginmine.scoring.selection import optimal_threshold, prf_at
-from marginmine.io.text import open_text_out, read_aligned, read_lines
 from marginmine.io.safe import write_text
+from marginmine.io.text import open_text_out, read_aligned, read_lines
+from marginmine.preprocess.normalize import sentence_key
+from marginmine.scoring.mining import embed_unique
+from marginmine.scoring.selection import optimal_threshold, prf_at
+from marginmine.search.margin import RETRIEVALS, neighbourhoods, retrieve
 
 log = logging.getLogger(__name__)
 SPLITS = ("train", "test")

@@ -21,8 +21,8 @@ import numpy as np
 
 from marginmine.defaults import CLEAN_TARGETS
 from marginmine.errors import InputError, MarginmineError
-from marginmine.io.safe import write_text
 from marginmine.evaluate.cleanshare import ScoreCounts, largest_n_at, noise_share, share_at
+from marginmine.io.safe import write_text
 from marginmine.scoring.files import read_score_names, read_scores
 from marginmine.scoring.metrics import roc_auc
 

@@ -25,9 +25,9 @@ from typing import TYPE_CHECKING
 
 from marginmine.errors import InputError
 from marginmine.io.labels import UNLABELLED, PairLabels
+from marginmine.io.safe import write_text
 from marginmine.io.sizes import parse_count
 from marginmine.io.text import open_binary, open_text_out
-from marginmine.io.safe import write_text
 
 if TYPE_CHECKING:
     import numpy as np

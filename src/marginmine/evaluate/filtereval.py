@@ -16,8 +16,8 @@ import numpy as np
 
 from marginmine.errors import InputError
 from marginmine.io.labels import PairLabels
-from marginmine.io.text import open_binary, open_text_out
 from marginmine.io.safe import write_text
+from marginmine.io.text import open_binary, open_text_out
 from marginmine.scoring.metrics import precision_at, roc_auc
 
 log = logging.getLogger(__name__)

@@ -20,7 +20,6 @@ import re
 import unicodedata
 from collections.abc import Sequence
 
-
 #: joiners that scripts and emoji need inside words: shown as they are
 _KEEP = {"\u200c", "\u200d"}
 _MARKED = ("Cc", "Cf", "Zl", "Zp", "Cs", "Co")

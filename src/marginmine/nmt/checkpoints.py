@@ -7,11 +7,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-
 if TYPE_CHECKING:
     import torch
 from marginmine.nmt.params import NmtError
-
 
 # checkpoint averaging
 

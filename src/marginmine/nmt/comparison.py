@@ -31,12 +31,21 @@ from pathlib import Path
 
 from marginmine.errors import InputError, MarginmineError
 from marginmine.io.safe import atomic_path, write_text
-from marginmine.timecap import caps_lines
 from marginmine.io.sizes import parse_count
 from marginmine.nmt.metrics import BLEU_METRIC, CHRF_METRIC
-from marginmine.nmt.significance import (SeedRun, SeedSummary, SeedTableRow, SignificanceResult, SignificanceSettings,
-                                         read_hypotheses, read_reference, seed_comparison, seed_table_tsv,
-                                         summarize_seeds)
+from marginmine.nmt.significance import (
+    SeedRun,
+    SeedSummary,
+    SeedTableRow,
+    SignificanceResult,
+    SignificanceSettings,
+    read_hypotheses,
+    read_reference,
+    seed_comparison,
+    seed_table_tsv,
+    summarize_seeds,
+)
+from marginmine.timecap import caps_lines
 
 _SEED_DIR = re.compile(r"^seed(\d+)$")
 

@@ -13,7 +13,6 @@ from typing import Any
 
 from marginmine.errors import InputError
 from marginmine.io.text import read_aligned, read_tsv
-
 from marginmine.nmt.params import SPM_SEED, one_line
 
 log = logging.getLogger(__name__)

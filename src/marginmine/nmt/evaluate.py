@@ -32,11 +32,11 @@ from typing import Any
 from marginmine.defaults import DECODERS, DEFAULT_DECODER
 from marginmine.errors import InputError
 from marginmine.fairseq_process import fairseq_command, run_fairseq
+from marginmine.io.safe import sha256_file, write_text
+from marginmine.io.text import open_text_out, read_lines
 from marginmine.nmt.data import spm_pieces
 from marginmine.nmt.params import NmtError, fairseq_env, one_line, resolve_device
 from marginmine.nmt.train import load_manifest
-from marginmine.io.safe import sha256_file, write_text
-from marginmine.io.text import open_text_out, read_lines
 from marginmine.preprocess.tokens import moses
 
 log = logging.getLogger(__name__)

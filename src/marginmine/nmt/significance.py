@@ -58,9 +58,17 @@ from typing import TYPE_CHECKING
 
 from marginmine.errors import InputError, MarginmineError
 from marginmine.io.text import read_lines
+
 # NGRAM, STAT_COLUMNS, bleu_from_stats and sentence_stats are imported from here too (their old home)
-from marginmine.nmt.metrics import (BLEU_METRIC, CHRF_METRIC, NGRAM, STAT_COLUMNS, Metric,  # noqa: F401
-                                    bleu_from_stats, sentence_stats)
+from marginmine.nmt.metrics import (  # noqa: F401
+    BLEU_METRIC,
+    CHRF_METRIC,
+    NGRAM,
+    STAT_COLUMNS,
+    Metric,
+    bleu_from_stats,
+    sentence_stats,
+)
 
 if TYPE_CHECKING:
     import numpy as np

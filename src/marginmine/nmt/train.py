@@ -61,12 +61,22 @@ from marginmine.fairseq_process import THEN, fairseq_command, parse_train_log, r
 from marginmine.io.resume import StateFile, changed
 from marginmine.io.safe import json_fingerprint, sha256_file
 from marginmine.machine import dist_version, machine
-
 from marginmine.nmt.checkpoints import EPOCH_CKPT_RE, average_checkpoints, averaging_window
 from marginmine.nmt.data import binarize_args, dict_size, prepare_text
-from marginmine.nmt.params import (MANIFEST, MODEL_FILE, MODEL_SIZE_KEYS, NmtError, MODEL_KEYS,
-                                   NOT_RESULT_KEYS, PREP_KEYS, write_json,
-                                   check_lang, fairseq_env, resolve_device, resolve_params)
+from marginmine.nmt.params import (
+    MANIFEST,
+    MODEL_FILE,
+    MODEL_KEYS,
+    MODEL_SIZE_KEYS,
+    NOT_RESULT_KEYS,
+    PREP_KEYS,
+    NmtError,
+    check_lang,
+    fairseq_env,
+    resolve_device,
+    resolve_params,
+    write_json,
+)
 
 log = logging.getLogger(__name__)
 

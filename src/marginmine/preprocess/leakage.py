@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from marginmine.errors import InputError
-from marginmine.preprocess.normalize import sentence_key
 from marginmine.io.progress import Progress
 from marginmine.io.text import iter_raw_lines, open_binary, read_lines
+from marginmine.preprocess.normalize import sentence_key
 
 
 def protected_index(files: Iterable[str | Path]) -> dict[bytes, str]:

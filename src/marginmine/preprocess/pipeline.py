@@ -25,16 +25,32 @@ from pathlib import Path
 from typing import Iterator, Sequence
 
 from marginmine.defaults import LANGID_MIN_PROB, MAX_OVERLAP, MAX_RATIO, MAX_TOKENS, MIN_TOKENS, PREPROCESS_CACHE_MB
-from marginmine.preprocess.dedup import DuplicateFinder
-from marginmine.preprocess.facts import FactCache, sentence_facts
-from marginmine.preprocess.filters import (Candidate, Facts, LengthFilter, LengthRatioFilter, PairFilter,
-                                           ProtectedSetFilter, TokenOverlapFilter, apply_filters)
-from marginmine.preprocess.ledger import Ledger, length_bucket
-from marginmine.preprocess.normalize import clean_text, pair_key
 from marginmine.io.progress import Progress
 from marginmine.io.safe import AtomicWriter
-from marginmine.io.text import (DEFAULT_MAX_CHARS, Pair, ReadStats, format_tsv_line, open_binary, open_text_out, read_parallel,
-                     read_tsv)
+from marginmine.io.text import (
+    DEFAULT_MAX_CHARS,
+    Pair,
+    ReadStats,
+    format_tsv_line,
+    open_binary,
+    open_text_out,
+    read_parallel,
+    read_tsv,
+)
+from marginmine.preprocess.dedup import DuplicateFinder
+from marginmine.preprocess.facts import FactCache, sentence_facts
+from marginmine.preprocess.filters import (
+    Candidate,
+    Facts,
+    LengthFilter,
+    LengthRatioFilter,
+    PairFilter,
+    ProtectedSetFilter,
+    TokenOverlapFilter,
+    apply_filters,
+)
+from marginmine.preprocess.ledger import Ledger, length_bucket
+from marginmine.preprocess.normalize import clean_text, pair_key
 
 log = logging.getLogger(__name__)
 

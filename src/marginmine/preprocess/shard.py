@@ -18,11 +18,11 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Sequence
 
+from marginmine.io.progress import Progress
+from marginmine.io.text import DEFAULT_MAX_CHARS, ReadStats, format_tsv_line, open_text_out
 from marginmine.preprocess.ledger import Ledger, length_bucket
 from marginmine.preprocess.normalize import clean_text
 from marginmine.preprocess.pipeline import InputSpec, find_duplicates, reject_line
-from marginmine.io.progress import Progress
-from marginmine.io.text import DEFAULT_MAX_CHARS, ReadStats, format_tsv_line, open_text_out
 
 log = logging.getLogger(__name__)
 

@@ -8,10 +8,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from marginmine.errors import InputError
-
 from marginmine.io.markup import html_page
 from marginmine.report.tables import fmt_hms, fmt_int, html_table
-
 
 # --- benchmarks --------------------------------------------------------------------------------
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from marginmine.report.tables import pyplot
 from marginmine.evaluate.cleanreport import ScorerEstimate
+from marginmine.report.tables import pyplot
 
 
 def plot_curves(estimates: Sequence[ScorerEstimate], png: str | Path, title: str = "") -> None:

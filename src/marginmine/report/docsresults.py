@@ -216,8 +216,13 @@ def embed(text: str) -> tuple[str | None, list[str]]:
 
 def ledger_lines(path: Path) -> list[str]:
     """The ledger as the HTML report shows it: the totals, the step table and the length buckets."""
-    from marginmine.report.ledger import (LEDGER_STEP_HEADER, ledger_bucket_rows, ledger_step_rows, ledger_view,
-                                          read_ledger)
+    from marginmine.report.ledger import (
+        LEDGER_STEP_HEADER,
+        ledger_bucket_rows,
+        ledger_step_rows,
+        ledger_view,
+        read_ledger,
+    )
     from marginmine.report.tables import fmt_int, fmt_pct
 
     view = ledger_view(read_ledger(path))

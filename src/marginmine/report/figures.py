@@ -13,14 +13,24 @@ from pathlib import Path
 from marginmine.errors import InputError
 from marginmine.io.safe import atomic_path, write_text
 from marginmine.io.text import open_text_out
-
-from marginmine.report.benchmarks import (BenchmarkRun, benchmark_html, benchmark_job_rows,
-                                          parse_benchmark_tsv, rule_of, summarise_benchmarks)
-from marginmine.report.histograms import (SELECTION_HEADER, Selection, histogram_figure, histogram_panels,
-                                          parse_selection, selection_rows)
+from marginmine.report.benchmarks import (
+    BenchmarkRun,
+    benchmark_html,
+    benchmark_job_rows,
+    parse_benchmark_tsv,
+    rule_of,
+    summarise_benchmarks,
+)
+from marginmine.report.histograms import (
+    SELECTION_HEADER,
+    Selection,
+    histogram_figure,
+    histogram_panels,
+    parse_selection,
+    selection_rows,
+)
 from marginmine.report.ledger import ledger_figure, ledger_html, ledger_view, read_ledger
-from marginmine.report.tables import TABLE_TITLES, pyplot, parse_tsv, tables_html
-
+from marginmine.report.tables import TABLE_TITLES, parse_tsv, pyplot, tables_html
 
 # --- I/O at the edges ---------------------------------------------------------------------------
 

@@ -13,7 +13,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
 from marginmine.report.tables import fmt_int, fmt_pct, pyplot
 
-
 # --- score histograms of the selections --------------------------------------------------------
 
 

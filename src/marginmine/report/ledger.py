@@ -17,7 +17,6 @@ if TYPE_CHECKING:  # pragma: no cover
 from marginmine.io.markup import html_page
 from marginmine.report.tables import fmt_int, fmt_pct, html_table, pyplot
 
-
 # --- the preprocessing ledger ----------------------------------------------------------------
 
 

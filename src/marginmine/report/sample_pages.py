@@ -6,8 +6,6 @@ left and no text can reorder the page around it."""
 from __future__ import annotations
 
 import html
-import re
-import unicodedata
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -15,7 +13,6 @@ from marginmine.io.markup import html_page, tsv_field, visible_html
 from marginmine.io.text import format_tsv_line, open_text_out
 from marginmine.preprocess.removed import Removed
 from marginmine.report.samples import Drawn, PairText
-
 
 # --- TSV ---------------------------------------------------------------------------------------
 

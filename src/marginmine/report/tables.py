@@ -10,7 +10,6 @@ from typing import Any
 
 from marginmine.io.markup import html_page
 
-
 # --- generic tables ----------------------------------------------------------------------------
 
 #: readable titles of the result tables the report renders, by file name

@@ -12,8 +12,8 @@ from typing import ClassVar
 import numpy as np
 
 from marginmine.defaults import K
-from marginmine.search.margin import apply_margin
 from marginmine.scoring.kinds import Batch, register
+from marginmine.search.margin import apply_margin
 
 
 @dataclass(frozen=True)

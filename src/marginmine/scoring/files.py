@@ -28,9 +28,9 @@ import logging
 import os
 import shutil
 import time
+from dataclasses import asdict, dataclass
 from functools import partial
 from itertools import zip_longest
-from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Iterator, Sequence
 
@@ -38,13 +38,12 @@ import numpy as np
 
 from marginmine.defaults import BATCH_SIZE, INDEX, SEED
 from marginmine.errors import InputError
-from marginmine.search.knn import IndexSpec, first_nonfinite_row
-from marginmine.search.margin import text_digests, unique_groups
-from marginmine.scoring import NAME, Batch, ScoreKind, describe
-from marginmine.scoring.embeddings import (ArrayEmbeddings, Embeddings, EncoderEmbeddings,  # noqa: F401 (re-exported)
-                                           gather_rows)
 from marginmine.io.resume import Resumable, part_path
 from marginmine.io.text import MAX_LINE_BYTES, iter_raw_lines, iter_sentences, open_binary
+from marginmine.scoring import NAME, Batch, ScoreKind, describe
+from marginmine.scoring.embeddings import ArrayEmbeddings, Embeddings, EncoderEmbeddings, gather_rows  # noqa: F401 (re-exported)
+from marginmine.search.knn import IndexSpec, first_nonfinite_row
+from marginmine.search.margin import text_digests, unique_groups
 
 log = logging.getLogger(__name__)
 

@@ -17,15 +17,14 @@ from typing import Sequence
 
 import numpy as np
 
-from marginmine.io.text import iter_sentences
 from marginmine.encoders.base import SentenceEncoder
 from marginmine.errors import InputError
+from marginmine.io.text import format_tsv_line, iter_sentences, open_text_out
 from marginmine.preprocess.filters import Candidate, apply_filters
-from marginmine.search.knn import IndexSpec
 from marginmine.preprocess.ledger import Ledger, length_bucket
-from marginmine.search.margin import EXACT, Mined, neighbourhoods, retrieve, unique_groups
 from marginmine.preprocess.pipeline import PreprocessSettings
-from marginmine.io.text import format_tsv_line, open_text_out
+from marginmine.search.knn import IndexSpec
+from marginmine.search.margin import EXACT, Mined, neighbourhoods, retrieve, unique_groups
 
 log = logging.getLogger(__name__)
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import json
 import logging
-from itertools import zip_longest
 from dataclasses import dataclass
+from itertools import zip_longest
 from pathlib import Path
 from typing import Iterator, Sequence
 
@@ -21,9 +21,9 @@ import numpy as np
 from marginmine.defaults import SEED as DEFAULT_SEED
 from marginmine.errors import InputError, MarginmineError
 from marginmine.io.progress import Progress
-from marginmine.scoring.files import read_scores
-from marginmine.io.text import format_tsv_line, open_text_out
 from marginmine.io.safe import write_text
+from marginmine.io.text import format_tsv_line, open_text_out
+from marginmine.scoring.files import read_scores
 
 log = logging.getLogger(__name__)
 

@@ -24,7 +24,7 @@ Neighbour lists hold no duplicates: callers pass unique sentences (:func:`unique
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Hashable, Iterable, Literal, Sequence
+from typing import Hashable, Literal, Sequence
 
 import numpy as np
 
