@@ -75,7 +75,8 @@ def _main(argv: Sequence[str]) -> None:
     # fairseq-train configures logging as it is imported ("date | level | name | message", which
     # parse_train_log reads); imported first, it sets the format for every step
     tools = [s[0] for s in steps]
-    modules = {tool: importlib.import_module(f"fairseq_cli.{tool}") for tool in sorted(tools, key=lambda t: t != "train")}
+    modules = {tool: importlib.import_module(f"fairseq_cli.{tool}")
+               for tool in sorted(tools, key=lambda t: t != "train")}
     for tool, *args in steps:
         sys.argv = [f"fairseq-{tool}", *args]
         modules[tool].cli_main()

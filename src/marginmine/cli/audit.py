@@ -82,7 +82,8 @@ def register(sub: argparse._SubParsersAction, handlers: Handlers) -> None:
     add_seed(p, "seed of the draw (default %(default)s)")
     p.add_argument("--id-column", type=domain.COLUMN, default=2, help="0-based column of --pairs holding the pair id")
     p.add_argument("--tsv", required=True, help="output: the sample (item, rank, stratum, score, id, src, tgt, label)")
-    p.add_argument("--plan", required=True, help="output: the sample's plan (JSON: strata, ranks; audit-estimate reads it)")
+    p.add_argument("--plan", required=True,
+                   help="output: the sample's plan (JSON: strata, ranks; audit-estimate reads it)")
     p.add_argument("--html", required=True, help="output: the labelling page (self-contained HTML)")
     handlers["audit-sample"] = cmd_audit_sample
 
@@ -101,7 +102,8 @@ def register(sub: argparse._SubParsersAction, handlers: Handlers) -> None:
     p.add_argument("--scorer", default=None, help="the audited scorer's name for the tables (default: the plan's)")
     p.add_argument("--target", type=domain.Real(0, 1, lo_open=True), default=AUDIT_TARGET,
                    help="precision whose largest N is reported (default %(default)s)")
-    p.add_argument("--draws", type=domain.Whole(100, 1_000_000), default=AUDIT_DRAWS, help="posterior draws (default %(default)s)")
+    p.add_argument("--draws", type=domain.Whole(100, 1_000_000), default=AUDIT_DRAWS,
+                   help="posterior draws (default %(default)s)")
     add_seed(p, "seed of the draws (default %(default)s)")
     p.add_argument("--monotone", action="store_true",
                    help="fit the strata's rates to not rise with the rank (narrower; wrong where a scorer ranks "

@@ -56,7 +56,8 @@ def register(sub: argparse._SubParsersAction, handlers: Handlers) -> None:
                    help="score files, one per shard; repeat the flag per group (encoder)")
     p.add_argument("--baselines", nargs="+", action="append", required=True, metavar="FILE",
                    help="their noise baselines (marginmine score --baseline), in the same groups and order")
-    p.add_argument("--names", nargs="*", default=[], help="the scorers to report, in this order (default: every column)")
+    p.add_argument("--names", nargs="*", default=[],
+                   help="the scorers to report, in this order (default: every column)")
     p.add_argument("--sizes", nargs="*", default=[], metavar="N",
                    help="the N to estimate the top N's clean share at (20k, 1.5M, ...)")
     p.add_argument("--thresholds", nargs="*", default=[], metavar="NAME=T[,T]",

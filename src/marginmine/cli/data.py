@@ -106,8 +106,10 @@ def register(sub: argparse._SubParsersAction, handlers: Handlers) -> None:
     p.add_argument("--sha256", default=None,
                    help="expected SHA-256 (64 hex digits): checked after the download; an OUTPUT that "
                         "matches is kept without fetching")
-    p.add_argument("--retries", type=domain.Whole(0, 1000), default=5, help="attempts after the first, with growing waits")
-    p.add_argument("--timeout", type=domain.Real(0, 7 * 86400, lo_open=True), default=60.0, help="seconds each connect and read may take")
+    p.add_argument("--retries", type=domain.Whole(0, 1000), default=5,
+                   help="attempts after the first, with growing waits")
+    p.add_argument("--timeout", type=domain.Real(0, 7 * 86400, lo_open=True), default=60.0,
+                   help="seconds each connect and read may take")
     handlers["download"] = cmd_download
 
     p = sub.add_parser("extract", help="copy one member of a .tgz/.tar archive to a file")
@@ -128,7 +130,8 @@ def register(sub: argparse._SubParsersAction, handlers: Handlers) -> None:
     p.add_argument("--output", required=True, help="corpus TSV: en, de, id")
     p.add_argument("--labels", required=True, help="sidecar TSV: id, origin, kind, clean")
     add_seed(p, "seed of every component's sample and of the corpus order (default %(default)s)")
-    p.add_argument("--scale", type=domain.Real(0, 1000, lo_open=True), default=1.0, help="multiply every component's size")
+    p.add_argument("--scale", type=domain.Real(0, 1000, lo_open=True), default=1.0,
+                   help="multiply every component's size")
     p.add_argument("--heldout", type=_split_sizes, default=None, metavar="SPLIT=PAIRS,...",
                    help="clean-mix held-out sets, e.g. dev=1000,test=2000: pairs of every clean origin in the "
                         "corpus' proportions, carved out before the corpus is built")

@@ -197,7 +197,8 @@ def register(sub: argparse._SubParsersAction, handlers: Handlers) -> None:
     _decoding_args(p)
     handlers["translate"] = cmd_translate
 
-    p = sub.add_parser("translator-data", help="a translator's training TSV: the encoder data's pairs of one language pair")
+    p = sub.add_parser("translator-data",
+                       help="a translator's training TSV: the encoder data's pairs of one language pair")
     p.add_argument("--encoder-data", required=True, help="manifest.json of marginmine encoder-data")
     p.add_argument("--src-lang", required=True,
                    help="language code of the first column written (either column order in the data)")

@@ -102,7 +102,8 @@ def add_knn(p: argparse.ArgumentParser, k: bool = True) -> None:
                         "sentences), exact flat, ivf-blas, FAISS IVF-Flat, IVF with float16 or 8-bit vectors, "
                         "IVF-PQ (docs/scale.md)")
     p.add_argument("--nlist", type=domain.COUNT0, default=0, help="IVF cells (default 0: about 4 sqrt(database size))")
-    p.add_argument("--nprobe", type=domain.COUNT0, default=0, help="IVF cells visited per query (default 0: auto's setting)")
+    p.add_argument("--nprobe", type=domain.COUNT0, default=0,
+                   help="IVF cells visited per query (default 0: auto's setting)")
     p.add_argument("--refine", type=domain.COUNT0, default=0,
                    help="search refine x k candidates and re-rank them with exact similarities (0: off)")
     p.add_argument("--query-block", type=domain.COUNT0, default=0,

@@ -1,8 +1,10 @@
 """Subcommands ``compare`` (the BLEU table and plot of the selection methods), ``headline``,
-``summary`` (one row per system of a suite), ``claims`` (the seed papers' claims beside ours), ``wall-times`` (each part's time from
-scripts/wall_time.sh's rows), ``docs-results`` (docs/results.md and the README's key result from
-the tables the pipeline wrote) and ``report-figures``: the figures and tables of the Snakemake
-report (ledger, score histograms, result tables, wall time and throughput per rule). Listed in :data:`marginmine.cli.main.COMMAND_MODULES`."""
+``summary`` (one row per system of a suite), ``claims`` (the seed papers' claims beside ours),
+``wall-times`` (each part's time from scripts/wall_time.sh's rows), ``docs-results``
+(docs/results.md and the README's key result from the tables the pipeline wrote) and
+``report-figures``: the figures and tables of the Snakemake report (ledger, score histograms,
+result tables, wall time and throughput per rule). Listed in
+:data:`marginmine.cli.main.COMMAND_MODULES`."""
 
 from __future__ import annotations
 
@@ -102,7 +104,8 @@ def cmd_summary(args: argparse.Namespace) -> int:
         read_table(args.comparison, ["test_set", "method", "N", "bleu_mean", "bleu_sd", "seeds", "p_value",
                                      "chrf_mean", "chrf_sd", "chrf_p"]),
         selected_counts(args.select))
-    sources = [p for p in (args.intrinsic, args.bucc, args.quality, args.comparison, args.runs) if p] + list(args.select)
+    sources = ([p for p in (args.intrinsic, args.bucc, args.quality, args.comparison, args.runs) if p]
+               + list(args.select))
     from marginmine.timecap import caps_under
 
     caps = caps_under(args.caps_from)
@@ -200,7 +203,8 @@ def register(sub: argparse._SubParsersAction, handlers: Handlers) -> None:
                    help="output: the same as a Markdown table, naming the files joined")
     handlers["summary"] = cmd_summary
 
-    p = sub.add_parser("wall-times", help="a part's wall time: the sum of scripts/wall_time.sh's rows per part (Markdown)")
+    p = sub.add_parser("wall-times",
+                       help="a part's wall time: the sum of scripts/wall_time.sh's rows per part (Markdown)")
     p.add_argument("tsv", help="the rows (part, started, ended, seconds, exit, machine)")
     p.add_argument("--md", required=True,
                    help="output: Markdown table, one row per part (invocations, seconds, machines), "
@@ -209,7 +213,8 @@ def register(sub: argparse._SubParsersAction, handlers: Handlers) -> None:
 
     p = sub.add_parser("claims", help="each seed paper's headline claim beside the same comparison in a suite's "
                                       "tables: the paper's numbers, ours, agrees / contradicts / not comparable")
-    p.add_argument("--results", required=True, help="the suite's tables (results/<exp>/published; ../ is the experiment's)")
+    p.add_argument("--results", required=True,
+                   help="the suite's tables (results/<exp>/published; ../ is the experiment's)")
     p.add_argument("--size", required=True, help="the N the suite's NMT systems are trained at (e.g. 20k)")
     p.add_argument("--title", default="The papers' claims beside ours", help="the Markdown table's title")
     p.add_argument("--tables", nargs="+", metavar="TSV",

@@ -115,7 +115,8 @@ def register(sub: argparse._SubParsersAction, handlers: Handlers) -> None:
     p.add_argument("--per-step", type=domain.COUNT, default=PER_STEP, help="removed pairs per step")
     p.add_argument("--per-quantile", type=domain.COUNT, default=PER_QUANTILE,
                    help="pairs at each score quantile (1%%, 5%%, 10%%, 25%%, 50%%, 75%%, 90%%, 95%%, 99%%)")
-    p.add_argument("--per-boundary", type=domain.COUNT, default=PER_BOUNDARY, help="pairs either side of each N's boundary")
+    p.add_argument("--per-boundary", type=domain.COUNT, default=PER_BOUNDARY,
+                   help="pairs either side of each N's boundary")
     p.add_argument("--per-disagree", type=domain.COUNT, default=PER_DISAGREE, help="pairs each way per N")
     p.add_argument("--title", default="Samples", help="the page's title")
     p.add_argument("--html", required=True, help="output: the page")

@@ -77,7 +77,8 @@ def cmd_score(args: argparse.Namespace) -> int:
         from marginmine.encoders.base import encoder_identity, read_manifest
 
         emb = EncoderEmbeddings(cli_encoder(args), args.src_lang, args.tgt_lang)
-        ident = {"encoder": read_manifest(args.encoder, verify=False)["sha256"], "langs": [args.src_lang, args.tgt_lang]}
+        ident = {"encoder": read_manifest(args.encoder, verify=False)["sha256"],
+                 "langs": [args.src_lang, args.tgt_lang]}
         _check_heads(settings, encoder_identity(args.encoder), f"--encoder {args.encoder}")
     n = score_file(args.input, args.output, emb, settings, tuple(args.columns), ident, args.allow_empty,
                    args.baseline, args.seed)
@@ -107,7 +108,8 @@ def cmd_mine(args: argparse.Namespace) -> int:
     if args.ledger:
         ledger.write(args.ledger, Path(args.ledger).with_suffix(".tsv"))
     print(ledger.summary(), file=sys.stderr)
-    log.info("mined %d pairs (%s retrieval, %s margin, k=%d) -> %s", n, args.retrieval, args.margin, args.k, args.output)
+    log.info("mined %d pairs (%s retrieval, %s margin, k=%d) -> %s",
+             n, args.retrieval, args.margin, args.k, args.output)
     return 0
 
 

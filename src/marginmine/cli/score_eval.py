@@ -189,7 +189,8 @@ def register(sub: argparse._SubParsersAction, handlers: Handlers) -> None:
     p.add_argument("--mono-tgt", nargs="+", required=True,
                    help="target-language text files: the unpaired lines of the target pools")
     p.add_argument("--share", type=domain.SHARE, default=BUCC_SHARE, help="gold share of each pool (BUCC: 2-3%%)")
-    p.add_argument("--distractors", type=domain.COUNT0, default=BUCC_DISTRACTORS, help="unpaired gold-domain lines per side")
+    p.add_argument("--distractors", type=domain.COUNT0, default=BUCC_DISTRACTORS,
+                   help="unpaired gold-domain lines per side")
     p.add_argument("--mono-max", type=domain.COUNT0, default=BUCC_MONO_MAX,
                    help="the first this many distinct monolingual lines per side (0 = all; half per split)")
     add_seed(p, "which gold pairs and distractors are drawn, and the pools' order "

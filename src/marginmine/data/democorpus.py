@@ -253,7 +253,8 @@ def build_demo_corpus(data_dir: Path, out_tsv: Path, labels_tsv: Path, *, seed: 
     random.Random(seed).shuffle(corpus)
 
     summary = _summary(corpus, dropped_input, dropped_final, notes, seed, scale)
-    summary["heldout"] = {split: {"pairs": len(pairs), "by_origin": dict(sorted(Counter(p.origin for p in pairs).items()))}
+    summary["heldout"] = {split: {"pairs": len(pairs),
+                                  "by_origin": dict(sorted(Counter(p.origin for p in pairs).items()))}
                           for split, pairs in held.items()}
     if summary["noise_share"] < MIN_NOISE_SHARE:
         raise MarginmineError(f"demo corpus: noise share {summary['noise_share']:.3f} is below "

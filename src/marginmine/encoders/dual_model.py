@@ -46,7 +46,8 @@ DEFAULTS: dict[str, Any] = {
     "optimizer": "adam",        # adam (sparse tables: lazy Adam) | sgd (the BiDE+AM paper: SGD, lr 0.003)
     "lr": 1e-3,                 # peak learning rate
     "lr_schedule": "constant",  # constant | linear | cosine (decay to 0 at max_steps, after warmup)
-    "warmup_steps": 0,          # linear warm-up: update i (0-based) of the first warmup_steps uses lr*(i+1)/warmup_steps
+    # linear warm-up: update i (0-based) of the first warmup_steps uses lr*(i+1)/warmup_steps
+    "warmup_steps": 0,
     "epochs": 3,
     "margin": 0.3,
     "scale": 20.0,

@@ -85,7 +85,8 @@ def matrix_errors(sim: np.ndarray, kind: str, seed: int = SEED) -> tuple[float, 
     :func:`shuffled_recovery_error` does."""
     n = len(sim)
     if kind != "alignment":
-        return float(np.mean(np.argmax(sim, axis=1) != np.arange(n))), float(np.mean(np.argmax(sim, axis=0) != np.arange(n)))
+        return (float(np.mean(np.argmax(sim, axis=1) != np.arange(n))),
+                float(np.mean(np.argmax(sim, axis=0) != np.arange(n))))
     errs = []
     for m, s in ((sim, seed), (sim.T, seed + 1)):
         perm = np.random.default_rng(s).permutation(n)
@@ -93,7 +94,8 @@ def matrix_errors(sim: np.ndarray, kind: str, seed: int = SEED) -> tuple[float, 
     return errs[0], errs[1]
 
 
-def evaluate_similarity(encoder: SentenceEncoder, sets: Sequence[GoldSet], similarity: Callable[[np.ndarray, np.ndarray], np.ndarray],
+def evaluate_similarity(encoder: SentenceEncoder, sets: Sequence[GoldSet],
+                        similarity: Callable[[np.ndarray, np.ndarray], np.ndarray],
                         src_lang: str, label: str = "similarity", seed: int = SEED) -> list[dict[str, object]]:
     """As :func:`evaluate`, with a learned similarity of every pair (``similarity(x, y)`` -> matrix,
     ``x`` in ``src_lang``: sets in the other orientation are read backwards) instead of a margin."""

@@ -164,8 +164,8 @@ def read_labels(path: str | Path, monotone: bool = False) -> Audit:
         with open_binary(path) as fh:
             header = fh.readline().decode("utf-8").lstrip("\ufeff").rstrip("\r\n").split("\t")
             if any(c not in header for c in need):
-                raise InputError(str(path), f"header {header[:8]} lacks {', '.join(c for c in need if c not in header)}",
-                                 line=1, hint=hint)
+                missing = ", ".join(c for c in need if c not in header)
+                raise InputError(str(path), f"header {header[:8]} lacks {missing}", line=1, hint=hint)
             ci, cr, cf, cl_, cp, cl = (header.index(c) for c in need)
             for n, raw in enumerate(fh, 2):
                 cols = raw.decode("utf-8").rstrip("\r\n").split("\t")

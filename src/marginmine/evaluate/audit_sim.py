@@ -60,7 +60,8 @@ def simulate(scores: np.ndarray, positive: np.ndarray, ns: Sequence[int], labels
         rest = np.maximum(n_arr - labelled, 1)
         rest_truth = (good_top - known) / rest
         rest_err[i] = np.abs((p.good - known) / rest - rest_truth)
-        rest_cover[i] = ((low[i] * n_arr - known) / rest <= rest_truth + 1e-9) & (rest_truth <= (high[i] * n_arr - known) / rest + 1e-9)
+        rest_cover[i] = (((low[i] * n_arr - known) / rest <= rest_truth + 1e-9)
+                         & (rest_truth <= (high[i] * n_arr - known) / rest + 1e-9))
     return {"truth": truth, "estimate": est, "median_abs_error": np.median(np.abs(est - truth), axis=0),
             "coverage": ((low <= truth) & (truth <= high)).mean(axis=0), "mean_width": (high - low).mean(axis=0),
             "rest_median_abs_error": np.median(rest_err, axis=0), "rest_coverage": rest_cover.mean(axis=0)}

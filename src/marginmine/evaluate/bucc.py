@@ -238,7 +238,8 @@ def rerank_rows(data: Mapping[str, tuple[np.ndarray, np.ndarray, Split]], scorer
     return rows
 
 
-def read_translated(directory: str | Path, split: str, translations: Mapping[str, str | Path]) -> tuple[list[str], list[str]]:
+def read_translated(directory: str | Path, split: str,
+                    translations: Mapping[str, str | Path]) -> tuple[list[str], list[str]]:
     """A split's pools translated (``translations``: ``<split>.src``/``<split>.tgt`` -> file), line
     for line with the pool files (checked)."""
     out = []
@@ -250,7 +251,8 @@ def read_translated(directory: str | Path, split: str, translations: Mapping[str
         lines, pool = read_lines(translations[key]), read_lines(Path(directory) / key)
         if len(lines) != len(pool):
             raise InputError(str(translations[key]), f"has {len(lines)} lines, {Path(directory) / key} has "
-                             f"{len(pool)}", hint="a translation must be line-aligned with its pool: translate it again")
+                             f"{len(pool)}",
+                             hint="a translation must be line-aligned with its pool: translate it again")
         out.append(lines)
     return out[0], out[1]
 

@@ -198,8 +198,8 @@ def write_composition(rows: Sequence[Composition], tsv: str | Path, md: str | Pa
                   "|---|---:|---:|---:|" + "---:|" * len(head)]
         for d in sorted(density, key=lambda d: (not d.group.startswith("clean:"), -d.pairs, d.group)):
             nb = "n/a" if d.mean_neighbourhood != d.mean_neighbourhood else f"{d.mean_neighbourhood:.3f}"
-            lines.append(f"| {d.group} | {100 * d.pairs / corpus:.1f} | {d.mean_cosine:.3f} | {nb} | " + " | ".join(f"{100 * r.share(d.group):.1f}" for r in rows)
-                         + " |")
+            lines.append(f"| {d.group} | {100 * d.pairs / corpus:.1f} | {d.mean_cosine:.3f} | {nb} | "
+                         + " | ".join(f"{100 * r.share(d.group):.1f}" for r in rows) + " |")
     write_text(md, "\n".join(lines) + "\n")
     if density_tsv is not None:
         with open_text_out(density_tsv) as fh:

@@ -61,7 +61,8 @@ def _repaired(g: Group, seed: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
     return g.u, g.v[repairing(len(g.u), seed)]
 
 
-def shortcut_rows(scorer: str, score: Score, groups: Sequence[Group], positives: Group, seed: int) -> list[dict[str, Any]]:
+def shortcut_rows(scorer: str, score: Score, groups: Sequence[Group], positives: Group,
+                  seed: int) -> list[dict[str, Any]]:
     """A row per group and one for ``positives`` (last), as the module describes."""
     from marginmine.scoring.metrics import roc_auc
 
@@ -75,9 +76,9 @@ def shortcut_rows(scorer: str, score: Score, groups: Sequence[Group], positives:
     nan = float("nan")
     for i, g in enumerate(everything):
         if len(g.u) < 2:  # nothing to re-pair: a row saying so
-            rows.append({"scorer": scorer, "group": g.name, "pairs": len(g.u), "median_true": nan, "median_repaired": nan,
-                         "auc": nan, "auc_vs_positives": nan, "cosine_auc": nan, "cosine_auc_vs_positives": nan,
-                         "flag": "too few pairs"})
+            rows.append({"scorer": scorer, "group": g.name, "pairs": len(g.u), "median_true": nan,
+                         "median_repaired": nan, "auc": nan, "auc_vs_positives": nan, "cosine_auc": nan,
+                         "cosine_auc_vs_positives": nan, "flag": "too few pairs"})
             continue
         wrong = _repaired(g, (seed, i))
         found = {}

@@ -64,7 +64,8 @@ class PairLabels:
         try:
             fh = open(path, encoding="utf-8", newline="")
         except FileNotFoundError as exc:
-            raise InputError(path, "file not found", hint="build the corpus first (it writes the label sidecar)") from exc
+            raise InputError(path, "file not found",
+                             hint="build the corpus first (it writes the label sidecar)") from exc
         with fh:
             header = fh.readline().rstrip("\r\n").split("\t")
             check_label_header(path, header)

@@ -12,7 +12,8 @@ the tables comes from the files the systems wrote (never from a hand computation
   origin when ``subsets`` are given, then the extra sets), per N and method: mean and sample sd of
   sacreBLEU over seeds, and the two-level bootstrap (training seeds and test sentences,
   :mod:`marginmine.nmt.significance`) of the method against the headline method: difference,
-  95% interval, p-value; the same for chrF (``chrf_*`` columns), on the same bootstrap rounds. ``dev`` is not tested (it chose nothing, but it is not a test set either).
+  95% interval, p-value; the same for chrF (``chrf_*`` columns), on the same bootstrap rounds.
+  ``dev`` is not tested (it chose nothing, but it is not a test set either).
   The Markdown names the machines the systems were trained and decoded on (BLEU differs between
   CPU models).
 * ``comparison_runs.tsv``: one row per trained system (method, N, seed): pairs, updates, training
@@ -157,7 +158,8 @@ def runs_tsv(runs: Sequence[Run]) -> str:
               *(f"{s}_chrf" for s in sets), "train_machine", "decode_machine"]
     lines = ["\t".join(header)]
     for r in sorted(runs, key=lambda r: (parse_count(r.n), r.method, r.seed)):
-        lines.append("\t".join([r.method, r.n, str(r.seed), str(r.pairs), "" if r.num_updates is None else str(r.num_updates),
+        lines.append("\t".join([r.method, r.n, str(r.seed), str(r.pairs),
+                                "" if r.num_updates is None else str(r.num_updates),
                                 _f(r.train_seconds, 0), _f(r.dev_loss, 3),
                                 *(_f(r.sets[s].bleu) if s in r.sets else "" for s in sets),
                                 *(_f(r.sets[s].chrf) if s in r.sets else "" for s in sets),

@@ -161,11 +161,12 @@ def translate_files(workdir: str | Path, jobs: list[tuple[str | Path, str | Path
     """Translate every ``(src_file, out_file)`` of ``jobs``; one stats dict per job, in order.
 
     ``decoder``: ``ctranslate2`` (default) or ``fairseq``. Without ``chunk_lines`` all files go
-    through ONE decoder start-up (model load and data set-up paid once, not per test set). With ``chunk_lines`` (corpora) each file is translated in
-    chunks of that many lines, each chunk saved when done (``.<out>.chunks/``, with the model's
-    SHA-256, the source's and the settings): a killed run resumes at the first missing chunk, a
-    changed model, source or setting starts the chunks again (logged). Either way each output has
-    exactly one line per source line (checked) and is written atomically at the end. ``column``:
+    through ONE decoder start-up (model load and data set-up paid once, not per test set). With
+    ``chunk_lines`` (corpora) each file is translated in chunks of that many lines, each chunk saved
+    when done (``.<out>.chunks/``, with the model's SHA-256, the source's and the settings): a killed
+    run resumes at the first missing chunk, a changed model, source or setting starts the chunks
+    again (logged). Either way each output has exactly one line per source line (checked) and is
+    written atomically at the end. ``column``:
     the sources are that 0-based tab-separated column of each line (a corpus shard), not the line.
     """
     import sentencepiece as spm
@@ -195,7 +196,8 @@ def translate_files(workdir: str | Path, jobs: list[tuple[str | Path, str | Path
                         truncated, src_file, dec.max_src)
         stats_list.append({"src": str(src_file), "hyp": str(out), "lines": len(lines),
                            "empty_sources": len(lines) - len(k), "truncated_sources": truncated,
-                           "decoder": dec.decoder, "beam": dec.beam, "batch_size": dec.batch_size, "max_tokens": dec.max_tokens,
+                           "decoder": dec.decoder, "beam": dec.beam, "batch_size": dec.batch_size,
+                           "max_tokens": dec.max_tokens,
                            "lenpen": dec.lenpen, "max_len_a": dec.max_len_a, "max_len_b": dec.max_len_b,
                            "src_lang": manifest["src_lang"], "tgt_lang": manifest["tgt_lang"], "column": column,
                            "files_in_call": len(jobs) if chunk_lines is None else 1})
@@ -328,7 +330,8 @@ def _bleu_lines(name: str, r: Mapping[str, Any]) -> list[str]:
            f"  hypotheses {r.get('hyp_file', '?')}  reference {r.get('ref_file', '?')}"]
     if "src" in r:
         out.append(f"  source {r['src']}  (empty {r.get('empty_sources', 0)}, truncated "
-                   f"{r.get('truncated_sources', 0)}; {r.get('call_seconds', '?')} s for {r.get('files_in_call', 1)} file(s) in one call)")
+                   f"{r.get('truncated_sources', 0)}; {r.get('call_seconds', '?')} s for "
+                   f"{r.get('files_in_call', 1)} file(s) in one call)")
     return out
 
 
@@ -349,7 +352,8 @@ def write_bleu_report(path: str | Path, test: Mapping[str, Any], dev: Mapping[st
     sidecar = path.with_suffix(".json")
     path.parent.mkdir(parents=True, exist_ok=True)
     chrf = {"chrf": round(float(test["chrf"]), 2)} if "chrf" in test else {}
-    obj = {"bleu": round(float(test["bleu"]), 2), **chrf, "test": dict(test), "dev": dict(dev) if dev is not None else None,
+    obj = {"bleu": round(float(test["bleu"]), 2), **chrf, "test": dict(test),
+           "dev": dict(dev) if dev is not None else None,
            "extra": {k: dict(v) for k, v in extra.items()}, "meta": dict(meta)}
     for target, text in ((sidecar, json.dumps(obj, indent=1, sort_keys=True) + "\n"), (path, "\n".join(lines) + "\n")):
         part = target.with_name(target.name + ".part")

@@ -11,9 +11,11 @@ from marginmine.report.claims import Claim, Measure
 
 AS, YANG, GUO, KIM, JW = ("Artetxe & Schwenk 2019", "Yang et al. 2019 (BiDE+AM)", "Guo et al. 2018 (hard negatives)",
                           "Kim et al. 2019 (MLP similarity)", "Jones & Wijaya 2021 (translate-then-vote)")
-BUCC = "our BUCC-style pools (newstest 2017-18 gold pairs in WikiText-2 / 10kGNAD, ~10.7k x 13.7k, 305 gold), demo DAN, k = 4, test F1 with the threshold from train"
+BUCC = ("our BUCC-style pools (newstest 2017-18 gold pairs in WikiText-2 / 10kGNAD, ~10.7k x 13.7k, 305 gold), "
+        "demo DAN, k = 4, test F1 with the threshold from train")
 TATOEBA_FR = "Tatoeba v1 fra-eng, 1,000 pairs, en->fr retrieval error by cosine (%)"
-NMT = "top 20k of the 91k-pair demo corpus, 2+2-layer transformer, 1,000 updates, en->de, clean-mix test BLEU, mean of 2 seeds"
+NMT = ("top 20k of the 91k-pair demo corpus, 2+2-layer transformer, 1,000 updates, en->de, clean-mix test BLEU, "
+       "mean of 2 seeds")
 PARACRAWL = "ParaCrawl v3 en-de human labels (2,000 pairs), one batch"
 TEST_ONLY_CLEAN_MIX = "our BLEU is on the clean-mix test, the paper's on news"
 
@@ -48,7 +50,8 @@ CLAIMS: tuple[Claim, ...] = (
           "31.2 BLEU newstest2014, > +1 over BiCleaner, > +6 over Zipporah", "ParaCrawl section (004 text)",
           "4.59B pairs, top 10M, big transformer", PARACRAWL + ", ROC-AUC beside the file's shipped Zipporah score",
           _paracrawl("ratio", "zipporah (shipped)"), labels=("ratio", "zipporah"),
-          not_comparable="a ranking AUC on 2,000 labelled pairs, not the BLEU of systems trained on 10M selected pairs"),
+          not_comparable=("a ranking AUC on 2,000 labelled pairs, not the BLEU of systems trained on 10M selected "
+                          "pairs")),
     Claim(AS, "as-nmt", "(ours, not the paper's) NMT on a ratio selection beats NMT on a cosine selection",
           "no cosine-filtered system in the paper", "-", "-", NMT, _bleu("ratio", "cosine"), labels=("ratio", "cosine"),
           not_comparable="not a claim of the paper: it trains no cosine-filtered system (it motivates one: margins "
@@ -88,12 +91,14 @@ CLAIMS: tuple[Claim, ...] = (
           _err("mlp-60 (dan)", "dan", "newstest2012", "similarity", "cosine", "err_avg", "higher"),
           labels=("MLP", "cosine")),
     Claim(KIM, "kim-bleu", "filtering with the MLP beats filtering with cosine",
-          "BLEU 29.2 vs 23.0 (10M words, test2017)", "Table 2", "WMT18 ParaCrawl de->en, news test, Sockeye transformer",
+          "BLEU 29.2 vs 23.0 (10M words, test2017)", "Table 2",
+          "WMT18 ParaCrawl de->en, news test, Sockeye transformer",
           NMT + "; positives 4,000 encoder-data pairs", _bleu("mlp-60", "cosine"), labels=("MLP", "cosine"),
           note=TEST_ONLY_CLEAN_MIX),
     Claim(KIM, "kim-bleu-news", "the same with news positives, as the paper's",
           "BLEU 29.2 vs 23.0", "Table 2", "positives newstest2007-2015 (~21k)",
-          NMT + "; positives newstest2019 (mlp-60-news)", _bleu("mlp-60-news", "cosine"), labels=("MLP (news)", "cosine"),
+          NMT + "; positives newstest2019 (mlp-60-news)", _bleu("mlp-60-news", "cosine"),
+          labels=("MLP (news)", "cosine"),
           note=TEST_ONLY_CLEAN_MIX),
     Claim(KIM, "kim-random", "cosine filtering beats random sampling",
           "BLEU 23.0 vs 19.1", "Table 2", "as above", NMT + " (random: one seed)", _bleu("cosine", "random"),
@@ -115,7 +120,8 @@ CLAIMS: tuple[Claim, ...] = (
           labels=("encoder-data positives", "news positives")),
     Claim(JW, "jw-pairwise", "pairwise voting mines better than the original search alone",
           "F1 gain +4.0 vs +3.6 on average, 26/38 languages", "Sec. 6.1, Table 4",
-          "Tatoeba, 64 low-resource languages, LaBSE, Google Translate", BUCC + ", translators: our NMT (1,000 updates)",
+          "Tatoeba, 64 low-resource languages, LaBSE, Google Translate",
+          BUCC + ", translators: our NMT (1,000 updates)",
           Measure("bucc.tsv", "f1", {"scorer": "vote-pairwise"}, {"scorer": "vote-orig"}, digits=3),
           labels=("pairwise", "original")),
     Claim(JW, "jw-strict-p", "strict voting has the highest precision",
@@ -129,5 +135,6 @@ CLAIMS: tuple[Claim, ...] = (
     Claim(JW, "jw-nmt", "NMT on voted bitext (no threshold) beats NMT on ratio-margin bitext (threshold 1.06)",
           "BLEU en->kk 6.1 vs 4.1", "Table 2", "Wikipedia en-kk / en-gu, sets of different sizes",
           NMT, _bleu("vote-pairwise", "ratio"), labels=("pairwise", "ratio"),
-          not_comparable="the paper compares a voted set with a thresholded set of another size; ours are equal 20k selections"),
+          not_comparable=("the paper compares a voted set with a thresholded set of another size; ours are equal 20k "
+                          "selections")),
 )

@@ -9,8 +9,9 @@ the run has not written is "not measured", naming it.
 The verdict: ``agrees`` when our comparison goes the paper's way, ``contradicts`` when it goes the
 other way; a comparison a comparison table tested (BLEU and chrF, the seed-aware paired bootstrap:
 the suite's ``comparison.tsv`` against its first baseline, ``versus/<method>/comparison.tsv``
-against the others of ``published.references``) adds ``not significant`` at p >= 0.05; ``not comparable`` when the settings differ in a
-way that decides the outcome (the claim says why), with our direction given beside it.
+against the others of ``published.references``) adds ``not significant`` at p >= 0.05; ``not comparable``
+when the settings differ in a way that decides the outcome (the claim says why), with our direction
+given beside it.
 """
 
 from __future__ import annotations
@@ -133,7 +134,8 @@ def judge(claim: Claim, results: Path, size: str | None = None,
     assert a is not None and b is not None
     holds = a > b if m.better == "higher" else a < b
     p = _p_value(rows, m, results, tables)
-    ours = f"{claim.labels[0]} {a:.{m.digits}f} vs {claim.labels[1]} {b:.{m.digits}f}" + (f" (p = {p:.3f})" if p is not None else "")
+    ours = (f"{claim.labels[0]} {a:.{m.digits}f} vs {claim.labels[1]} {b:.{m.digits}f}"
+            + (f" (p = {p:.3f})" if p is not None else ""))
     way = "agrees" if holds else "contradicts" if a != b else "tie"
     if p is not None and p >= ALPHA:
         way += ", not significant"

@@ -96,12 +96,14 @@ def write_summary(tsv: str | Path, md: str | Path) -> list[Part]:
              "A part's time is the sum of its invocations' seconds (scripts/wall_time.sh writes a row per "
              "invocation; the gaps between them are not counted). Done: its last invocation exited 0. "
              "A part run on several machines is marked: its sum mixes CPU models.", "",
-             "| part | invocations | seconds | minutes | done | exit statuses | machines | first started | last ended |",
+             "| part | invocations | seconds | minutes | done | exit statuses | machines | "
+             "first started | last ended |",
              "|---|---:|---:|---:|---|---|---|---|---|"]
     for p in parts:
         machines = "; ".join(p.machines) if p.one_machine else "**mixed:** " + "; ".join(p.machines)
-        lines.append(f"| {p.part} | {len(p.exits)} | {p.seconds} | {p.seconds / 60:.1f} | {'yes' if p.done else 'no'} | "
-                     f"{', '.join(map(str, p.exits))} | {machines} | {p.first_started} | {p.last_ended} |")
+        lines.append(f"| {p.part} | {len(p.exits)} | {p.seconds} | {p.seconds / 60:.1f} | "
+                     f"{'yes' if p.done else 'no'} | {', '.join(map(str, p.exits))} | {machines} | "
+                     f"{p.first_started} | {p.last_ended} |")
     if not parts:
         lines.append("| (no rows) | 0 | 0 | 0.0 | no |  |  |  |  |")
     total = sum(p.seconds for p in parts)

@@ -9,17 +9,17 @@ built-in kinds are listed explicitly: one import per module that registers kinds
 
 from marginmine.scoring import builtin, calibrated, mlp, votes  # noqa: F401  (ratio, distance, cosine, absolute, eq9, eq10; calibrated; mlp; vote)
 from marginmine.scoring.kinds import (
-                                      BUILTIN_METHODS,
-                                      KINDS,
-                                      NAME,
-                                      Batch,
-                                      ScoreKind,
-                                      describe,
-                                      kind_params,
-                                      load_plugins,
-                                      make_kind,
-                                      parse_scorers,
-                                      register,
+    BUILTIN_METHODS,
+    KINDS,
+    NAME,
+    Batch,
+    ScoreKind,
+    describe,
+    kind_params,
+    load_plugins,
+    make_kind,
+    parse_scorers,
+    register,
 )
 
 __all__ = ["BUILTIN_METHODS", "KINDS", "NAME", "Batch", "ScoreKind", "describe", "kind_params", "load_plugins",

@@ -167,7 +167,8 @@ def fitted_negatives(head: str | Path, kind: Any, shards: Sequence[CorpusShard],
     idx, _, stats = negative_rows(kind, shards, int(recorded["negatives"]), int(manifest["seed"]), exclude)
     if json.loads(json.dumps(stats)) != recorded:
         raise InputError(str(Path(head) / "head.json"), f"records negatives {recorded}, the given corpus gives "
-                         f"{stats}", hint="give the corpus shards and embeddings (and --paracrawl file) it was fitted on")
+                         f"{stats}",
+                         hint="give the corpus shards and embeddings (and --paracrawl file) it was fitted on")
     return idx
 
 

@@ -33,8 +33,9 @@ holds each line's 16-byte digest in place of its text (a 5M-pair batch: 160 MB i
 2 GB). A kind that does not say gets the texts.
 
 A :class:`Batch` computes what several kinds share once: the pairs' cosines, per ``k`` the
-neighbourhood means and the translate-then-vote candidate sets. Kinds must score each pair from its batch only (the scoring contract in
-:mod:`marginmine.scoring.files`: split files give byte-identical scores).
+neighbourhood means and the translate-then-vote candidate sets. Kinds must score each pair from its
+batch only (the scoring contract in :mod:`marginmine.scoring.files`: split files give
+byte-identical scores).
 """
 
 from __future__ import annotations
@@ -112,9 +113,10 @@ class Batch:
         new batch takes its k-NN means from this one (each sentence's neighbours among the batch's
         distinct sentences do not depend on the pairing; an approximate index's candidates are this
         batch's partners) and the vote searches' mutual-best partners (they depend on the distinct
-        sentences only), and computes its cosines and vote sets anew. Where sentences repeat, a re-paired line can still be a pair of this batch (another
-        line with the same source and target): :meth:`original_pairs` marks those. A batch of fewer
-        than two pairs, or one that is itself re-paired, is refused."""
+        sentences only), and computes its cosines and vote sets anew. Where sentences repeat, a
+        re-paired line can still be a pair of this batch (another line with the same source and
+        target): :meth:`original_pairs` marks those. A batch of fewer than two pairs, or one that is
+        itself re-paired, is refused."""
         if self._origin is not None:
             raise ValueError("a re-paired batch cannot be re-paired again (two cycles can restore original pairs)")
         if len(self) < 2:

@@ -8,9 +8,10 @@ probe, and each cell's vectors meet all of its queries in one product (``faiss.k
 top-k heap), as GPU implementations do. Few, large cells (about ``CELL`` vectors each) keep the
 products efficient; ``nprobe`` of them are visited per query.
 
-Within the probed cells the similarities are exact (float32 products of the database's rows), so the result equals an IVF-Flat search with the same
-centroids and ``nprobe``: it can only miss neighbours in cells it does not visit. Each query's
-``nprobe x k`` candidates are merged by similarity, ties to the lower index.
+Within the probed cells the similarities are exact (float32 products of the database's rows), so
+the result equals an IVF-Flat search with the same centroids and ``nprobe``: it can only miss
+neighbours in cells it does not visit. Each query's ``nprobe x k`` candidates are merged by
+similarity, ties to the lower index.
 
 Deterministic: k-means is seeded; a query block's result depends on that block only (the products'
 shapes follow from it), so a search resumed at a block boundary ends with the same bytes.
@@ -121,7 +122,8 @@ class BlasIVF:
     def load_trained(self, path: Path) -> None:
         self.centroids = np.load(path)
         if self.centroids.shape != (self.nlist, self.d):
-            raise MarginmineError(f"{path}: centroids of shape {self.centroids.shape}, expected ({self.nlist}, {self.d})")
+            raise MarginmineError(f"{path}: centroids of shape {self.centroids.shape}, "
+                                  f"expected ({self.nlist}, {self.d})")
 
 
 def build(database: np.ndarray, spec: Any, trained: Path | None, sample: np.ndarray | None) -> BlasIVF:

@@ -8,10 +8,11 @@ thresholds measured by ``bench/bench_index.py`` (judged by the selection the mar
 docs/scale.md), and ``refine`` re-ranks a longer candidate list with exact similarities.
 
 Index kinds: ``flat`` (exact), ``ivf-blas`` (IVF whose probed cells are scanned by matrix products,
-:mod:`marginmine.search.ivfblas`: the fastest approximate search on a CPU), ``ivf`` (IVF-Flat: float32 vectors in ``nlist`` cells, ``nprobe``
-visited per query), ``ivf-fp16`` (the same with float16 vectors: half the memory, and no loss for
-embeddings stored as float16), ``ivf-sq8`` (8-bit scalar quantisation: a quarter of the memory),
-``ivfpq`` (product quantisation: billions of vectors), ``auto`` (by size).
+:mod:`marginmine.search.ivfblas`: the fastest approximate search on a CPU), ``ivf`` (IVF-Flat:
+float32 vectors in ``nlist`` cells, ``nprobe`` visited per query), ``ivf-fp16`` (the same with
+float16 vectors: half the memory, and no loss for embeddings stored as float16), ``ivf-sq8`` (8-bit
+scalar quantisation: a quarter of the memory), ``ivfpq`` (product quantisation: billions of
+vectors), ``auto`` (by size).
 
 Results are deterministic: the same inputs give bit-identical similarities and indices (FAISS
 breaks ties by the lower database index; IVF training is seeded). A long search keeps every

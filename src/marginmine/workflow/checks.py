@@ -51,7 +51,8 @@ def check_scorer_config(scorers: Scorers, methods: Sequence[str], encoders: Sequ
                                       "(a name gives one score column)")
             if s["encoder"] not in encoders:
                 twin = (" (random-init twins exist unless quick: true or encoder.eval_random_init: false)"
-                        if s["encoder"].endswith("-random") else " (encoder.extra's encoders are built unless quick: true)")
+                        if s["encoder"].endswith("-random")
+                        else " (encoder.extra's encoders are built unless quick: true)")
                 raise MarginmineError(f"{key}.{name}.encoder: {s['encoder']!r} is not an encoder "
                                       f"(known: {', '.join(encoders)}){twin}")
             kind = make_kind(s["kind"], s.get("params", {}), f"{key}.{name}")
@@ -163,9 +164,9 @@ def check_scale(*, expected_pairs: int, expected_keep: float, sizes: Sequence[st
         lines.append(
             f"note: each of the {shards} shards is expected to keep about {shard_pairs:,} pairs "
             f"(corpus.expected_pairs {expected_pairs:,} / {shards} x preprocess.expected_keep {expected_keep:g}) and a "
-            f"scoring batch never spans a shard: batches of about {shard_pairs:,}, not scoring.batch_size {batch_size:,} (the "
-            f"batch size changes the scores, docs/scale.md); for batches of {batch_size:,}, preprocess.shard_size "
-            f"about {round(batch_size / expected_keep):,}")
+            f"scoring batch never spans a shard: batches of about {shard_pairs:,}, not scoring.batch_size "
+            f"{batch_size:,} (the batch size changes the scores, docs/scale.md); for batches of {batch_size:,}, "
+            f"preprocess.shard_size about {round(batch_size / expected_keep):,}")
     try:
         spec.resolved(min(batch_size, shard_pairs))
     except MarginmineError as exc:

@@ -77,7 +77,8 @@ class Config:
         self.sizes = resolve_sizes(config["selection"]["sizes"], self.expected_kept)
         self.methods = config["selection"]["methods"]
         #: scorer -> the score thresholds it also selects by (selection.thresholds): selections {method}.t{T}
-        self.thresholds = {name: [float(t) for t in ts] for name, ts in config["selection"].get("thresholds", {}).items()}
+        self.thresholds = {name: [float(t) for t in ts]
+                           for name, ts in config["selection"].get("thresholds", {}).items()}
         for name, ts in self.thresholds.items():
             check_thresholds(f"selection.thresholds.{name}", ts)
         self.sources = self._sources()
@@ -211,13 +212,15 @@ class Config:
     def _check_eval_sets(self) -> None:
         config = self.config
         for name, src in [("corpus", config["corpus"]["source"]),
-                          *((f"encoder.train {i['name']}", i["source"]) for i in config.get("encoder", {}).get("train", [])),
+                          *((f"encoder.train {i['name']}", i["source"])
+                            for i in config.get("encoder", {}).get("train", [])),
                           *((f"intrinsic {i['name']}", i["source"]) for i in config.get("intrinsic", []))]:
             if any(k in src for k in EVAL_ONLY_KEYS):
                 raise ValueError(f"{name}: 'sample' and 'methods' apply to eval sets only")
         for name in ("dev", "test"):
             if "methods" in self.eval_sets[name]:
-                raise ValueError(f"eval.{name}: every system decodes dev and test; 'methods' applies to eval.extra only")
+                raise ValueError(f"eval.{name}: every system decodes dev and test; "
+                                 "'methods' applies to eval.extra only")
         # a method with no system in this run is harmless (e.g. a published baseline outside `make published`)
         systems = [*self.methods, *config.get("scorers", {}), *(config.get("published") or {}).get("scorers", {}),
                    "random", "unfiltered"]
@@ -244,7 +247,8 @@ class Config:
             out += [("mining_eval", p) for p in e["mono_src"] + e["mono_tgt"]]
         if (config.get("filter_eval") or {}).get("paracrawl"):
             out.append(("filter_eval.paracrawl", config["filter_eval"]["paracrawl"]))
-        out += [("heads.held_out", h[s]) for h in (config.get("heads") or {}).get("held_out", []) for s in ("src", "tgt")]
+        out += [("heads.held_out", h[s])
+                for h in (config.get("heads") or {}).get("held_out", []) for s in ("src", "tgt")]
         return out
 
     def _check_data_dir(self) -> None:

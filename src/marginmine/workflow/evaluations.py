@@ -21,7 +21,8 @@ class Evaluations:
         #: the audited scorer: audit.scorer, else the first scorer among selection.methods
         self.audit_scorer = audit["scorer"] or next((m for m in self.methods if m in self.scorers), None)
         if audit["scorer"] and audit["scorer"] not in self.scorers:
-            raise ValueError(f"audit.scorer: {audit['scorer']!r} is not a scorer of `scorers:` ({', '.join(self.scorers)})")
+            raise ValueError(f"audit.scorer: {audit['scorer']!r} is not a scorer of `scorers:` "
+                             f"({', '.join(self.scorers)})")
         self.audit_sizes = resolve_sizes(audit["sizes"], self.expected_kept) if audit["sizes"] else self.sizes
 
     @property

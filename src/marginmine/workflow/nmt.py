@@ -28,7 +28,8 @@ class Nmt:
         known = [*self.all_scorers, "random", "unfiltered"]  # an entry for a method not trained now is harmless
         unknown = sorted(set(overrides) - set(known))
         if unknown:
-            raise ValueError(f"nmt.method_seeds: {unknown} are neither scorers nor random/unfiltered ({', '.join(known)})")
+            raise ValueError(f"nmt.method_seeds: {unknown} are neither scorers nor random/unfiltered "
+                             f"({', '.join(known)})")
         return {m: validate_seeds(overrides[m], f"nmt.method_seeds.{m}") if m in overrides else default
                 for m in dict.fromkeys(self.methods + self.paper_baselines + self.paper_methods)}
 

@@ -212,7 +212,8 @@ class Scoring:
         return [self.data_path(h[side]) for h in self.heads.get("held_out", []) for side in ("src", "tgt")]
 
     def file_pair_args(self, pairs: list[dict[str, str]]) -> str:
-        return " ".join(shlex.quote(f"{h['src_lang']},{h['tgt_lang']},{self.data_path(h['src'])},{self.data_path(h['tgt'])}")
+        return " ".join(shlex.quote(f"{h['src_lang']},{h['tgt_lang']},"
+                                    f"{self.data_path(h['src'])},{self.data_path(h['tgt'])}")
                         for h in pairs)
 
     def held_out_args(self) -> str:
