@@ -18,8 +18,9 @@ REPO = Path(__file__).resolve().parents[1]
 #: every folder of the data directory some test reads
 REQUIRED = ("wmt-newstest-ende", "multi30k", "opennmt-toy-ende", "laser-tatoeba-v1", "paracrawl-human-eval-en-de",
             "tatoeba-manythings-deu-eng-2018", "tatoeba-manythings-fra-eng-2017",
-            "wmt-newstest2008-2011-multiparallel", "news-commentary-5k-fr-en", "mlqe-pe-en-de", "wmt18-pcf-testsets-deen",
-            "tatoeba-opus-eng-fra-spa", "tatoeba-opus-deu-eng", "mono-de-news", "mono-en-wiki-web")
+            "wmt-newstest2008-2011-multiparallel", "news-commentary-5k-fr-en", "mlqe-pe-en-de",
+            "wmt18-pcf-testsets-deen", "tatoeba-opus-eng-fra-spa", "tatoeba-opus-deu-eng", "mono-de-news",
+            "mono-en-wiki-web")
 
 
 def data_dir() -> Path:

@@ -27,7 +27,8 @@ class TrigramEncoder:
         for i, s in enumerate(sentences):
             t = f"  {s.lower()}  "
             for j in range(len(t) - 2):
-                out[i, int.from_bytes(hashlib.blake2b(t[j:j + 3].encode(), digest_size=4).digest(), "big") % self.dim] += 1
+                h = int.from_bytes(hashlib.blake2b(t[j:j + 3].encode(), digest_size=4).digest(), "big")
+                out[i, h % self.dim] += 1
         return l2_normalize(out)
 
 

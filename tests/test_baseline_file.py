@@ -120,10 +120,11 @@ def test_clean_share_over_shards_equals_the_estimate_on_the_whole(pairs: Path, t
     out = {x: tmp_path / f"cs.{x}" for x in ("tsv", "md", "curve.tsv", "png")}
     args = ["clean-share", "--scores", str(files[0][0]), str(files[1][0]), "--baselines", str(files[0][1]),
             str(files[1][1]), "--names", "ratio", "cosine", "--sizes", "500", "1k", "--thresholds", "ratio=1.05",
-            "--tsv", str(out["tsv"]), "--md", str(out["md"]), "--curve", str(out["curve.tsv"]), "--png", str(out["png"])]
+            "--tsv", str(out["tsv"]), "--md", str(out["md"]), "--curve", str(out["curve.tsv"]),
+            "--png", str(out["png"])]
     assert main(args) == 0
     rows = [ln.split("\t") for ln in out["tsv"].read_text().splitlines()]
-    head, rows = rows[0], [dict(zip(rows[0], r)) for r in rows[1:]]
+    rows = [dict(zip(rows[0], r)) for r in rows[1:]]
     assert [(r["scorer"], r["by"], r["at"]) for r in rows] == [
         ("ratio", "N", "500"), ("ratio", "N", "1k"), ("ratio", "threshold", "1.05"), ("ratio", "target", "90%"),
         ("ratio", "target", "50%"), ("cosine", "N", "500"), ("cosine", "N", "1k"), ("cosine", "target", "90%"),

@@ -88,7 +88,8 @@ def test_corpus_chrf_from_summed_sentence_stats_equals_sacrebleu(news: list[str]
                                                                  abs=1e-6), i
     # vectorised over leading axes: 3 seeds x 2 halves
     halves = np.stack([np.stack([stats[:700].sum(0), stats[700:].sum(0)])] * 3)
-    want = [sacrebleu.corpus_chrf(hyps[:700], [news[:700]]).score, sacrebleu.corpus_chrf(hyps[700:], [news[700:]]).score]
+    want = [sacrebleu.corpus_chrf(hyps[:700], [news[:700]]).score,
+            sacrebleu.corpus_chrf(hyps[700:], [news[700:]]).score]
     assert np.allclose(chrf_from_stats(halves), [want] * 3, atol=1e-6)
 
 
@@ -217,7 +218,8 @@ def test_compare_and_headline_compute_chrf_from_reports_written_before_chrf(tmp_
            "| chrF vs ratio [CI] | chrF p |" in md
     # per seed: BLEU, and chrF where the report has it (these reports predate chrF: BLEU alone)
     assert f"| {runs[0].sets['test'].bleu:.2f}, {runs[1].sets['test'].bleu:.2f} |" in md
-    assert f"| **{head['bleu_mean']} ± {head['bleu_sd']}** |" in md and f"**{head['chrf_mean']} ± {head['chrf_sd']}**" in md
+    assert f"| **{head['bleu_mean']} ± {head['bleu_sd']}** |" in md
+    assert f"**{head['chrf_mean']} ± {head['chrf_sd']}**" in md
     assert (f"| {float(rnd['chrf_diff']):+.2f} [{float(rnd['chrf_low']):+.2f}, {float(rnd['chrf_high']):+.2f}] "
             f"| {float(rnd['chrf_p']):.3f} |") in md
     text = headline_text(runs[:2]).splitlines()

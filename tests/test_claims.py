@@ -74,7 +74,8 @@ def test_only_the_tables_the_run_built_are_read(tmp_path: Path) -> None:
     m = Measure("comparison.tsv", "bleu_mean", {"test_set": "test", "method": "mlp-60"},
                 {"test_set": "test", "method": "cosine"})
     built = frozenset({(tmp_path / "comparison.tsv").resolve()})
-    assert judge(_claim(measure=m, labels=("mlp", "cosine")), tmp_path, tables=built)["ours"] == "mlp 5.00 vs cosine 7.00"
+    ours = judge(_claim(measure=m, labels=("mlp", "cosine")), tmp_path, tables=built)["ours"]
+    assert ours == "mlp 5.00 vs cosine 7.00"
     assert judge(_claim(measure=m, labels=("mlp", "cosine")), tmp_path)["ours"].endswith("(p = 0.200)")
     row = judge(_claim(measure=m), tmp_path, tables=frozenset())
     assert row["verdict"] == "not measured" and "comparison.tsv not written" in row["ours"]

@@ -71,7 +71,8 @@ def test_the_baseline_lies_below_valid_pairs_and_misses_noise_that_is_not_random
     noise = score_kinds(batch.repaired(1), settings)
     valid = data.positive
     for name in ("ratio", "cos"):
-        auc = roc_auc(np.r_[real[name][valid], noise[name]], np.r_[np.ones(valid.sum(), bool), np.zeros(len(valid), bool)])
+        auc = roc_auc(np.r_[real[name][valid], noise[name]],
+                      np.r_[np.ones(valid.sum(), bool), np.zeros(len(valid), bool)])
         assert auc > 0.8, (name, auc)
     n = int(valid.sum())
     labelled = valid[np.argsort(-real["ratio"], kind="stable")[:n]].mean()

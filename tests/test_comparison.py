@@ -115,8 +115,10 @@ def test_the_tables_name_the_machine_each_system_ran_on(tmp_path: Path) -> None:
     rows = [dict(zip(*(x.split("\t") for x in ((tmp_path / "cmp_runs.tsv").read_text().splitlines()[0], line))))
             for line in (tmp_path / "cmp_runs.tsv").read_text().splitlines()[1:]]
     assert [(r["method"], r["seed"], r["train_machine"], r["decode_machine"]) for r in rows] == [
-        ("cosine", "1", xeon, xeon), ("cosine", "2", epyc, xeon), ("ratio", "1", epyc, epyc), ("ratio", "2", epyc, epyc)]
-    files = [fake_run(tmp_path / "one", m, "20k", s, 0.1, machines=(epyc, epyc)) for m in ("ratio", "cosine") for s in (1, 2)]
+        ("cosine", "1", xeon, xeon), ("cosine", "2", epyc, xeon), ("ratio", "1", epyc, epyc),
+        ("ratio", "2", epyc, epyc)]
+    files = [fake_run(tmp_path / "one", m, "20k", s, 0.1, machines=(epyc, epyc))
+             for m in ("ratio", "cosine") for s in (1, 2)]
     assert compare(tmp_path / "one", files) == 0
     assert f"Machine: every system trained and decoded on {epyc}." in (tmp_path / "one" / "cmp.md").read_text()
 

@@ -123,7 +123,8 @@ def test_density_recovers_the_neighbourhood_mean_from_the_score_columns(tmp_path
     assert "| clean:multi30k | 25.0 | 0.900 | 0.850 | 50.0 |" in (tmp_path / "c.md").read_text()
     # planted (clean) pairs at N: precision over the selection, recall over the scored corpus' 3
     assert "| ratio.2 | 2 | 1.000 | 0.667 |" in (tmp_path / "c.md").read_text()
-    assert (tmp_path / "d.tsv").read_text().splitlines()[0] == "group\tpairs\tcorpus_share\tmean_cosine\tmean_knn_similarity"
+    header = "group\tpairs\tcorpus_share\tmean_cosine\tmean_knn_similarity"
+    assert (tmp_path / "d.tsv").read_text().splitlines()[0] == header
 
 
 def test_without_a_margin_and_cosine_scorer_the_density_table_is_empty_and_says_why(tmp_path: Path) -> None:
@@ -131,8 +132,10 @@ def test_without_a_margin_and_cosine_scorer_the_density_table_is_empty_and_says_
     sel = write_selection(tmp_path / "ratio.2.tsv.gz", ["m30k-train:1", "tatoeba-deu-eng:5"])
     assert main(["composition", "--labels", str(tmp_path / "labels.tsv"), "--selections", str(sel), "--density-tsv",
                  str(tmp_path / "d.tsv"), "--tsv", str(tmp_path / "c.tsv"), "--md", str(tmp_path / "c.md")]) == 0
-    assert (tmp_path / "d.tsv").read_text().splitlines() == ["group\tpairs\tcorpus_share\tmean_cosine\tmean_knn_similarity"]
-    assert "No density table: it needs a ratio or distance scorer and a cosine scorer" in (tmp_path / "c.md").read_text()
+    header = "group\tpairs\tcorpus_share\tmean_cosine\tmean_knn_similarity"
+    assert (tmp_path / "d.tsv").read_text().splitlines() == [header]
+    md = (tmp_path / "c.md").read_text()
+    assert "No density table: it needs a ratio or distance scorer and a cosine scorer" in md
 
 
 def test_density_sums_are_those_of_a_loop_over_the_pairs_bit_for_bit(tmp_path: Path) -> None:

@@ -242,7 +242,8 @@ def test_readme_key_result_block_is_replaced_and_nothing_else(demo: Path, capsys
     assert rows[0] == "| method | N | training seeds | test BLEU | vs ratio | p | test chrF | chrF vs ratio | chrF p |"
     assert [r.split(" | ")[0] for r in rows[1:]] == ["| ratio", "| cosine", "| random"]
     mean, vs = r"\d+\.\d\d ± \d+\.\d\d", r"[+-]\d+\.\d\d \[[+-]\d+\.\d\d, [+-]\d+\.\d\d\]"  # BLEU's and chrF's
-    assert re.search(rf"^\| ratio \| 20k \| 1, 2 \| \*\*{mean}\*\* \|  \|  \| \*\*{mean}\*\* \|  \|  \|$", rows[1], re.M), rows[1]
+    assert re.search(rf"^\| ratio \| 20k \| 1, 2 \| \*\*{mean}\*\* \|  \|  \| \*\*{mean}\*\* \|  \|  \|$",
+                     rows[1], re.M), rows[1]
     assert re.search(rf"^\| cosine \| 20k \| 1, 2 \| {mean} \| {vs} \| \d\.\d{{4}}( \(\d\))? \| {mean} \| {vs} "
                      r"\| \d\.\d{4} \|$", rows[2], re.M), rows[2]
     stamp = STAMP.search(block)

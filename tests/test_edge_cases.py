@@ -250,7 +250,8 @@ def test_nan_or_inf_scores_are_refused_by_select_and_eval_filter(pairs_250: Path
     labels.write_text("id\torigin\tkind\tclean\n" + "".join(f"pc{i}\tparacrawl\tclean\t{i % 2}\n" for i in range(250)))
     assert main(["eval-filter", "--demo-labels", str(labels), "--pairs", str(pairs_250), "--scores",
                  str(tmp_path / "bad-nan.tsv"), "--tsv", str(tmp_path / "q.tsv"), "--md", str(tmp_path / "q.md")]) == 2
-    assert f"{tmp_path / 'bad-nan.tsv'}:42: column ratio holds nan" in error_line(capsys.readouterr().err, "eval-filter")
+    err = error_line(capsys.readouterr().err, "eval-filter")
+    assert f"{tmp_path / 'bad-nan.tsv'}:42: column ratio holds nan" in err
     assert main(["eval-filter", "--demo-labels", str(labels), "--pairs", str(pairs_250), "--scores",
                  str(scores), "--tsv", str(tmp_path / "q.tsv"), "--md", str(tmp_path / "q.md"),
                  "--json", str(tmp_path / "q.json")]) == 0

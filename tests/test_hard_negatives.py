@@ -172,8 +172,8 @@ def test_training_with_mined_negatives(tmp_path, real_data):
     share = share_mask(400, 0.5, 7)  # only the pairs that train with negatives are mined
     assert (neg["for_right"][share] >= 0).all() and (neg["for_right"][~share] == -1).all()
     assert meta["stats"]["mined_pairs"] == share.sum() < 400
-    rand = dual.train(data, tmp_path / "rand", {**TINY, "max_steps": 6,
-                                                 "hard_negatives": {"count": 3, "share": 0.5, "kind": "random"}}, seed=7)
+    rand = dual.train(data, tmp_path / "rand",
+                      {**TINY, "max_steps": 6, "hard_negatives": {"count": 3, "share": 0.5, "kind": "random"}}, seed=7)
     plain = dual.train(data, tmp_path / "plain", {**TINY, "max_steps": 6}, seed=7)
     models = {p: (p / "model.pt").read_bytes() for p in (hard, rand, plain)}
     assert len(set(models.values())) == 3  # the negatives change the updates

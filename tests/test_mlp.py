@@ -171,7 +171,8 @@ def test_the_mining_benchmark_takes_the_mlps_best_of_the_cosine_neighbours(fitte
     enc = TrigramEncoder()
     data = {}
     for split, year in (("train", 2017), ("test", 2018)):
-        src, tgt = _lines(real_data / NEWS / f"newstest{year}.en", 200), _lines(real_data / NEWS / f"newstest{year}.de", 400)
+        src = _lines(real_data / NEWS / f"newstest{year}.en", 200)
+        tgt = _lines(real_data / NEWS / f"newstest{year}.de", 400)
         data[split] = (enc.encode(src, "en"), enc.encode(tgt, "de"), Split(src, tgt, [(i, i) for i in range(200)]))
     kind = make_kind("mlp", {"head": str(head)}, "test")
     [row] = rerank_rows(data, [("m", kind)], 4, "tri")
@@ -243,7 +244,8 @@ def test_an_mlp_fitted_on_another_encoder_is_refused(fitted, real_data: Path, tm
                         "--scorers", json.dumps({"m": {"kind": "mlp", "head": str(head)}}), "--name", "m",
                         "--set", f"nt18,alignment,en,de,{d / 'newstest2018.en'},{d / 'newstest2018.de'}",
                         "--src-lang", "en", "--output", str(tmp_path / "o.json")], capture_output=True, text=True)
-    assert r.returncode == 2 and "comes from another encoder" in r.stderr and str(head / "head.json") in r.stderr, r.stderr
+    assert (r.returncode == 2 and "comes from another encoder" in r.stderr
+            and str(head / "head.json") in r.stderr), r.stderr
     assert not (tmp_path / "o.json").exists()
     # the corpus embeddings an MLP takes its negatives from: refused when another encoder wrote them
     from marginmine.encoders.embed import provenance_path

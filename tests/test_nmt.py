@@ -155,7 +155,8 @@ def test_parse_train_log():
     lines = [
         "x | INFO | fairseq.trainer | Loaded checkpoint /w/checkpoints/checkpoint_last.pt (epoch 2 @ 58 updates)",
         "x | INFO | train_inner | epoch 003:     10 / 29 loss=9.1, ppl=549.1, wps=9656.1, ups=7.43, num_updates=68",
-        "x | INFO | valid | epoch 003 | valid on 'valid' subset | loss 8.5 | ppl 362.0 | num_updates 87 | best_loss 8.5",
+        "x | INFO | valid | epoch 003 | valid on 'valid' subset | loss 8.5 | ppl 362.0 | num_updates 87 "
+        "| best_loss 8.5",
         "x | INFO | train | epoch 003 | loss 8.9 | wps 10571.4 | num_updates 87 | lr 0.0018",
         "x | INFO | fairseq_cli.train | early stop since valid performance hasn't improved for last 2 runs",
         ("x | INFO | fairseq.checkpoint_utils | Saved checkpoint /w/checkpoints/checkpoint_last.pt (epoch 4 @ 90 "

@@ -107,7 +107,8 @@ def test_template_plans_pretrained_files_given_by_url(tmp_path, real_data):
     r = snakemake("-n", "-p", "filtered", "nmt", "--configfile", "config/own-corpus.yaml", "mine.yaml", cwd=d)
     assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
     plan = r.stdout
-    assert f"marginmine download --url file:///models/laser2.pt --output data/downloads/encoder-laser2-model/laser2.pt --sha256 {digest}" in plan
+    assert ("marginmine download --url file:///models/laser2.pt "
+            f"--output data/downloads/encoder-laser2-model/laser2.pt --sha256 {digest}") in plan
     train = next(line for line in plan.splitlines() if "marginmine train-encoder" in line)
     assert "--kind laser-pretrained" in train and '"model": "data/downloads/encoder-laser2-model/laser2.pt"' in train
     assert f'"model": "{digest}"' in train  # the import checks the same pin

@@ -80,7 +80,8 @@ def test_the_command_line_starts_without_heavy_libraries() -> None:
             "with contextlib.redirect_stdout(io.StringIO()):\n"
             "    try:\n        main(['--help'])\n    except SystemExit:\n        pass\n"
             f"print(sorted({{k.split('.')[0] for k in sys.modules}} & set({HEAVY!r})))\n"
-            "print(sorted(k for k in sys.modules if k.startswith('marginmine.') and not k.startswith('marginmine.cli')))")
+            "print(sorted(k for k in sys.modules if k.startswith('marginmine.') "
+            "and not k.startswith('marginmine.cli')))")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr[-2000:]
     heavy, stages = r.stdout.splitlines()
@@ -93,7 +94,8 @@ def test_the_command_line_starts_without_heavy_libraries() -> None:
 ALLOWED = {
     "io": {"defaults", "errors", "io"},
     "search": {"defaults", "errors", "io", "search"},
-    "encoders": {"defaults", "errors", "io", "search", "encoders", "fairseq_process", "preprocess", "timecap", "machine"},
+    "encoders": {"defaults", "errors", "io", "search", "encoders", "fairseq_process", "preprocess", "timecap",
+                 "machine"},
     # scoring sits below its evaluations: it never imports evaluate, nmt, report or the CLI
     "scoring": {"defaults", "errors", "io", "search", "encoders", "preprocess", "scoring", "machine", "timecap",
                 "fairseq_process"},
@@ -131,6 +133,7 @@ def test_only_the_workflow_imports_the_workflow_plan() -> None:
     none imports it (the CLI included), and it never imports Snakemake (the first test)."""
     packages = {p.name for p in (SRC / "marginmine").iterdir() if p.is_dir() and (p / "__init__.py").exists()}
     bad = {mod for pkg in packages - {"workflow"} for mod, deps in _all_imports(pkg).items() if "workflow" in deps}
-    bad |= {str(f.relative_to(SRC)) for f in (SRC / "marginmine").glob("*.py") if "marginmine.workflow" in f.read_text()}
+    bad |= {str(f.relative_to(SRC)) for f in (SRC / "marginmine").glob("*.py")
+            if "marginmine.workflow" in f.read_text()}
     assert not bad, sorted(bad)
     assert {"scoring", "encoders", "nmt"} <= set().union(*_all_imports("workflow").values())

@@ -37,8 +37,8 @@ def test_paracrawl_wrong_language_removed_valid_kept(paracrawl_tsv: Path, paracr
     total = labels_of(paracrawl_tsv, 7)
     # kept: en, de, then the 7 carried columns (url_en, url_de, hunalign, zipporah, bicleaner, label, comment)
     kept = labels_of(out / "kept.tsv", 2 + 5)
-    langid_rejects = Counter(l.split("\t")[3 + 2 + 5] for l in open(out / "rejects.tsv", encoding="utf-8")
-                             if l.split("\t")[1] == "langid")
+    langid_rejects = Counter(line.split("\t")[3 + 2 + 5] for line in open(out / "rejects.tsv", encoding="utf-8")
+                             if line.split("\t")[1] == "langid")
     assert total["L"] == 45 and total["V"] == 1048
     assert total["L"] - kept["L"] >= 40, "most wrong-language pairs must go"
     assert langid_rejects["V"] <= 0.10 * total["V"], "language id must keep most valid pairs"
@@ -49,7 +49,7 @@ def test_every_pair_accounted_for(paracrawl_tsv: Path, paracrawl_run) -> None:
     out, ledger = paracrawl_run
     n_in = sum(1 for _ in open(paracrawl_tsv, encoding="utf-8"))
     kept = sum(1 for _ in open(out / "kept.tsv", encoding="utf-8"))
-    rejects = [l.split("\t") for l in open(out / "rejects.tsv", encoding="utf-8")]
+    rejects = [line.split("\t") for line in open(out / "rejects.tsv", encoding="utf-8")]
     assert kept + len(rejects) == n_in == ledger.total_in
     assert ledger.total_kept == kept
     lines = [int(r[0]) for r in rejects]
@@ -81,7 +81,7 @@ def test_dedup_protect_and_shards(tmp_path: Path) -> None:
     settings = PreprocessSettings("en", "de", protected=protected_keys([test_set]))
     led = preprocess(InputSpec((str(f),)), tmp_path / "k.tsv", tmp_path / "r.tsv", tmp_path / "l.json",
                      settings, shard_size=2)
-    reasons = [l.split("\t")[2] for l in open(tmp_path / "r.tsv", encoding="utf-8")]
+    reasons = [line.split("\t")[2] for line in open(tmp_path / "r.tsv", encoding="utf-8")]
     assert reasons == ["duplicate", "test_set_overlap"]
     assert [p.name for p in sorted(tmp_path.glob("k.*.tsv"))] == ["k.00000.tsv", "k.00001.tsv"]
     assert led.total_kept == 3

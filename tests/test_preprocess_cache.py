@@ -37,7 +37,8 @@ def crawl_like(data: Path, n: int, seed: int = 3) -> tuple[list[bytes], list[str
     """``n`` TSV lines (source, target, an id column) of real sentences the way a crawl has them,
     and a few German sentences of the sample to protect."""
     rng = random.Random(seed)
-    pc = [line.split("\t") for line in _lines(data / "paracrawl-human-eval-en-de/paracrawl-v3-validation-data.sorted.en-de.tsv")]
+    pc_file = data / "paracrawl-human-eval-en-de/paracrawl-v3-validation-data.sorted.en-de.tsv"
+    pc = [line.split("\t") for line in _lines(pc_file)]
     aligned = [(r[2], r[3]) for r in pc]
     tat = list(zip(_lines(data / "tatoeba-manythings-deu-eng-2018/train.nooverlap.en"),
                    _lines(data / "tatoeba-manythings-deu-eng-2018/train.nooverlap.de")))
@@ -111,7 +112,8 @@ RUNS = [((2, 2000, False), (defaults.PREPROCESS_CACHE_MB,)),
 
 @pytest.mark.parametrize(("old", "caches"), RUNS, ids=[f"workers{w}-chunk{c}-protect{p}" for (w, c, p), _ in RUNS])
 def test_outputs_are_the_pair_by_pair_filters_byte_for_byte(sample: tuple[Path, Path], tmp_path: Path,
-                                                            old: tuple[int, int, bool], caches: tuple[int, ...]) -> None:
+                                                            old: tuple[int, int, bool],
+                                                            caches: tuple[int, ...]) -> None:
     corpus, protect_file = sample
     workers, chunk_size, protected = old
     protect = protect_file if protected else None

@@ -65,14 +65,20 @@ def test_published_plans_its_encoders_scores_selections_systems_and_tables(real_
     news = re.search(r"marginmine fit-scorer [^\n]*--name mlp-60-news [^\n]*", r.stdout).group(0)
     assert "--positives held_out --corpus work/demo/preprocess/kept/" in news
     fit = re.search(r"marginmine fit-scorer [^\n]*--name hn-cal [^\n]*", r.stdout).group(0)
-    assert "--name hn-cal" in fit and "--encoder results/demo/encoders/dan-hn " in fit and "--output work/demo/heads/hn-cal" in fit
-    assert f"en,de,{real_data}/wmt-newstest-ende/newstest2019-ende.en,{real_data}/wmt-newstest-ende/newstest2019-ende.de" in fit
-    assert "newstest2017.de" in fit and "newstest2012.de" in fit and "--encoder-data work/demo/encoder/data/manifest.json" in fit
-    cal = [c for c in re.findall(r"marginmine score [^\n]*", r.stdout) if "--output work/demo/score/published/dan-hn/hn-cal/" in c]
-    assert len(cal) == 4 and '"hn-cal": {"kind": "calibrated", "encoder": "dan-hn", "head": "work/demo/heads/hn-cal"}' in cal[0]
+    assert "--name hn-cal" in fit and "--encoder results/demo/encoders/dan-hn " in fit
+    assert "--output work/demo/heads/hn-cal" in fit
+    news_dir = f"{real_data}/wmt-newstest-ende"
+    assert f"en,de,{news_dir}/newstest2019-ende.en,{news_dir}/newstest2019-ende.de" in fit
+    assert "newstest2017.de" in fit and "newstest2012.de" in fit
+    assert "--encoder-data work/demo/encoder/data/manifest.json" in fit
+    cal = [c for c in re.findall(r"marginmine score [^\n]*", r.stdout)
+           if "--output work/demo/score/published/dan-hn/hn-cal/" in c]
+    assert len(cal) == 4
+    assert '"hn-cal": {"kind": "calibrated", "encoder": "dan-hn", "head": "work/demo/heads/hn-cal"}' in cal[0]
     assert "--src-embeddings work/demo/embed/dan-hn/" in cal[0] and '"hn-ratio"' not in cal[0]
     assert suite["baselines"] == ["ratio", "cosine", "random"]
-    assert counts["train_nmt"] == 2 * len(suite["methods"]) + 2 + 2 + 2  # two seeds each: the methods, ratio, cosine, random
+    # two seeds each: the methods, ratio, cosine, random
+    assert counts["train_nmt"] == 2 * len(suite["methods"]) + 2 + 2 + 2
     # the suite's intrinsic evaluation: every encoder of its table under cosine, ratio and Eq. 9 / 10
     assert counts["published_eval_encoder"] == 1 + len(suite["encoders"])
     evals = [c for c in re.findall(r"marginmine eval-encoder [^\n]*", r.stdout) if "results/demo/published/eval/" in c]
@@ -87,9 +93,11 @@ def test_published_plans_its_encoders_scores_selections_systems_and_tables(real_
     assert [c for c in score if "--output work/demo/score/dan/" in c][0].count('"kind"') == 3  # ratio, cosine, distance
     select = re.search(r"marginmine select [^\n]*--method eq10 [^\n]*", r.stdout).group(0)
     assert "work/demo/score/published/dan/shard0000.scores.tsv.gz" in select
-    train = {m.group(1): m.group(0) for m in re.finditer(r"marginmine train-encoder [^\n]*--output (\S+) [^\n]*", r.stdout)}
+    train = {m.group(1): m.group(0)
+             for m in re.finditer(r"marginmine train-encoder [^\n]*--output (\S+) [^\n]*", r.stdout)}
     assert '"miner": "results/demo/encoder"' in train["results/demo/encoders/dan-hn"]
-    assert '"directions": 1' in train["results/demo/encoders/dan-de"] and '"margin": 0.0' in train["results/demo/encoders/dan-de"]
+    dan_de = train["results/demo/encoders/dan-de"]
+    assert '"directions": 1' in dan_de and '"margin": 0.0' in dan_de
     compares = re.findall(r"marginmine compare [^\n]*", r.stdout)  # the demo's compare is not needed
     compare = next(c for c in compares if "--tsv results/demo/published/comparison.tsv" in c)
     assert "--headline ratio" in compare
@@ -104,7 +112,8 @@ def test_published_plans_its_encoders_scores_selections_systems_and_tables(real_
     assert '"ratio": {"kind": "ratio", "encoder": "dan"}' in mining and '"cosine": {"kind": "cosine"' in mining
     assert '"distance"' not in mining  # an experiment scorer that is not a baseline has no suite rows
     summary = re.search(r"marginmine summary [^\n]*", r.stdout).group(0)
-    assert "--comparison results/demo/published/comparison.tsv" in summary and "results/demo/select/eq9.20k.json" in summary
+    assert "--comparison results/demo/published/comparison.tsv" in summary
+    assert "results/demo/select/eq9.20k.json" in summary
 
 
 def test_the_demo_config_passes_the_checks() -> None:
@@ -168,7 +177,8 @@ def _tsv(path: Path, rows: list[list[object]]) -> Path:
 
 def test_summary_joins_the_tables_and_leaves_what_they_lack_empty(tmp_path: Path) -> None:
     intrinsic = _tsv(tmp_path / "i.tsv", [["encoder", "set", "margin", "pairs", "err_avg"],
-                                          ["dan", "tatoeba", "cosine", 1000, 5.5], ["dan", "tatoeba", "ratio", 1000, 4.4],
+                                          ["dan", "tatoeba", "cosine", 1000, 5.5],
+                                          ["dan", "tatoeba", "ratio", 1000, 4.4],
                                           ["hn", "tatoeba", "ratio", 1000, 3.9], ["dan", "tatoeba", "eq10", 1000, 4.1]])
     bucc = _tsv(tmp_path / "b.tsv", [["scorer", "retrieval", "f1"], ["ratio", "fwd", 0.5], ["ratio", "max", 0.6],
                                      ["cosine", "fwd", 0.4]])
@@ -176,7 +186,8 @@ def test_summary_joins_the_tables_and_leaves_what_they_lack_empty(tmp_path: Path
                                         ["demo corpus (preprocessed)", "ratio", 0.758],
                                         ["paracrawl-human-eval-en-de", "BiCleaner (shipped)", 0.547]])
     comparison = _tsv(tmp_path / "c.tsv", [
-        ["test_set", "method", "N", "bleu_mean", "bleu_sd", "seeds", "p_value"], ["test", "ratio", "20k", 6.01, 0.16, "1,2", ""],
+        ["test_set", "method", "N", "bleu_mean", "bleu_sd", "seeds", "p_value"],
+        ["test", "ratio", "20k", 6.01, 0.16, "1,2", ""],
         ["test", "random", "20k", 2.19, "", "1", "0.0010"], ["test/x", "ratio", "20k", 9.0, 0.1, "1,2", ""]])
     sel = tmp_path / "ratio.20k.json"
     sel.write_text('{"method": "ratio", "selected": 20000}')
@@ -192,7 +203,8 @@ def test_summary_joins_the_tables_and_leaves_what_they_lack_empty(tmp_path: Path
     assert by["eq10"]["err_tatoeba"] == 4.1 and by["cal"]["err_tatoeba"] == 5.5 and by["toy"]["err_tatoeba"] is None
     assert by["ratio"]["paracrawl_auc"] == 0.621 and by["ratio"]["demo_auc"] == 0.758
     assert by["ratio"]["bucc_f1"] == pytest.approx(60.0) and by["ratio"]["bucc_retrieval"] == "max"
-    assert by["ratio"]["err_tatoeba"] == 4.4 and by["cosine"]["err_tatoeba"] == 5.5 and by["hn-ratio"]["err_tatoeba"] == 3.9
+    assert by["ratio"]["err_tatoeba"] == 4.4 and by["cosine"]["err_tatoeba"] == 5.5
+    assert by["hn-ratio"]["err_tatoeba"] == 3.9
     assert by["ratio"]["test_bleu"] == 6.01 and by["ratio"]["pairs"] == 20000 and by["ratio"]["p_value"] is None
     assert by["random"]["test_bleu"] == 2.19 and by["random"]["bleu_sd"] is None and by["random"]["err_tatoeba"] is None
     assert by["hn-ratio"]["test_bleu"] is None and by["hn-ratio"]["bucc_f1"] is None  # not trained, not mined
@@ -208,10 +220,11 @@ def test_summary_says_which_machine_each_system_ran_on(tmp_path: Path) -> None:
     from marginmine.report.summary import runs_machines
 
     epyc, xeon = "AMD EPYC, 2 cores, avx2", "Intel Xeon, 2 cores, avx512f"
-    runs = _tsv(tmp_path / "runs.tsv", [["method", "N", "seed", "pairs", "test_bleu", "train_machine", "decode_machine"],
-                                        ["ratio", "20k", 1, 20000, 6.0, epyc, epyc],
-                                        ["eq9", "20k", 2, 20000, 5.0, xeon, xeon],
-                                        ["random", "20k", 1, 20000, 2.0, "", ""]])
+    runs = _tsv(tmp_path / "runs.tsv",
+                [["method", "N", "seed", "pairs", "test_bleu", "train_machine", "decode_machine"],
+                 ["ratio", "20k", 1, 20000, 6.0, epyc, epyc],
+                 ["eq9", "20k", 2, 20000, 5.0, xeon, xeon],
+                 ["random", "20k", 1, 20000, 2.0, "", ""]])
     line = runs_machines(runs)
     assert line == (f"Machines (BLEU differs between CPU models): eq9.20k seed 2 trained and decoded on {xeon}; "
                     "random.20k seed 1 trained and decoded on not recorded; "

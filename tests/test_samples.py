@@ -151,7 +151,8 @@ def test_report_samples_escapes_markup_bidi_and_controls(paracrawl_tsv: Path, tm
 def test_escaping_functions_alone() -> None:
     assert visible_html("<i>") == "&lt;i&gt;"
     assert visible_html("a\u202eb") == 'a<span class="cc" title="RIGHT-TO-LEFT OVERRIDE">[U+202E]</span>b'
-    assert visible_html("\u0645\u0631\u062d\u0628\u0627 \u200d") == "\u0645\u0631\u062d\u0628\u0627 \u200d"  # joiners stay
+    # joiners stay
+    assert visible_html("\u0645\u0631\u062d\u0628\u0627 \u200d") == "\u0645\u0631\u062d\u0628\u0627 \u200d"
     for text in NASTY:
         field = tsv_field(text)
         assert len(field.splitlines()) == 1 and "\t" not in field and _tsv_unescape(field) == text

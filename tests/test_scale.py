@@ -34,9 +34,11 @@ def scale_run(smoke: Path, real_data: Path, tmp_path_factory: pytest.TempPathFac
     copy_workflow(d)
     overlay = {"experiment": "scale-smoke", "results_dir": "results/scale-smoke", "data_dir": str(real_data),
                "corpus": {"name": "scale-smoke", "expected_pairs": PAIRS,
-                          "source": {"kind": "scale", "seed": 1234, "pairs": PAIRS, "heldout": {"dev": 1000, "test": 2000}}},
+                          "source": {"kind": "scale", "seed": 1234, "pairs": PAIRS,
+                                     "heldout": {"dev": 1000, "test": 2000}}},
                "preprocess": {"shard_size": PAIRS, "workers": 1},
-               "encoder": {"models": {"dan": {"kind": "trained", "params": {"path": str(smoke / "results/test/encoder")}}}},
+               "encoder": {"models": {"dan": {"kind": "trained",
+                                              "params": {"path": str(smoke / "results/test/encoder")}}}},
                # the batch's ~18k distinct sentences would be searched exactly by auto: force the approximate index
                "scoring": {"index": "ivf-blas", "nlist": 16, "nprobe": 4},
                "selection": {"sizes": list(SIZES), "methods": ["ratio", "cosine", "random"]}}
@@ -69,7 +71,8 @@ def test_the_approximate_selection_overlaps_exact_search_on_the_same_batch(scale
     approx = read_scores(w / "score/dan/shard0000.scores.tsv.gz", "ratio")
     exact_file = tmp_path / "exact.scores.tsv.gz"
     r = subprocess.run([sys.executable, "-m", "marginmine.cli", "score", "--input", str(shard), "--src-embeddings",
-                        str(w / "embed/dan/shard0000.en.npy"), "--tgt-embeddings", str(w / "embed/dan/shard0000.de.npy"),
+                        str(w / "embed/dan/shard0000.en.npy"),
+                        "--tgt-embeddings", str(w / "embed/dan/shard0000.de.npy"),
                         "--scorers", '{"ratio": {"kind": "ratio"}}', "--index", "flat", "--threads", "1", "--output",
                         str(exact_file)], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr[-3000:]

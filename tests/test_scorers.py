@@ -148,7 +148,8 @@ def test_the_demo_scores_selects_and_evaluates_the_random_twin_without_training_
     assert "nmt/dan-random-ratio" not in r.stdout
     # the twin is built by the DAN's own trainer, untrained, from the DAN's own params (the workflow
     # knows no encoder internals such as max_steps)
-    train = {m.group(1): m.group(0) for m in re.finditer(r"marginmine train-encoder [^\n]*--output (\S+) [^\n]*", r.stdout)}
+    train = {m.group(1): m.group(0)
+             for m in re.finditer(r"marginmine train-encoder [^\n]*--output (\S+) [^\n]*", r.stdout)}
     dan, twin = train["results/demo/encoder"], train["work/demo/encoders-random/dan"]
     params = [re.search(r"--params ('[^']*')", c).group(1) for c in (dan, twin)]
     assert params[0] == params[1] and "--untrained" in twin and "--untrained" not in dan
@@ -170,7 +171,8 @@ def check_demo(change) -> None:
 
     check_suite_encoders(suite.get("encoders", []), cfg["encoder"]["models"])
     check_scorer_config(fill(cfg["scorers"]), cfg["selection"]["methods"],
-                        [default, f"{default}-random", *cfg["encoder"]["extra"], *suite.get("encoders", [])], plugins=cfg.get("plugins", []),
+                        [default, f"{default}-random", *cfg["encoder"]["extra"], *suite.get("encoders", [])],
+                        plugins=cfg.get("plugins", []),
                         suite=suite, suite_scorers=fill(suite.get("scorers", {})),
                         held_out=(cfg.get("heads") or {}).get("held_out", []),
                         positives=(cfg.get("heads") or {}).get("positives", {}))

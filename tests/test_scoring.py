@@ -225,7 +225,8 @@ def bucc_dir(real_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_bucc_benchmark_hides_real_gold_pairs(real_data: Path, bucc_dir: Path) -> None:
     w = real_data / "wmt-newstest-ende"
-    truth = dict(zip((w / "newstest2015.en").read_text().splitlines(), (w / "newstest2015.de").read_text().splitlines()))
+    truth = dict(zip((w / "newstest2015.en").read_text().splitlines(),
+                     (w / "newstest2015.de").read_text().splitlines()))
     sp = read_split(bucc_dir, "train")
     share = len(sp.gold) / len(sp.src)
     assert 0.02 <= share <= 0.03
@@ -282,7 +283,8 @@ def test_cli_select_writes_report(tmp_path: Path, capsys) -> None:
     out, rep = tmp_path / "sel.tsv.gz", tmp_path / "sel.json"
     rc = main(["select", "--pairs", *(str(s.pairs) for s in sources), "--scores", *(str(s.scores) for s in sources),
                "--method", "ratio", "-n", "2", "--output", str(out), "--report", str(rep)])
-    assert rc == 0 and [ln.split("\t")[2] for ln in gzip.open(out, "rt").read().splitlines()] == ["0.700000", "0.900000"]
+    assert rc == 0
+    assert [ln.split("\t")[2] for ln in gzip.open(out, "rt").read().splitlines()] == ["0.700000", "0.900000"]
     assert read_scores(sources[0].scores, "ratio").tolist() == [0.3, 0.7]  # type: ignore[arg-type]
     rc = main(["select", "--pairs", *(str(s.pairs) for s in sources), "--scores", *(str(s.scores) for s in sources),
                "--method", "cosine", "-n", "2", "--output", str(out)])
@@ -311,7 +313,8 @@ def test_eq9_and_eq10_mine_on_the_bucc_style_benchmark(bucc_dir: Path) -> None:
     a perfect encoder they find the gold pairs."""
     data = perfect_embeddings(bucc_dir)
     rows = evaluate_split_pair(data[0], data[1], 4, [("e9", "eq9"), ("e10", "eq10")], "perfect")
-    assert {(r.scorer, r.retrieval) for r in rows} == {(s, r) for s in ("e9", "e10") for r in ("fwd", "bwd", "intersect", "max")}
+    assert {(r.scorer, r.retrieval) for r in rows} == {(s, r) for s in ("e9", "e10")
+                                                       for r in ("fwd", "bwd", "intersect", "max")}
     assert all(r.precision == 1.0 and r.f1 > 0.98 for r in rows), rows
 
 

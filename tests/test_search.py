@@ -195,7 +195,8 @@ def test_the_cost_estimate_grows_as_the_search_does_and_the_plan_refuses_what_ca
                 dims={"dan": (320, True)}, device="cpu", max_cpu_hours=24)
     lines = check_scale(sizes=["1M"], spec=IndexSpec(kind="auto"), **plan)
     assert len(lines) == 1 and lines[0].startswith("scoring estimate, encoder dan: 1 job(s)")
-    with pytest.raises(MarginmineError, match=r"selection.sizes: 5M \(5,000,000 pairs\) is not below corpus.expected_pairs"):
+    with pytest.raises(MarginmineError,
+                       match=r"selection.sizes: 5M \(5,000,000 pairs\) is not below corpus.expected_pairs"):
         check_scale(sizes=["1M", "5M"], spec=IndexSpec(kind="auto"), **plan)
     with pytest.raises(MarginmineError, match=r"scoring.index: flat \(exact\).*above scoring.max_cpu_hours \(24\)"):
         check_scale(sizes=["1M"], spec=IndexSpec(kind="flat"), **plan)

@@ -53,23 +53,27 @@ def heads(smoke: Path, real_data: Path, tmp_path_factory: pytest.TempPathFactory
     t_en, t_de = real_data / f"{TATOEBA}.eng", real_data / f"{TATOEBA}.deu"
     (out / "tat.en").write_text("\n".join(_lines(t_en, 0, 2000)) + "\n", encoding="utf-8")
     (out / "tat.de").write_text("\n".join(_lines(t_de, 0, 2000)) + "\n", encoding="utf-8")
-    news = HeldOut("de", "en", str(real_data / NEWS / "newstest2019-deen.de"), str(real_data / NEWS / "newstest2019-deen.en"))
+    news = HeldOut("de", "en", str(real_data / NEWS / "newstest2019-deen.de"),
+                   str(real_data / NEWS / "newstest2019-deen.en"))
     tat = HeldOut("en", "de", str(out / "tat.en"), str(out / "tat.de"))
-    held = [HeldOut("en", "de", str(real_data / NEWS / "newstest2019-ende.en"), str(real_data / NEWS / "newstest2019-ende.de"))]
+    held = [HeldOut("en", "de", str(real_data / NEWS / "newstest2019-ende.en"),
+                    str(real_data / NEWS / "newstest2019-ende.de"))]
     enc = _encoder(smoke)
     tat_shard = _shard(out, "tat", _lines(t_en, 2000, 4000), _lines(t_de, 2000, 4000), enc)
     news_shard = _shard(out, "news", _lines(real_data / NEWS / "newstest2017.en", 0, 2000),
                         _lines(real_data / NEWS / "newstest2017.de", 0, 2000), enc)
     for name, files, corpus in (("broad", (news, tat), [news_shard, tat_shard]), ("news", (news,), [tat_shard])):
-        fit_head(name, make_kind("mlp", {"band": 1.0, "hidden": 64, "steps": 500}, "test"), smoke / "results/test/encoder",
-                 held, "en", "de", out / name, seed=3, corpus=corpus, positives=Positives("files", 0, files))
+        fit_head(name, make_kind("mlp", {"band": 1.0, "hidden": 64, "steps": 500}, "test"),
+                 smoke / "results/test/encoder", held, "en", "de", out / name, seed=3, corpus=corpus,
+                 positives=Positives("files", 0, files))
     return {"broad": out / "broad", "news": out / "news"}
 
 
 def _groups(real_data: Path, enc) -> list[Group]:  # noqa: ANN001
     """Unseen clean pairs of both domains: newstest2018 and later Tatoeba lines (500 each)."""
     t = real_data / TATOEBA
-    pairs = {"news": (_lines(real_data / NEWS / "newstest2018.en", 0, 500), _lines(real_data / NEWS / "newstest2018.de", 0, 500)),
+    pairs = {"news": (_lines(real_data / NEWS / "newstest2018.en", 0, 500),
+                      _lines(real_data / NEWS / "newstest2018.de", 0, 500)),
              "tatoeba": (_lines(Path(f"{t}.eng"), 5000, 5500), _lines(Path(f"{t}.deu"), 5000, 5500))}
     return [Group(k, enc.encode(s, "en"), enc.encode(d, "de")) for k, (s, d) in pairs.items()]
 
@@ -79,11 +83,13 @@ def _rows(head: Path, real_data: Path, smoke: Path) -> dict[str, dict]:
     check = [line.split("\t") for line in _lines(head / CHECK_FILE)]
     positives = Group(POSITIVES, enc.encode([c[0] for c in check], "en"), enc.encode([c[1] for c in check], "de"))
     kind = make_kind("mlp", {"head": str(head)}, "test")
-    return {r["group"]: r for r in shortcut_rows(head.name, kind.pair_scores, _groups(real_data, enc), positives, seed=5)}
+    rows = shortcut_rows(head.name, kind.pair_scores, _groups(real_data, enc), positives, seed=5)
+    return {r["group"]: r for r in rows}
 
 
 @pytest.mark.slow
-def test_broad_positives_separate_true_pairs_from_re_pairings_in_both_domains(heads, real_data: Path, smoke: Path) -> None:  # noqa: ANN001
+def test_broad_positives_separate_true_pairs_from_re_pairings_in_both_domains(heads, real_data: Path,  # noqa: ANN001
+                                                                              smoke: Path) -> None:
     manifest = json.loads((heads["broad"] / "head.json").read_text())
     assert manifest["positives"]["from"] == "files" and manifest["positives"]["pairs"] == 2000 + 2000
     # the held-out newstest2019 en-de pairs are the check, never positives (newstest2019 de-en shares none)
@@ -125,7 +131,8 @@ def test_rows_of_cosine_itself_equal_the_cosine_columns_and_are_not_flagged() ->
                          Group(POSITIVES, u[250:], v[250:]), 3)
     assert tiny[0]["flag"] == "too few pairs" and np.isnan(tiny[0]["auc"]) and tiny[1]["flag"] == ""
     # one positive: the groups keep their own AUCs, only the columns against the positives are empty
-    few = shortcut_rows("cos", lambda x, y: np.einsum("ij,ij->i", x, y), groups, Group(POSITIVES, u[250:251], v[250:251]), 3)
+    few = shortcut_rows("cos", lambda x, y: np.einsum("ij,ij->i", x, y), groups,
+                        Group(POSITIVES, u[250:251], v[250:251]), 3)
     assert [r["flag"] for r in few] == ["too few positives", "too few positives", "too few pairs"], few
     assert few[0]["auc"] > 0.9 and np.isnan(few[0]["auc_vs_positives"]), few
     assert shortcut_rows("blind", lambda x, y: x[:, 0], groups, Group(POSITIVES, u[250:251], v[250:251]),
@@ -150,7 +157,8 @@ def test_positives_settings_are_checked(tmp_path: Path) -> None:
     with pytest.raises(MarginmineError, match="need the encoder's training-data manifest"):
         from marginmine.scoring.heads import positive_pairs
 
-        positive_pairs(Positives("encoder_data"), tmp_path, "en", "de", protect=(), encoder_data=None, exclude=(), seed=1)
+        positive_pairs(Positives("encoder_data"), tmp_path, "en", "de", protect=(), encoder_data=None, exclude=(),
+                       seed=1)
 
 
 def test_encoder_data_positives_in_a_protected_set_are_removed_and_counted(tmp_path: Path) -> None:
@@ -174,7 +182,9 @@ def test_encoder_data_positives_in_a_protected_set_are_removed_and_counted(tmp_p
 
 
 def test_the_cli_refuses_a_scorer_that_is_not_fitted(tmp_path: Path) -> None:
-    r = subprocess.run([sys.executable, "-m", "marginmine.cli.main", "shortcut-check", "--scorers", '{"r": {"kind": "ratio"}}',
+    r = subprocess.run([sys.executable, "-m", "marginmine.cli.main", "shortcut-check",
+                        "--scorers", '{"r": {"kind": "ratio"}}',
                         "--encoder", f"x={tmp_path}", "--test", "a", "b", "c", "--src-lang", "en", "--tgt-lang", "de",
-                        "--tsv", str(tmp_path / "o.tsv"), "--md", str(tmp_path / "o.md")], capture_output=True, text=True)
+                        "--tsv", str(tmp_path / "o.tsv"), "--md", str(tmp_path / "o.md")],
+                       capture_output=True, text=True)
     assert r.returncode != 0 and "not fitted" in r.stderr, r.stderr

@@ -235,7 +235,8 @@ def test_nmt_decodes_every_line_and_the_comparison_has_every_method(smoke: Path,
     assert len(runs) == 1 + len(SYSTEMS) and runs[0].startswith("method\tN\tseed\tpairs\tupdates")
     # the clean-mix sets: the held-out pool's origins, none of their sentences in the corpus
     overlap = json.loads((smoke / "results/test/preprocess/overlap_check.json").read_text())
-    assert overlap["overlapping_pairs"] == 0 and any(f.endswith("heldout.test.en") for f in overlap["protected_files"]), overlap
+    assert (overlap["overlapping_pairs"] == 0
+            and any(f.endswith("heldout.test.en") for f in overlap["protected_files"])), overlap
 
 
 def test_a_second_run_has_nothing_to_do(smoke: Path, real_data: Path) -> None:

@@ -60,7 +60,8 @@ def test_eq9_eq10_and_the_calibrated_confidence_separate_good_pairs_from_bad(sui
     assert head["held_out"]["report"]["protected_sentences"] > 0 and head["held_out"]["pairs"] > 3900
     # fitted on the held-out news themselves (its positives: held_out), a tenth kept out
     assert head["positives"]["from"] == "held_out" and head["positives"]["size"] is None
-    assert head["positives"]["pairs"] == head["held_out"]["pairs"] and head["positives"]["check"] == head["held_out"]["check"]
+    assert head["positives"]["pairs"] == head["held_out"]["pairs"]
+    assert head["positives"]["check"] == head["held_out"]["check"]
     assert head["check"]["auc_fitted"] > 0.9  # each source's own translation against the other targets
     cols = _header(d / "work/test/score/published/dan/shard0000.scores.tsv.gz")
     assert "eq9" in cols and "eq10" in cols and "ratio" not in cols

@@ -91,7 +91,8 @@ def test_warn_keeps_the_model_and_every_result_built_on_it_says_so(data_manifest
     assert timecap.caps_under([results]) == [text]
 
     # an NMT system its cap cut short (its bleu.json carries the manifest's warning) beside one that was not
-    nmt_cap = "NMT system work/demo/nmt/cosine.20k/seed1: training stopped by its time cap max_minutes=40 after 812 of 1,000 updates"
+    nmt_cap = ("NMT system work/demo/nmt/cosine.20k/seed1: training stopped by its time cap max_minutes=40 after 812 "
+               "of 1,000 updates")
     files = [fake_run(results, "ratio", "20k", s, 0.1) for s in (1, 2)]
     files += [fake_run(results, "cosine", "20k", s, 0.12) for s in (1, 2)]
     report = json.loads(files[2].read_text())
@@ -108,7 +109,8 @@ def test_warn_keeps_the_model_and_every_result_built_on_it_says_so(data_manifest
     write_summary(["system", "N"], [{"system": "ratio", "N": "20k"}], tmp_path / "s.tsv", tmp_path / "s.md", "S", [],
                   caps=caps)
     assert f"- {nmt_cap}" in (tmp_path / "s.md").read_text()
-    assert "a time cap cut training short" in tables_html([], "t", caps) and "812 of 1,000" in tables_html([], "t", caps)
+    tables = tables_html([], "t", caps)
+    assert "a time cap cut training short" in tables and "812 of 1,000" in tables
     shutil.copy(results / "cmp.tsv", results / "comparison.tsv")
     block = key_result(results, "abc")
     assert f"- {text}" in block and f"- {nmt_cap}" in block
@@ -143,7 +145,8 @@ def test_the_shipped_configs_guard_with_caps_that_error() -> None:
     demo's DAN and NMT caps leave at least 4x the slowest measured need (14 and 16 min)."""
     schema = yaml.safe_load((REPO / "config" / "schema.yaml").read_text())
     enc_props = schema["properties"]["encoder"]["properties"]["models"]["additionalProperties"]["properties"]
-    assert enc_props["on_time_cap"]["default"] == "error" == schema["properties"]["nmt"]["properties"]["on_time_cap"]["default"]
+    nmt_props = schema["properties"]["nmt"]["properties"]
+    assert enc_props["on_time_cap"]["default"] == "error" == nmt_props["on_time_cap"]["default"]
     from marginmine.defaults import ON_TIME_CAP
     assert ON_TIME_CAP == "error"
     for name in ("demo.yaml", "test.yaml", "scale.yaml", "demo-laser.yaml"):

@@ -35,7 +35,8 @@ def test_each_part_is_the_sum_of_its_invocations_rows(tmp_path: Path) -> None:
     """A part stopped and continued (a failed invocation, then one that ends it) is one line of the
     summary, its seconds the sum of both rows; the summary is rewritten after every row."""
     tsv = tmp_path / "wall.tsv"
-    r = subprocess.run(["bash", SCRIPT, tsv, "II", "bash", "-c", "sleep 1; exit 1"], env=ENV, capture_output=True, text=True)
+    r = subprocess.run(["bash", SCRIPT, tsv, "II", "bash", "-c", "sleep 1; exit 1"],
+                       env=ENV, capture_output=True, text=True)
     assert r.returncode == 1 and "not summarised" not in r.stderr
     summary = (tmp_path / "wall.md").read_text()
     assert "| II | 1 |" in summary and "| no | 1 |" in summary
@@ -72,7 +73,8 @@ def test_a_bad_wall_times_table_is_one_line_naming_the_file(tmp_path: Path, cont
     tsv = tmp_path / "wall.tsv"
     if content is not None:
         tsv.write_text(content, encoding="utf-8")
-    r = subprocess.run(["marginmine", "wall-times", tsv, "--md", tmp_path / "w.md"], env=ENV, capture_output=True, text=True)
+    r = subprocess.run(["marginmine", "wall-times", tsv, "--md", tmp_path / "w.md"],
+                       env=ENV, capture_output=True, text=True)
     assert r.returncode == 2 and f"{tsv}{message}" in r.stderr, r.stderr
     assert len(r.stderr.strip().splitlines()) == 1 and not (tmp_path / "w.md").exists()
 

@@ -71,7 +71,8 @@ def test_demo_config_plans_clean_mix_dev_test_seeds_and_extra_sets_per_method(re
     """The demo's dev/test are the clean-mix sets the corpus build holds out; the systems are
     USE's ratio and cosine and random, two seeds each; newstest2014 (a seeded slice) is decoded
     by the scorer-based systems only, Tatoeba and Multi30k by every system; the DAN is trained with
-    its random-init twin, USE (pre-trained) has no twin; the optional LASER-style encoder is not planned. Planned in a fresh copy, so an existing demo run does not hide jobs."""
+    its random-init twin, USE (pre-trained) has no twin; the optional LASER-style encoder is not
+    planned. Planned in a fresh copy, so an existing demo run does not hide jobs."""
     copy_workflow(tmp_path)
     r = snakemake("-n", "-p", "demo", "--configfile", "config/demo.yaml", "--config", f"data_dir={real_data}",
                   cwd=tmp_path)
