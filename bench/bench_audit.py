@@ -15,7 +15,8 @@ fit and without it (``marginmine audit-estimate --monotone``); beside it the cle
 from the random re-pairing (the noise baseline) and from the hard re-pairing
 (:meth:`marginmine.scoring.kinds.Batch.hard_repaired`).
 
-    .venv/bin/python bench/bench_audit.py --run /path/to/clone --encoders use=work/demo/encoders/use dan=work/demo/encoders/dan
+    .venv/bin/python bench/bench_audit.py --run /path/to/clone \\
+        --encoders use=work/demo/encoders/use dan=work/demo/encoders/dan
 
 Writes bench/out/audit.json and bench/out/audit.md (the tables of bench/RESULTS.md).
 """
@@ -142,7 +143,8 @@ def main() -> None:
     from marginmine.evaluate.audit_sim import simulation_rows
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--run", type=Path, required=True, help="a clone whose make demo finished (work/<exp>, results/<exp>)")
+    ap.add_argument("--run", type=Path, required=True,
+                    help="a clone whose make demo finished (work/<exp>, results/<exp>)")
     ap.add_argument("--exp", default="demo")
     ap.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data")
     ap.add_argument("--encoders", nargs="+", default=["use=work/demo/encoders/use", "dan=work/demo/encoders/dan"],

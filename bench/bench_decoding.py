@@ -52,7 +52,8 @@ def main() -> int:
     manifest = load_manifest(system, verify=True)  # our own checkpoint, hash-checked, before anything loads it
     data = Path(os.environ.get("MARGINMINE_DATA_DIR", REPO.parent / "shared" / "data"))
     sets = [(name, work / f"{name}.en", work / f"{name}.de") for name in SETS]
-    sets.append(("multi30k-flickr2016", data / "multi30k/test_2016_flickr.en.gz", data / "multi30k/test_2016_flickr.de.gz"))
+    sets.append(("multi30k-flickr2016", data / "multi30k/test_2016_flickr.en.gz",
+                 data / "multi30k/test_2016_flickr.de.gz"))
     missing = [str(p) for _, s, r in sets for p in (s, r) if not p.is_file()]
     if missing:
         print(f"bench_decoding: missing {missing} (run `make demo` first)", file=sys.stderr)
@@ -76,7 +77,8 @@ def main() -> int:
     tgt = manifest["tgt_lang"]
     rows = []
     for (name, _, ref), (_, o), (_, c) in zip(sets, ours_jobs, ct2_jobs):
-        rows.append({"set": name, "lines": len(read_lines(ref)), "ours_bleu": round(score_bleu(o, ref, lang=tgt)["bleu"], 2),
+        rows.append({"set": name, "lines": len(read_lines(ref)),
+                     "ours_bleu": round(score_bleu(o, ref, lang=tgt)["bleu"], 2),
                      "ct2_bleu": round(score_bleu(c, ref, lang=tgt)["bleu"], 2)})
     res = {"cpu": cpu_model(), "threads": args.threads, "beam": args.beam, "system": str(system), "sentences": n,
            "fairseq_seconds": round(ours_s, 1), "ct2_seconds_with_conversion": round(ct2_s, 1),

@@ -171,7 +171,8 @@ def main() -> int:
     result = {"machine": {"cpus": os.cpu_count(), "threads": args.threads, "python": platform.python_version(),
                           "torch": torch.__version__}, "encoders": rows, "embed_large_file": rss}
     (out / "encoders.json").write_text(json.dumps(result, indent=1) + "\n")
-    md = [f"# Encoder benchmark ({args.threads} threads, {len(sents):,} real German sentences: half news, half Tatoeba)",
+    md = [f"# Encoder benchmark ({args.threads} threads, {len(sents):,} real German sentences: "
+          "half news, half Tatoeba)",
           "", "| encoder | dim | ours (sent/s) | bare torch forward (sent/s) | ours / bare time | training |",
           "|---|---:|---:|---:|---:|---|"]
     for r in rows:

@@ -5,11 +5,12 @@ For the first ``n`` pairs of a preprocessed shard (each size of ``--sizes``) and
 the batch's distinct sentences are searched both ways exactly (``flat``, the reference) and with
 every setting of ``--settings``; each gives the ratio margin of every pair (k = 4). Reported per
 setting: wall and CPU seconds of both searches (index training included), the speed-up over exact
-search, the peak RSS of the process during the setting (``VmHWM`` reset before each; with the score file's batch in memory), the speed-up in wall and
-in CPU seconds (the latter holds on a machine other jobs share), the Spearman
-correlation of the margin scores with the exact ones, the overlap |A n B| / N of the top-N at
-N = 10% and 30% of the batch, and, with ``--labels`` (the scale or demo corpus' sidecar, matched by
-the id column the shard carries), the share of planted true translations in each top-N.
+search, the peak RSS of the process during the setting (``VmHWM`` reset before each; with the
+score file's batch in memory), the speed-up in wall and in CPU seconds (the latter holds on a
+machine other jobs share), the Spearman correlation of the margin scores with the exact ones, the
+overlap |A n B| / N of the top-N at N = 10% and 30% of the batch, and, with ``--labels`` (the scale
+or demo corpus' sidecar, matched by the id column the shard carries), the share of planted true
+translations in each top-N.
 
     .venv/bin/python bench/bench_index.py --pairs work/scale/preprocess/kept/shard0000.tsv.gz \\
         --src work/scale/embed/dan/shard0000.en.npy --tgt work/scale/embed/dan/shard0000.de.npy \\
@@ -171,7 +172,8 @@ def main() -> int:
         ref_top = {c: top(ref, m) for c, m in cuts.items()}
         rows = [{"setting": "flat (exact)", **exact_cost, "speedup": 1.0, "cpu_speedup": 1.0, "spearman": 1.0,
                  **{f"overlap@{c}": 1.0 for c in cuts},
-                 **({f"planted@{c}": round(float(planted[ref_top[c]].mean()), 4) for c in cuts} if planted is not None else {})}]
+                 **({f"planted@{c}": round(float(planted[ref_top[c]].mean()), 4) for c in cuts}
+                    if planted is not None else {})}]
         print(f"n={n}: {len(xu)} x {len(yu)} distinct; exact {exact_cost}", flush=True)
         for text in settings:
             bare = text.endswith("!")  # "kind:...!": without the partners as candidates

@@ -228,10 +228,12 @@ def main() -> int:
 def write_md(report: dict, path: Path) -> None:
     rows = report["rows"]
     cols = list(rows[0].keys())
-    lines = [f"# Approximate kNN judged on a sample of a {report['pairs']:,}-pair batch (bench/bench_index_sample.py)", "",
-             f"Machine: {report['machine']}; {report['threads']} threads; FAISS {report['faiss']}; k = {report['k']}; "
-             f"ratio margin; `{report['pairs_file']}`: {report['distinct_src']:,} x {report['distinct_tgt']:,} distinct "
-             f"sentences" + (f", {report['planted']:,} planted" if report["planted"] is not None else "")
+    lines = [f"# Approximate kNN judged on a sample of a {report['pairs']:,}-pair batch "
+             "(bench/bench_index_sample.py)", "",
+             f"Machine: {report['machine']}; {report['threads']} threads; FAISS {report['faiss']}; "
+             f"k = {report['k']}; ratio margin; `{report['pairs_file']}`: "
+             f"{report['distinct_src']:,} x {report['distinct_tgt']:,} distinct sentences"
+             + (f", {report['planted']:,} planted" if report["planted"] is not None else "")
              + f"; {report['sample']:,} sampled pairs (seed {report['seed']}), {report['bootstrap']} bootstrap "
              "resamples (the intervals cover the sampling of pairs, not the k-means seed of the index).", "",
              "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]

@@ -80,7 +80,8 @@ def lines_of(p: Path) -> list[str]:
 
 
 def real_pairs(data: Path) -> list[tuple[str, str]]:
-    sets = [("tatoeba-manythings-deu-eng-2018/train.nooverlap.en", "tatoeba-manythings-deu-eng-2018/train.nooverlap.de"),
+    sets = [("tatoeba-manythings-deu-eng-2018/train.nooverlap.en",
+             "tatoeba-manythings-deu-eng-2018/train.nooverlap.de"),
             ("multi30k/train.en.gz", "multi30k/train.de.gz")]
     sets += [(f"wmt-newstest2008-2011-multiparallel/{s}.en", f"wmt-newstest2008-2011-multiparallel/{s}.de")
              for s in ("news-test2008", "newstest2009", "newstest2010", "newstest2011")]
@@ -351,7 +352,8 @@ def main() -> int:
         "",
         f"Machine: {mach['cpu_model']} ({mach['vector_isa']}), {mach['cpus']} CPUs. While ours ran, other "
         f"processes used {e2e_load.others:.0f} CPU-seconds ({100 * others:.0f}% of the machine; 1-min load "
-        f"average {e2e_load.loadavg0:.1f} before, {e2e_load.loadavg1:.1f} after){'' if others < 0.05 else ': the machine was shared, so these numbers measure the sharing too'}.",
+        f"average {e2e_load.loadavg0:.1f} before, {e2e_load.loadavg1:.1f} after)"
+        f"{'' if others < 0.05 else ': the machine was shared, so these numbers measure the sharing too'}.",
         "",
         (f"Corpus: the first {comp['pairs']:,} pairs of `{comp['from']}`" if "from" in comp else
          f"Corpus: {comp['real_aligned']:,} real aligned pairs, {comp['recombined']:,} recombined real sentences, "

@@ -133,7 +133,8 @@ def main() -> int:
     paper = [
         {"stage": "split (deduplication over the whole corpus, one process; a lower bound: at this size its "
                   "records spill to disk, which the 5M run never did)", "pairs": PAPER_RAW,
-         "cpu_h": PAPER_RAW * per_pair["split_corpus"] / 3600, "wall_h": PAPER_RAW * wall_per_pair["split_corpus"] / 3600,
+         "cpu_h": PAPER_RAW * per_pair["split_corpus"] / 3600,
+         "wall_h": PAPER_RAW * wall_per_pair["split_corpus"] / 3600,
          "parallel": "no: one pass over all pairs"},
         {"stage": "preprocess (an upper bound: it sees what deduplication leaves, which the paper does not "
                   "report)", "pairs": PAPER_RAW,
@@ -163,7 +164,8 @@ def main() -> int:
           f"Machine: {report['machine']} (the runs' own: see their wall-time rows). Pairs: raw (in) / kept: "
           + "; ".join(f"{r} {f['raw_pairs']:,} / {f['kept_pairs']:,}" for r, f in runs.items()) + ".", "",
           "Whole runs (`results/<exp>/wall_times.tsv`, from the built corpus): "
-          + "; ".join(f"{r} {f['run']['seconds']} s on {f['run']['machine']}" for r, f in runs.items() if f["run"]) + ".",
+          + "; ".join(f"{r} {f['run']['seconds']} s on {f['run']['machine']}" for r, f in runs.items() if f["run"])
+          + ".",
           "", "| rule | " + " | ".join(f"{r}: wall s / CPU s / peak RSS MiB / CPU us per pair" for r in runs)
           + f" | wall per pair, {args.runs[-1]} / {ref} |",
           "|---|" + "---|" * (len(runs) + 1)]
@@ -171,10 +173,11 @@ def main() -> int:
         cells = []
         for r in runs:
             c = row.get(r)
-            cells.append(f"{c['wall_s']:.0f} / {c['cpu_s']:.0f} / {c['rss_mib']:.0f} / {c['cpu_us_per_pair']}" if c else "")
+            cells.append(f"{c['wall_s']:.0f} / {c['cpu_s']:.0f} / {c['rss_mib']:.0f} / {c['cpu_us_per_pair']}"
+                         if c else "")
         md.append(f"| {row['rule']} | " + " | ".join(cells) + f" | {row.get('per_pair_ratio', '')} |")
-    md += ["", f"The paper's run on this machine's rates ({args.runs[-1]}'s; {PAPER_RAW:,} raw pairs, {PAPER_KEPT:,} kept, "
-           f"{args.paper_dim}-dim embeddings):", "",
+    md += ["", f"The paper's run on this machine's rates ({args.runs[-1]}'s; {PAPER_RAW:,} raw pairs, "
+           f"{PAPER_KEPT:,} kept, {args.paper_dim}-dim embeddings):", "",
            "| stage | pairs | CPU-hours | wall hours on 2 cores | parallel |", "|---|---:|---:|---:|---|"]
     md += [f"| {p['stage']} | {p['pairs']:,} | {p['cpu_h']:,} | {p['hours_on_2_cores']:,} | {p['parallel']} |"
            for p in paper]

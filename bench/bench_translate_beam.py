@@ -51,7 +51,8 @@ def main() -> int:
     ap.add_argument("--out", default=str(REPO / "bench/out"))
     args = ap.parse_args()
     if not args.system or not Path(args.shard).is_file():
-        print("bench_translate_beam: no translator or shard (run `make demo` and `make published` first)", file=sys.stderr)
+        print("bench_translate_beam: no translator or shard (run `make demo` and `make published` first)",
+              file=sys.stderr)
         return 2
     system, work, out = Path(args.system), Path(args.work), Path(args.out)
     load_manifest(system, verify=True)  # our own checkpoint, hash-checked, before anything loads it

@@ -8,7 +8,8 @@ A job still running when a log ends (a stopped run) never finished there and is 
 A run stopped and continued is several logs, given in the order they ran: their tables are summed,
 the minutes of each later log counted from the end of the one before (the gap between them left out).
 
-    .venv/bin/python bench/demo_timeline.py .snakemake/log/<run>.snakemake.log [LOG ...] [--cores 2] [--out bench/out/demo_timeline]
+    .venv/bin/python bench/demo_timeline.py .snakemake/log/<run>.snakemake.log [LOG ...] \\
+        [--cores 2] [--out bench/out/demo_timeline]
 Writes <out>.json and <out>.md.
 """
 
@@ -74,7 +75,8 @@ def main() -> int:
             r["last_end_min"] = b if r["last_end_min"] is None else max(r["last_end_min"], b)
         walls.append((t1 - t0).total_seconds() / 60)
     job_seconds = sum(r["job_seconds"] for r in rules.values())
-    res = {"logs": args.logs, "wall_minutes": round(sum(walls), 2), "wall_minutes_per_log": [round(w, 2) for w in walls],
+    res = {"logs": args.logs, "wall_minutes": round(sum(walls), 2),
+           "wall_minutes_per_log": [round(w, 2) for w in walls],
            "job_seconds": round(job_seconds), "cores": args.cores,
            "packed_minutes": round(job_seconds / 60 / args.cores, 2), "rules": rules}
     out = Path(args.out)
@@ -86,7 +88,8 @@ def main() -> int:
           f"job-seconds = {res['packed_minutes']:.1f} min of {args.cores} perfectly packed cores.", "",
           "| rule | jobs | job s (summed) | from min | to min |", "|---|---:|---:|---:|---:|"]
     for rule, r in sorted(rules.items(), key=lambda kv: kv[1]["first_start_min"]):
-        md.append(f"| {rule} | {r['jobs']} | {r['job_seconds']:.0f} | {r['first_start_min']:.1f} | {r['last_end_min']:.1f} |")
+        md.append(f"| {rule} | {r['jobs']} | {r['job_seconds']:.0f} | {r['first_start_min']:.1f} | "
+                  f"{r['last_end_min']:.1f} |")
     out.with_suffix(".md").write_text("\n".join(md) + "\n")
     print("\n".join(md))
     return 0
