@@ -115,7 +115,10 @@ test-published: check-data $(STAMP)
 dryrun: $(STAMP) unlock-stale
 	$(SNAKEMAKE) -n results/bleu_10M.txt
 
+# ruff (pyproject.toml [tool.ruff]: pycodestyle, pyflakes, import order; lines up to 120) on the
+# Python code, then Snakemake's own lint of the workflow for the default and the demo config
 lint: $(STAMP)
+	$(BIN)/ruff check src tests bench scripts
 	$(SNAKEMAKE) --lint
 	$(SNAKEMAKE) --lint --configfile config/demo.yaml
 
