@@ -124,10 +124,10 @@ def test_params_defaults_alias_and_validation():
 
 def test_pre_norm_reaches_fairseq_and_changes_the_model_fingerprint(tmp_path):
     from marginmine.nmt.params import MODEL_KEYS
-    from marginmine.nmt.train import _train_args
+    from marginmine.nmt.train import _train_cmd
 
-    post = _train_args(tmp_path, "en", "de", resolve_params({}), "cpu", 1)
-    pre = _train_args(tmp_path, "en", "de", resolve_params({"normalize_before": True}), "cpu", 1)
+    post = _train_cmd(tmp_path, "en", "de", resolve_params({}), "cpu", 1)
+    pre = _train_cmd(tmp_path, "en", "de", resolve_params({"normalize_before": True}), "cpu", 1)
     assert "--encoder-normalize-before" not in post
     assert set(pre) - set(post) == {"--encoder-normalize-before", "--decoder-normalize-before"}
     assert "normalize_before" in MODEL_KEYS  # a resumed run with the other setting starts afresh

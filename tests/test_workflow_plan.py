@@ -137,7 +137,7 @@ def test_the_files_of_a_scoring_job(smoke: Plan, real_data: Path) -> None:
     mlp = smoke.fit_corpus_files("mlp")
     assert mlp[:3] == ["work/test/preprocess/kept/shard0000.tsv.gz", "work/test/embed/dan/shard0000.en.npy",
                        "work/test/embed/dan/shard0000.de.npy"]
-    assert len(mlp) == 7 and mlp[-1].startswith(str(real_data)) and smoke.fit_corpus_files("cal") == []
+    assert len(mlp) == 7 and mlp[-1].startswith(os.path.abspath(real_data)) and smoke.fit_corpus_files("cal") == []
     assert smoke.translated_groups == ["published/dan/votes", "published/dan/votes"]
     assert smoke.selectable == ["ratio", "random", "cosine", "mlp", "hn-ratio", "eq9", "eq10", "cal", "vote",
                                 "vote-strict"]
@@ -198,4 +198,5 @@ def test_the_plan_is_read_only(smoke: Plan) -> None:
 
 
 def test_expand_varies_the_last_keyword_fastest() -> None:
-    assert expand("{a}.{b}", a=[1, 2], b="xy") == ["1.x", "1.y", "2.x", "2.y"]
+    assert expand("{a}.{b}", a=[1, 2], b=["x", "y"]) == ["1.x", "1.y", "2.x", "2.y"]
+    assert expand("{a}.{b}", a=[1, 2], b="xy") == ["1.xy", "2.xy"]  # a string is one value, as in Snakemake

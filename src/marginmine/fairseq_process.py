@@ -54,32 +54,18 @@ def lean_fairseq() -> None:
         sys.meta_path.insert(0, _Unregistered())
 
 
-#: separates the steps of one fairseq process: ``preprocess ARGS... --then train ARGS...``
-THEN = "--then"
-
-
 def fairseq_command(tool: str, *args: str) -> list[str]:
     """The command that runs fairseq's ``fairseq-<tool>`` (train, preprocess, generate) in a child
-    process, through :func:`lean_fairseq`; ``args`` may hold :data:`THEN` and a further tool with its
-    arguments, run in the same process after the first (fairseq is imported once)."""
+    process, through :func:`lean_fairseq`."""
     return [sys.executable, "-m", "marginmine.fairseq_process", tool, *args]
 
 
 def _main(argv: Sequence[str]) -> None:
-    """``python -m marginmine.fairseq_process TOOL ARGS... [--then TOOL ARGS...]``: each
-    ``fairseq_cli.TOOL`` as ``fairseq-TOOL`` runs it, in order; a failing step ends the process."""
-    steps: list[list[str]] = [[]]
-    for word in argv:
-        steps.append([]) if word == THEN else steps[-1].append(word)
+    """``python -m marginmine.fairseq_process TOOL ARGS...``: ``fairseq_cli.TOOL`` as ``fairseq-TOOL`` runs it."""
+    tool, *args = argv
     lean_fairseq()
-    # fairseq-train configures logging as it is imported ("date | level | name | message", which
-    # parse_train_log reads); imported first, it sets the format for every step
-    tools = [s[0] for s in steps]
-    modules = {tool: importlib.import_module(f"fairseq_cli.{tool}")
-               for tool in sorted(tools, key=lambda t: t != "train")}
-    for tool, *args in steps:
-        sys.argv = [f"fairseq-{tool}", *args]
-        modules[tool].cli_main()
+    sys.argv = [f"fairseq-{tool}", *args]
+    importlib.import_module(f"fairseq_cli.{tool}").cli_main()
 
 
 #: fairseq-generate's per-sentence output (S-12, H-12, ...): returned, never logged

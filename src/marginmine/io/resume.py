@@ -43,9 +43,7 @@ from marginmine.io.safe import read_json, write_text
 def part_path(out: str | Path, keep: str = "") -> Path:
     """Where ``out`` is written until complete: ``OUT.part``; with ``keep`` (a suffix of ``out``,
     e.g. ``.npy``), ``NAME.part<keep>`` so that the suffix stays last."""
-    p = Path(out)
-    if keep and not p.name.endswith(keep):
-        raise ValueError(f"{p} does not end with {keep}")
+    p = Path(out)  # a name without ``keep`` gets it appended: x.emb -> x.emb.part.npy
     return p.with_name(p.name.removesuffix(keep) + ".part" + keep) if keep else p.with_name(p.name + ".part")
 
 

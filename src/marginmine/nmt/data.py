@@ -1,5 +1,5 @@
 """The NMT training data: raw text pairs checked, a joint sentencepiece BPE learned on them, and the
-binarized fairseq data set (fairseq-preprocess, run as the first step of the training process)."""
+binarized fairseq data set (fairseq-preprocess)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from marginmine.errors import InputError
+from marginmine.fairseq_process import fairseq_command, run_fairseq
 from marginmine.io.text import read_aligned, read_tsv
-from marginmine.nmt.params import SPM_SEED, one_line
+from marginmine.nmt.params import SPM_SEED, NmtError, fairseq_env, one_line
 
 log = logging.getLogger(__name__)
 
@@ -82,10 +83,8 @@ def spm_encode_file(sp: Any, src: Path, dst: Path, batch: int = 20000) -> int:
             n += len(buf)
 
 
-def prepare_text(work: Path, train_tsv: Path, dev_src: Path, dev_ref: Path, src: str, tgt: str,
-                 p: Mapping[str, Any], threads: int) -> dict[str, Any]:
-    """Raw text pairs and a joint BPE under ``work`` (data/, spm/; bin/ emptied for
-    :func:`binarize_args`' step, which the training process runs first)."""
+def prepare_data(work: Path, train_tsv: Path, dev_src: Path, dev_ref: Path, src: str, tgt: str,
+             p: Mapping[str, Any], threads: int, logfile: Path) -> dict[str, Any]:
     import sentencepiece as spm
 
     for sub in ("data", "spm", "bin"):
@@ -102,18 +101,11 @@ def prepare_text(work: Path, train_tsv: Path, dev_src: Path, dev_ref: Path, src:
     for split in ("train", "valid"):
         for lang in (src, tgt):
             spm_encode_file(sp, work / "data" / f"{split}.{lang}", work / "spm" / f"{split}.{lang}")
-    log.info("nmt: BPE done (%d pieces, %.0f s); binarizing in the training process", vocab, time.monotonic() - t0)
-    return {"train_pairs": n_train, "dev_pairs": n_dev, "bpe_vocab": vocab}
-
-
-def binarize_args(work: Path, src: str, tgt: str, threads: int) -> list[str]:
-    """fairseq-preprocess' step: the BPE text of :func:`prepare_text` binarized into ``work/bin``."""
-    return ["preprocess", "--source-lang", src, "--target-lang", tgt,
-            "--trainpref", str(work / "spm" / "train"), "--validpref", str(work / "spm" / "valid"),
-            "--destdir", str(work / "bin"), "--joined-dictionary",
-            "--workers", str(threads or max(1, min(4, os.cpu_count() or 1)))]
-
-
-def dict_size(work: Path, src: str) -> int:
-    """Entries of the joined dictionary that binarization wrote."""
-    return len((work / "bin" / f"dict.{src}.txt").read_text(encoding="utf-8").splitlines())
+    log.info("nmt: BPE done (%d pieces, %.0f s); binarizing", vocab, time.monotonic() - t0)
+    run_fairseq([*fairseq_command("preprocess"), "--source-lang", src, "--target-lang", tgt,
+                 "--trainpref", str(work / "spm" / "train"), "--validpref", str(work / "spm" / "valid"),
+                 "--destdir", str(work / "bin"), "--joined-dictionary",
+                 "--workers", str(threads or max(1, min(4, os.cpu_count() or 1)))],
+                fairseq_env(threads, own_checkpoints=False), logfile, "fairseq-preprocess", error=NmtError)
+    n_dict = len((work / "bin" / f"dict.{src}.txt").read_text(encoding="utf-8").splitlines())
+    return {"train_pairs": n_train, "dev_pairs": n_dev, "bpe_vocab": vocab, "dict_size": n_dict}

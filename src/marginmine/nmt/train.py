@@ -57,12 +57,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from marginmine.fairseq_process import THEN, fairseq_command, parse_train_log, run_fairseq, time_budget
+from marginmine.fairseq_process import fairseq_command, parse_train_log, run_fairseq, time_budget
 from marginmine.io.resume import StateFile, changed
 from marginmine.io.safe import json_fingerprint, sha256_file
 from marginmine.machine import dist_version, machine
 from marginmine.nmt.checkpoints import EPOCH_CKPT_RE, average_checkpoints, averaging_window
-from marginmine.nmt.data import binarize_args, dict_size, prepare_text
+from marginmine.nmt.data import prepare_data
 from marginmine.nmt.params import (
     MANIFEST,
     MODEL_FILE,
@@ -91,8 +91,8 @@ def _typical_wps(run: Mapping[str, Any]) -> float | None:
     return values[len(values) // 2] if values else None
 
 
-def _train_args(work: Path, src: str, tgt: str, p: Mapping[str, Any], device: str, seed: int) -> list[str]:
-    cmd = ["train", str((work / "bin").resolve()),
+def _train_cmd(work: Path, src: str, tgt: str, p: Mapping[str, Any], device: str, seed: int) -> list[str]:
+    cmd = [*fairseq_command("train"), str((work / "bin").resolve()),
            "--task", "translation", "--source-lang", src, "--target-lang", tgt, "--arch", str(p["arch"]),
            "--save-dir", str((work / "checkpoints").resolve()), "--seed", str(int(seed)),
            "--optimizer", "adam", "--adam-betas", "(0.9, 0.98)", "--clip-norm", str(p["clip_norm"]),
@@ -224,21 +224,20 @@ def train_nmt(train_tsv: str | Path, dev_src: str | Path, dev_ref: str | Path, w
                        "sizes); resuming would mix them - delete that directory or use another workdir")
     (work / MANIFEST).unlink(missing_ok=True)  # never leave an old manifest over new files
 
-    # 1. raw text and joint BPE (skipped when done); the fairseq process of step 2 binarizes them first
-    binarize: list[str] = []
+    # 1. raw text, joint BPE, binarized data (skipped when already done)
     if changed(state, "prep_fingerprint", prep_fp) or not (work / "bin" / ".done").exists():
         (work / "bin" / ".done").unlink(missing_ok=True)
-        stats = prepare_text(work, train_tsv, dev_src, dev_ref, src, tgt, p, threads)
+        stats = prepare_data(work, train_tsv, dev_src, dev_ref, src, tgt, p, threads, logfile)
         state = {"prep_fingerprint": prep_fp, "prep_stats": stats,
                  "train_seconds": float(state.get("train_seconds", 0.0)) if ckpt_last.exists() else 0.0}
         states.write(state)
-        binarize = [*binarize_args(work, src, tgt, threads), THEN]
+        (work / "bin" / ".done").write_text("ok\n")
     else:
         log.info("nmt: reusing the BPE model and binarized data in %s", work)
     stats = state["prep_stats"]
 
-    # 2. fairseq-preprocess (when step 1 ran) and fairseq-train (resumes from checkpoint_last.pt), one process
-    cmd = fairseq_command(*binarize, *_train_args(work, src, tgt, p, device, seed))
+    # 2. fairseq-train (resumes from checkpoint_last.pt)
+    cmd = _train_cmd(work, src, tgt, p, device, seed)
     budget, timeout_s = time_budget(deadline, ckpt_last.exists(), state.get("train_seconds", 0.0), max_minutes, "nmt",
                                     NmtError)
     cmd += budget
@@ -251,13 +250,8 @@ def train_nmt(train_tsv: str | Path, dev_src: str | Path, dev_ref: str | Path, w
     log.info("nmt: training %s %s->%s on %d pairs (%s, %d threads; log %s)", p["arch"], src, tgt,
              stats["train_pairs"], device, threads, logfile)
     t_train = time.monotonic()
-    lines, killed = run_fairseq(cmd, env, logfile, "fairseq-preprocess + train" if binarize else "fairseq-train",
-                                timeout_s, error=NmtError)
+    lines, killed = run_fairseq(cmd, env, logfile, "fairseq-train", timeout_s, error=NmtError)
     state["train_seconds"] = float(state.get("train_seconds", 0.0)) + time.monotonic() - t_train
-    if binarize and (work / "bin" / f"dict.{src}.txt").exists():
-        stats["dict_size"] = dict_size(work, src)
-        state["prep_stats"] = stats
-        (work / "bin" / ".done").write_text("ok\n")
     state["fairseq_running"] = False  # returned: stopped by its budget or done, so a rerun may resume
     states.write(state)
     run = parse_train_log(lines)

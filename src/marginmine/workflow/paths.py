@@ -9,11 +9,13 @@ from itertools import product
 from typing import Iterable
 
 
-def expand(template: str, **values: Iterable[object]) -> list[str]:
+def expand(template: str, **values: Iterable[object] | str) -> list[str]:
     """Snakemake's ``expand`` for one template: every combination of the values, the first keyword
-    varying slowest (``expand("{a}.{b}", a=[1, 2], b="xy")`` -> 1.x, 1.y, 2.x, 2.y)."""
+    varying slowest (``expand("{a}.{b}", a=[1, 2], b=["x", "y"])`` -> 1.x, 1.y, 2.x, 2.y); a string
+    is one value, as in Snakemake."""
     keys = list(values)
-    return [template.format(**dict(zip(keys, combo))) for combo in product(*(list(values[k]) for k in keys))]
+    lists = [[v] if isinstance(v := values[k], str) else list(v) for k in keys]
+    return [template.format(**dict(zip(keys, combo))) for combo in product(*lists)]
 
 
 @dataclass(frozen=True)
