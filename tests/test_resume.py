@@ -139,8 +139,8 @@ def test_finish_puts_the_output_in_place_in_one_rename_and_removes_the_state(tmp
     with pytest.raises(FileNotFoundError):                          # no part: nothing is put in place
         Resumable(tmp_path / "none.txt", "fp", "writing", log).finish()
     assert not (tmp_path / "none.txt").exists()
-    with pytest.raises(ValueError, match="does not end with .npy"):
-        part_path(tmp_path / "x.txt", keep=".npy")
+    # an output without the kept suffix gets it appended (embed --output x.emb wrote x.emb.part.npy)
+    assert part_path(tmp_path / "x.emb", keep=".npy") == tmp_path / "x.emb.part.npy"
 
 
 def test_the_state_file_is_written_whole_and_a_foreign_one_is_named(tmp_path: Path) -> None:
