@@ -330,3 +330,31 @@ def test_time_budget_of_a_fairseq_call(monkeypatch):
     with pytest.raises(NmtError, match="nmt: the wall-clock budget \\(40 min\\) was used up"):
         fp.time_budget(1000.0, False, 0.0, 40, "nmt", NmtError)
     assert fp.time_budget(1000.0, True, 0.0, 40, "nmt", NmtError) == (["--stop-time-hours", f"{1 / 3600:.6f}"], 121.0)
+
+
+def test_a_lean_fairseq_start_leaves_out_scikit_learn_and_keeps_translation():
+    """marginmine.fairseq_process.lean_fairseq: fairseq imported in a fresh process registers the
+    translation task, its transformer and label-smoothed loss (what NMT trains with) and the LASER
+    task's base, but not the three modules that pull in scikit-learn, scipy.stats and pandas."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys, json\n"
+        "from marginmine.fairseq_process import UNUSED_MODULES, lean_fairseq\n"
+        "lean_fairseq()\n"
+        "import fairseq.tasks, fairseq.criterions, fairseq.models\n"
+        "from fairseq.tasks import TASK_REGISTRY\n"
+        "from fairseq.criterions import CRITERION_REGISTRY\n"
+        "from fairseq.models import ARCH_MODEL_REGISTRY\n"
+        "print(json.dumps({'sklearn': 'sklearn' in sys.modules, 'scipy.stats': 'scipy.stats' in sys.modules,\n"
+        "  'translation': 'translation' in TASK_REGISTRY, 'transformer': 'transformer' in ARCH_MODEL_REGISTRY,\n"
+        "  'ls': 'label_smoothed_cross_entropy' in CRITERION_REGISTRY,\n"
+        "  'left_out': sorted(m for m in UNUSED_MODULES if getattr(sys.modules.get(m), '__file__', None)),\n"
+        "  'audio_task': 'audio_classification' in TASK_REGISTRY}))\n"
+    )
+    r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    got = json.loads(r.stdout.strip().splitlines()[-1])
+    assert got == {"sklearn": False, "scipy.stats": False, "translation": True, "transformer": True, "ls": True,
+                   "left_out": [], "audio_task": False}, got
