@@ -5,6 +5,7 @@ defaults the CLI and the schema share."""
 from __future__ import annotations
 
 import copy
+import inspect
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,6 +57,18 @@ def test_the_cli_and_dataclass_defaults_are_the_schemas() -> None:
     assert list(defaults.INDEX_KINDS) == SCHEMA["scoring"]["properties"]["index"]["enum"]
     assert list(defaults.DECODERS) == SCHEMA["nmt"]["properties"]["decoder"]["enum"]
     assert defaults.DEFAULT_DECODER == SCHEMA["nmt"]["properties"]["decoder"]["default"]
+    # the beam and a translation's chunk: the CLI's, the functions' and the schema's (nmt, translators)
+    assert defaults.BEAM == SCHEMA["nmt"]["properties"]["beam"]["default"] == \
+        SCHEMA["translators"]["properties"]["beam"]["default"]
+    assert defaults.CHUNK_LINES == SCHEMA["translators"]["properties"]["chunk_lines"]["default"]
+    from marginmine.nmt.evaluate import translate, translate_files
+    from marginmine.nmt.significance import SignificanceSettings
+
+    assert inspect.signature(translate).parameters["beam"].default == defaults.BEAM
+    assert inspect.signature(translate_files).parameters["beam"].default == defaults.BEAM
+    fields = SignificanceSettings.__dataclass_fields__
+    assert (fields["resamples"].default, fields["seed"].default) == \
+        (defaults.BOOTSTRAP_RESAMPLES, defaults.BOOTSTRAP_SEED)
     assert list(defaults.POSITIVE_SOURCES) == FULL_SCHEMA["definitions"]["positives"]["properties"]["from"]["enum"]
 
 

@@ -46,6 +46,13 @@ HEAD_POSITIVES = "encoder_data"
 HEAD_POSITIVES_SIZE = 4000
 #: the sources a fitted scorer's positives may come from (schema: heads.positives.from's enum)
 POSITIVE_SOURCES = ("encoder_data", "files", "held_out")
+#: beam size of the NMT beam search (schema: nmt.beam, translators.beam; marginmine evaluate/translate --beam)
+BEAM = 5
+#: lines per saved chunk of a corpus translation (schema: translators.chunk_lines; marginmine translate)
+CHUNK_LINES = 5000
+#: the seed-and-sentence bootstrap of the BLEU comparison: rounds and seed (marginmine compare-methods)
+BOOTSTRAP_RESAMPLES = 1000
+BOOTSTRAP_SEED = 12345
 #: the NMT beam search's decoders and the default (schema: nmt.decoder)
 DECODERS = ("ctranslate2", "fairseq")
 DEFAULT_DECODER = "ctranslate2"

@@ -11,7 +11,7 @@ from typing import Any
 
 from marginmine.cli import values as domain
 from marginmine.cli.options import Handlers, add_seed
-from marginmine.defaults import DECODERS, DEFAULT_DECODER, ON_TIME_CAP, SEED
+from marginmine.defaults import BEAM, CHUNK_LINES, DECODERS, DEFAULT_DECODER, ON_TIME_CAP, SEED
 from marginmine.errors import MarginmineError
 from marginmine.timecap import POLICIES
 
@@ -141,7 +141,7 @@ def cmd_translator_data(args: argparse.Namespace) -> int:
 
 
 def _decoding_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--beam", type=domain.Whole(1, 1000), default=5, help="beam size")
+    p.add_argument("--beam", type=domain.Whole(1, 1000), default=BEAM, help="beam size")
     p.add_argument("--batch-size", type=domain.COUNT, default=64, help="sentences per decoding batch")
     p.add_argument("--lenpen", type=domain.Real(0, 10), default=1.0, help="length penalty of the beam search")
     p.add_argument("--max-len-a", type=domain.Real(0, 1000), default=1.5, help="hypothesis <= a * source pieces + b")
@@ -192,7 +192,7 @@ def register(sub: argparse._SubParsersAction, handlers: Handlers) -> None:
     p.add_argument("--column", type=domain.COLUMN, default=None, help="0-based column of a TSV input to translate")
     p.add_argument("--output", required=True, help="one translation per input line (.gz allowed); empty lines kept")
     p.add_argument("--stats", default=None, help="JSON: lines, empty sources/translations, sentences/s")
-    p.add_argument("--chunk-lines", type=domain.COUNT, default=5000,
+    p.add_argument("--chunk-lines", type=domain.COUNT, default=CHUNK_LINES,
                    help="lines per saved chunk: a killed run resumes at the first missing one (default %(default)s)")
     _decoding_args(p)
     handlers["translate"] = cmd_translate

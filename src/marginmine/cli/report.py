@@ -14,6 +14,7 @@ from pathlib import Path
 
 from marginmine.cli import values as domain
 from marginmine.cli.options import Handlers
+from marginmine.defaults import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
 from marginmine.errors import MarginmineError
 
 log = logging.getLogger("marginmine")
@@ -156,8 +157,10 @@ def register(sub: argparse._SubParsersAction, handlers: Handlers) -> None:
     p.add_argument("--headline", required=True, help="the method every other one is tested against")
     p.add_argument("--subsets", nargs="*", type=_subset, default=None, metavar="TEST_SET=LABELS_TSV",
                    help="score a test set also per origin (the held-out set's labels: id, origin, kind, clean)")
-    p.add_argument("--resamples", type=domain.Whole(1, 10_000_000), default=1000, help="bootstrap rounds")
-    p.add_argument("--bootstrap-seed", type=domain.SEED, default=12345, help="seed of the bootstrap's resampling")
+    p.add_argument("--resamples", type=domain.Whole(1, 10_000_000), default=BOOTSTRAP_RESAMPLES,
+                   help="bootstrap rounds")
+    p.add_argument("--bootstrap-seed", type=domain.SEED, default=BOOTSTRAP_SEED,
+                   help="seed of the bootstrap's resampling")
     p.add_argument("--tsv", required=True,
                    help="output: per test set, method and N: BLEU mean and sd over seeds, the difference to "
                         "--headline with its confidence interval and p-value")

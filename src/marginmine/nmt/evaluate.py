@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from marginmine.defaults import DECODERS, DEFAULT_DECODER
+from marginmine.defaults import BEAM, DECODERS, DEFAULT_DECODER
 from marginmine.errors import InputError
 from marginmine.fairseq_process import fairseq_command, run_fairseq
 from marginmine.io.safe import sha256_file, write_text
@@ -64,7 +64,7 @@ def parse_hypotheses(lines: list[str], n: int) -> list[str]:
     return [hyps[i] for i in range(n)]
 
 
-def translate(workdir: str | Path, src_file: str | Path, out_file: str | Path, *, beam: int = 5,
+def translate(workdir: str | Path, src_file: str | Path, out_file: str | Path, *, beam: int = BEAM,
               batch_size: int = 64, max_tokens: int | None = None, threads: int = 0, device: str = "auto",
               lenpen: float = 1.0, max_len_a: float = 1.5, max_len_b: int = 10,
               decoder: str = DEFAULT_DECODER) -> dict[str, Any]:
@@ -153,7 +153,7 @@ class _Decoder:
         return hyps
 
 
-def translate_files(workdir: str | Path, jobs: list[tuple[str | Path, str | Path]], *, beam: int = 5,
+def translate_files(workdir: str | Path, jobs: list[tuple[str | Path, str | Path]], *, beam: int = BEAM,
                     batch_size: int = 64, max_tokens: int | None = None, threads: int = 0, device: str = "auto",
                     lenpen: float = 1.0, max_len_a: float = 1.5, max_len_b: int = 10,
                     chunk_lines: int | None = None, decoder: str = DEFAULT_DECODER,

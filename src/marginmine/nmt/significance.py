@@ -56,6 +56,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from marginmine.defaults import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
 from marginmine.errors import InputError, MarginmineError
 from marginmine.io.text import read_lines
 
@@ -78,8 +79,8 @@ _CHUNK = 100  # resamples per matrix product (memory: _CHUNK x sentences weights
 
 @dataclass(frozen=True)
 class SignificanceSettings:
-    resamples: int = 1000
-    seed: int = 12345
+    resamples: int = BOOTSTRAP_RESAMPLES
+    seed: int = BOOTSTRAP_SEED
     confidence: float = 0.95
     resample_seeds: bool = True  # False: the sentence-only paired bootstrap (seeds always all used)
     seed_correction: bool = True  # scale the seed term by sqrt(S/(S-1)); see the module docstring
