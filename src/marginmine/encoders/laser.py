@@ -57,6 +57,7 @@ if TYPE_CHECKING:
 from marginmine.encoders.laser_common import DEFAULTS, KIND, laser_src_dir, piece_table, text_settings
 from marginmine.encoders.laser_format import batches, normalize
 from marginmine.encoders.laser_train import RERUN_AFTER_CAP, forget_training, train  # noqa: F401 (kind API)
+from marginmine.fairseq_process import lean_fairseq
 
 # embedding
 
@@ -76,6 +77,7 @@ def max_pool_masked(outputs: "torch.Tensor", padding_mask: "torch.Tensor") -> "t
 
 def _laser_lstm_module() -> Any:
     """fairseq's ``laser_lstm`` module (imported once; fairseq's registries reject a second import)."""
+    lean_fairseq()
     from fairseq.models import MODEL_REGISTRY
 
     if "laser_lstm" in MODEL_REGISTRY:
@@ -152,6 +154,8 @@ def load(directory: Path, manifest: dict[str, Any], device: str = "cpu") -> Lase
     """Load an encoder written by :func:`train` (``read_manifest`` has verified every file's hash)."""
     import sentencepiece as spm
     import torch
+
+    lean_fairseq()
     from fairseq.data import Dictionary
 
     d = Path(directory)

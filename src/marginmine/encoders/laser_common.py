@@ -53,7 +53,8 @@ def laser_src_dir() -> Path:
         raise EncoderError("the LASER-style encoder needs fairseq (pinned in requirements.txt as fairseq-fixed)")
     d = Path(spec.origin).parent / "examples" / "laser" / "laser_src"
     if not (d / "laser_task.py").exists() or not (d / "laser_lstm.py").exists():
-        raise EncoderError(f"{d}: fairseq's LASER example task not found (fairseq {dist_version('fairseq-fixed')}); "
+        version = dist_version("fairseq-fixed", "fairseq")
+        raise EncoderError(f"{d}: fairseq's LASER example task not found (fairseq {version}); "
                            "install a fairseq build that ships fairseq/examples/laser")
     return d
 

@@ -14,8 +14,10 @@ from marginmine.errors import MarginmineError
 
 _SUFFIX = {"k": 1_000, "m": 1_000_000, "b": 1_000_000_000}
 
+#: a selection by score threshold's {N}: ``t1.06``, ``t-0.5``
+THRESHOLD_PATTERN = r"t-?[0-9.]+"
 #: the {N} of a selection file: a count label or a threshold label (the workflow's wildcard)
-SIZE_PATTERN = r"[0-9.]+[kKmMbB]?|t-?[0-9.]+"
+SIZE_PATTERN = r"[0-9.]+[kKmMbB]?|" + THRESHOLD_PATTERN
 
 
 def parse_count(text: str) -> int:
@@ -76,7 +78,7 @@ def check_thresholds(key: str, thresholds: Sequence[float]) -> list[str]:
     be written back exactly (it is the file name and what ``select --threshold`` reads) and given once."""
     labels = [threshold_label(t) for t in thresholds]
     for t, label in zip(thresholds, labels):
-        if not re.fullmatch(r"t-?[0-9.]+", label) or float(label[1:]) != t:
+        if not re.fullmatch(THRESHOLD_PATTERN, label) or float(label[1:]) != t:
             raise MarginmineError(f"{key}: {t!r} is not written back exactly as {label!r} "
                                   "(give at most 6 significant digits, no exponent)")
     if len(set(labels)) != len(labels):
