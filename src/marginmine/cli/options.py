@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import sys
 from typing import Callable
 
 from marginmine.cli import values as domain
@@ -81,14 +83,18 @@ def add_filter_settings(p: argparse.ArgumentParser, protect: bool = True) -> Non
 
 
 def torch_threads(n: int | None) -> None:
-    """Pin torch's and FAISS' CPU threads to ``n`` (None: their own choice)."""
+    """Pin torch's and FAISS' CPU threads to ``n`` (None: their own choice). torch is not imported
+    for it (2-4 s on 2 cores, for a command that may never need it, e.g. scoring precomputed
+    embeddings): when it is not loaded yet, ``OMP_NUM_THREADS`` / ``MKL_NUM_THREADS`` give it ``n``
+    threads when it is (its OpenMP reads them at load; tests/test_cli_values.py checks both ways)."""
     if n:
-        import torch
-
-        torch.set_num_threads(n)
         import faiss
 
         faiss.omp_set_num_threads(n)
+        if "torch" in sys.modules:
+            sys.modules["torch"].set_num_threads(n)
+        else:
+            os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = str(n)
 
 
 def add_knn(p: argparse.ArgumentParser, k: bool = True) -> None:

@@ -98,6 +98,13 @@ def _convert(work: Path, manifest: dict[str, Any], target: Path, want: str) -> N
     log.info("converted %s for CTranslate2 -> %s", manifest["files"]["model"], target)
 
 
+def gpu_visible() -> bool:
+    """Whether CTranslate2 sees a CUDA GPU (no torch import: a decoding job needs none)."""
+    import ctranslate2
+
+    return ctranslate2.get_cuda_device_count() > 0
+
+
 def length_batches(pieces: list[list[str]], batch_size: int) -> list[list[int]]:
     """Indices of ``pieces`` grouped by equal length (shortest first, input order within a length),
     cut into batches of at most ``batch_size``."""

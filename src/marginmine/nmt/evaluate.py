@@ -178,10 +178,13 @@ def translate_files(workdir: str | Path, jobs: list[tuple[str | Path, str | Path
         raise NmtError(f"translate: chunk_lines must be at least 1 (got {chunk_lines})")
     if decoder not in DECODERS:
         raise NmtError(f"translate: unknown decoder {decoder!r} (choose from {', '.join(DECODERS)})")
+    from marginmine.nmt import ctdecode
+
+    gpu_visible = ctdecode.gpu_visible if decoder == "ctranslate2" else None
     dec = _Decoder(work, manifest, spm.SentencePieceProcessor(model_file=str(work / manifest["files"]["spm"])),
-                   resolve_device(device), int(manifest["params"]["max_positions"]) - 1, int(beam), int(batch_size),
-                   int(max_tokens) if max_tokens else None, int(threads), float(lenpen), float(max_len_a),
-                   int(max_len_b), decoder)
+                   resolve_device(device, gpu_visible), int(manifest["params"]["max_positions"]) - 1, int(beam),
+                   int(batch_size), int(max_tokens) if max_tokens else None, int(threads), float(lenpen),
+                   float(max_len_a), int(max_len_b), decoder)
     outs = [Path(o) for _, o in jobs]
     if len({o.resolve() for o in outs}) != len(outs):
         raise NmtError(f"translate: two jobs write the same file ({', '.join(map(str, outs))})")

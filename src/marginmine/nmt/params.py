@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -79,14 +79,20 @@ def resolve_params(params: Mapping[str, Any] | None) -> dict[str, Any]:
     return out
 
 
-def resolve_device(device: str) -> str:
-    """``cpu`` or ``cuda``; asking for cuda without a visible GPU fails at once (never a silent CPU run)."""
-    import torch
+def resolve_device(device: str, gpu_visible: Callable[[], bool] | None = None) -> str:
+    """``cpu`` or ``cuda``; asking for cuda without a visible GPU fails at once (never a silent CPU run).
+    ``gpu_visible``: how to look for a GPU (default: torch's; CTranslate2 decoding passes its own,
+    so that a decoding job does not import torch, ~2-4 s on 2 cores); ``cpu`` looks for none."""
+    if device == "cpu":
+        return "cpu"
+    if gpu_visible is None:
+        import torch
 
+        gpu_visible = torch.cuda.is_available
     if device == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
+        return "cuda" if gpu_visible() else "cpu"
     if device.startswith("cuda"):
-        if not torch.cuda.is_available():
+        if not gpu_visible():
             raise NmtError(f"device {device!r} requested but no CUDA GPU is visible "
                            "(check CUDA_VISIBLE_DEVICES / the job's GPU allocation, or use device cpu)")
         return "cuda"
