@@ -257,8 +257,10 @@ nmt: {seeds: [1], params: {max_epoch: 1}}
 def test_a_users_score_kind_plugs_in_through_the_config_alone(smoke: Path, real_data: Path, tmp_path: Path,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     """docs/architecture.md's worked example: a kind registered in the user's own module and named
-    in a config overlay is scored beside ratio and cosine, selected with, trained on (1 epoch) and
-    decoded, with no rule changed; the ratio and cosine columns stay byte for byte what they were."""
+    in a config overlay is scored beside ratio and cosine and selected with, with no rule changed,
+    and its NMT system is planned like the built-in methods' (training a selection is the same job
+    whichever scorer made it: the smoke run trains ratio's and random's); the ratio and cosine
+    columns stay byte for byte what they were."""
     d = tmp_path / "plugin"
     shutil.copytree(smoke, d, symlinks=True)
     (tmp_path / "mods").mkdir()
@@ -267,12 +269,13 @@ def test_a_users_score_kind_plugs_in_through_the_config_alone(smoke: Path, real_
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(tmp_path / "mods"),
                                                                     os.environ.get("PYTHONPATH")])))
     before = {s: read_tsv(smoke / f"work/test/score/dan/shard{s}.scores.tsv.gz") for s in SHARDS}
-    target = "results/test/nmt/lenratio.2k/seed1/bleu.json"
-    r = snakemake(target, "--configfile", "config/test.yaml", "toy.yaml", "--cores", CORES, "--config",
-                  f"data_dir={real_data}", cwd=d, timeout=900)
+    config = ("--configfile", "config/test.yaml", "toy.yaml", "--cores", CORES, "--config", f"data_dir={real_data}")
+    r = snakemake("work/test/select/lenratio.2k.tsv.gz", *config, cwd=d, timeout=900)
     assert r.returncode == 0, (r.stdout + r.stderr)[-4000:]
-    bleu = json.loads((d / target).read_text())
-    assert bleu["test"]["lines"] == 300 and bleu["meta"]["decoding"]["decoder"] == "ctranslate2"
+    r = snakemake("-n", "-p", "results/test/nmt/lenratio.2k/seed1/bleu.json", *config, cwd=d)
+    assert r.returncode == 0, (r.stdout + r.stderr)[-4000:]
+    assert "--train work/test/select/lenratio.2k.tsv.gz" in r.stdout and "marginmine evaluate" in r.stdout, \
+        r.stdout[-3000:]
     lengths, corpus = [], []
     for s in SHARDS:
         head, *rows = read_tsv(d / f"work/test/score/dan/shard{s}.scores.tsv.gz")
