@@ -47,15 +47,15 @@ rule all:
 rule preprocess:
     """The preprocessed, sharded corpus, its ledger and the leakage check."""
     input:
-        f"{RESULTS}/preprocess/ledger.json",
-        f"{RESULTS}/preprocess/overlap_check.json",
+        rules.preprocess_ledger.output.json,
+        rules.check_overlap.output,
 
 
 rule encoders:
     """Every configured encoder trained and evaluated (results/<exp>/encoders/intrinsic.md)."""
     input:
-        f"{RESULTS}/encoders/intrinsic.tsv",
-        f"{RESULTS}/encoders/intrinsic.md",
+        rules.encoder_report.output.tsv,
+        rules.encoder_report.output.md,
 
 
 rule embeddings:

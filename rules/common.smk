@@ -5,14 +5,13 @@
 # resources and shell from PLAN's attributes, path templates and methods.
 
 import os
-import re
-import shlex
 import shutil
 import sys
 from pathlib import Path
 
 from marginmine.io.sizes import SIZE_PATTERN
 from marginmine.workflow import Plan
+from marginmine.workflow.paths import named_options, one_of, repeated, tables
 
 # `marginmine` comes from the environment snakemake runs in (make puts .venv/bin on PATH).
 if shutil.which("marginmine") is None:

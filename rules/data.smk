@@ -61,7 +61,7 @@ rule fetch_sacrebleu:
         test_set=lambda wc: PLAN.sacrebleu_sets[wc.sbid]["test_set"],
         langpair=lambda wc: PLAN.sacrebleu_sets[wc.sbid]["langpair"],
     wildcard_constraints:
-        sbid="|".join(map(re.escape, PLAN.sacrebleu_sets)) or "NO_SACREBLEU_SETS",
+        sbid=one_of(PLAN.sacrebleu_sets, empty="NO_SACREBLEU_SETS"),
     threads: 1
     resources:
         mem_mb=500,
@@ -88,7 +88,7 @@ rule heldout_set:
     params:
         slice=lambda w: PLAN.heldout_args(w.name),
     wildcard_constraints:
-        name="|".join(map(re.escape, PLAN.heldout)) or "NO_HELDOUT_SETS",
+        name=one_of(PLAN.heldout, empty="NO_HELDOUT_SETS"),
     threads: 1
     resources:
         mem_mb=1000,

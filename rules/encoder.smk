@@ -76,7 +76,7 @@ rule train_encoder:
         workdir=lambda wc: PLAN.encoder_workdir(wc.encdir),
         outdir=lambda wildcards, output: os.path.dirname(output[0]),
     wildcard_constraints:
-        encdir="|".join(map(re.escape, PLAN.encoder_dirs.values())),
+        encdir=one_of(PLAN.encoder_dirs.values()),
     priority: 10  # the critical path (encoder -> scores -> selections -> NMT) goes first
     threads: PLAN.job_threads(2)
     resources:
@@ -109,7 +109,7 @@ rule eval_encoder:
         encdir=lambda wildcards, input: os.path.dirname(input.encoder),
         device=ENC["device"],
     wildcard_constraints:
-        name="|".join(map(re.escape, PLAN.encoder_dirs)),
+        name=one_of(PLAN.encoder_dirs),
     threads: PLAN.job_threads(2)
     resources:
         mem_mb=4000,
@@ -124,7 +124,7 @@ rule eval_encoder:
 rule encoder_report:
     """One table, one row per encoder (random-init baselines included)."""
     input:
-        evals=expand(f"{RESULTS}/encoders/eval/{{name}}.json", name=PLAN.evaluated_encoders),
+        evals=expand(rules.eval_encoder.output[0], name=PLAN.evaluated_encoders),
         votes=[],  # the suite's vote report (published_encoder_report)
     output:
         tsv=report(f"{RESULTS}/encoders/intrinsic.tsv", category="Encoders"),
@@ -134,7 +134,7 @@ rule encoder_report:
     benchmark:
         f"{BENCH}/encoder_report.tsv"
     params:
-        votes=lambda w, input: " ".join(f"--votes {shlex.quote(v)}" for v in input.votes),
+        votes=lambda w, input: repeated("--votes", input.votes),
     threads: 1
     resources:
         mem_mb=500,
@@ -160,7 +160,7 @@ rule embed_shard:
     benchmark:
         f"{BENCH}/embed/{{encoder}}/shard{{shard}}.tsv"
     wildcard_constraints:
-        encoder="|".join(map(re.escape, PLAN.all_scored_encoders)),
+        encoder=one_of(PLAN.all_scored_encoders),
     params:
         encdir=lambda wildcards, input: os.path.dirname(input.encoder),
         device=ENC["device"],

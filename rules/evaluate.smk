@@ -115,8 +115,8 @@ rule mining_benchmark_data:
     params:
         gold_train=lambda w: PLAN.pair_args(PLAN.mining_eval["gold_train"]),
         gold_test=lambda w: PLAN.pair_args(PLAN.mining_eval["gold_test"]),
-        mono_src=lambda w: [PLAN.data_path(p) for p in PLAN.mining_eval["mono_src"]],
-        mono_tgt=lambda w: [PLAN.data_path(p) for p in PLAN.mining_eval["mono_tgt"]],
+        mono_src=lambda w: PLAN.mining_mono("src"),
+        mono_tgt=lambda w: PLAN.mining_mono("tgt"),
         share=lambda w: PLAN.mining_eval["share"],
         distractors=lambda w: PLAN.mining_eval["distractors"],
         mono_max=lambda w: PLAN.mining_eval["mono_max"],
@@ -227,7 +227,7 @@ rule audit_sample:
         labels=AUDIT["labels"],
         strata=AUDIT["strata"],
         sizes=PLAN.audit_sizes,
-        thresholds=[f"{t:g}" for t in PLAN.thresholds.get(PLAN.audit_scorer, [])],
+        thresholds=PLAN.audit_thresholds(),
         seed=config["seed"],
     threads: 1
     resources:

@@ -102,7 +102,7 @@ rule compare_methods:
     bootstrap (seeds and sentences) against the headline method, BLEU per clean origin of the
     clean-mix test; TSV, Markdown, per-run TSV and the BLEU-vs-N plot."""
     input:
-        runs=[rules.evaluate_nmt.output.json.format(method=m, N=n, seed=s) for m, n, s in PLAN.nmt_systems()],
+        runs=PLAN.nmt_runs(rules.evaluate_nmt.output.json),
         labels=list(PLAN.subset_labels().values()),
     output:
         tsv=report(f"{RESULTS}/comparison.tsv", category="BLEU"),

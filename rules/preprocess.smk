@@ -9,7 +9,7 @@ rule split_corpus:
     input:
         lambda w: PLAN.corpus_files(),
     output:
-        shards=expand(f"{WORK}/preprocess/split/shard{{shard}}.tsv.gz", shard=PLAN.shards),
+        shards=expand(PLAN.paths.split_shard, shard=PLAN.shards),
         rejects=f"{WORK}/preprocess/split/rejects.tsv.gz",
         ledger=f"{WORK}/preprocess/split/ledger.json",
         ledger_tsv=f"{WORK}/preprocess/split/ledger.tsv",
@@ -42,7 +42,7 @@ rule split_corpus:
 rule preprocess_shard:
     """Filter one shard; rejects carry their step and reason."""
     input:
-        shard=f"{WORK}/preprocess/split/shard{{shard}}.tsv.gz",
+        shard=PLAN.paths.split_shard,
         protect=lambda w: PLAN.protect_files(),
     output:
         kept=PLAN.paths.kept,

@@ -242,7 +242,7 @@ rule published_summary:
         scorers=PLAN.suite_scorers_json("published"),
         methods=PLAN.suites["published"]["methods"],
         sizes=PLAN.sizes,
-        tables=lambda w, input: " ".join(f"--{k} {shlex.quote(input[k])}" for k in ("bucc", "quality") if input[k]),
+        tables=lambda w, input: named_options(input, ("bucc", "quality")),
         title=f"{EXP}: published scorers, one row per system",
         caps=lambda w: PLAN.caps_from,
     threads: 1

@@ -12,7 +12,7 @@ rule report_figures:
         ledger=rules.preprocess_ledger.output.json,
         select=expand(rules.select_top.output.report, method=PLAN.selected, N=PLAN.sizes),
         encoders=rules.encoder_report.output.tsv,
-        evals=lambda w: [f for f in rules.scoring.input if f.endswith(".tsv") and f != rules.audit_sample.output.tsv],
+        evals=lambda w: tables(rules.scoring.input, but=rules.audit_sample.output.tsv),
     output:
         ledger_png=report(
             f"{RESULTS}/report/ledger.png",

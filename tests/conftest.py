@@ -37,6 +37,16 @@ def missing_data() -> str | None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # -n N workers share the cores: each one's OpenMP (torch, FAISS, BLAS) gets its share, not every
+    # core. Oversubscribed, OpenMP threads spin for each other's core: tests/test_mlp.py's fixture
+    # beside one busy process took 45 s wall and 51 CPU-s with torch's 2 threads, 28 s and 26 CPU-s
+    # with 1 (2-core Xeon). Set here, before the workers start, so their imports and every process
+    # they run inherit it; a job given --threads still sets its own (cli/options.py torch_threads).
+    workers = getattr(config.option, "numprocesses", None)
+    if workers and not os.environ.get("PYTEST_XDIST_WORKER"):
+        share = str(max(1, (os.cpu_count() or 1) // int(workers)))
+        for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+            os.environ.setdefault(name, share)
     problem = missing_data()
     if problem and not config.option.collectonly:
         raise pytest.UsageError(f"{problem}: the tests run on the real data (set MARGINMINE_DATA_DIR to "

@@ -87,6 +87,10 @@ class Evaluations:
         """SRC,TGT arguments (a list: the shell command quotes each with :q)."""
         return [f"{self.data_path(p['src'])},{self.data_path(p['tgt'])}" for p in items]
 
+    def mining_mono(self, side: str) -> list[str]:
+        """The mining benchmark's monolingual pools of one side (``src`` or ``tgt``), under data_dir."""
+        return [self.data_path(p) for p in self.mining_eval[f"mono_{side}"]]
+
     def mining_eval_files(self) -> list[str]:
         e = self.mining_eval
         files = [self.data_path(p[s]) for p in e["gold_train"] + e["gold_test"] for s in ("src", "tgt")]
@@ -178,6 +182,10 @@ class Evaluations:
     def audit_estimated(self) -> bool:
         """Whether the audit has labels to estimate from (a person's file or the corpus' sidecar)."""
         return bool(self.audit_scorer is not None and (self.audit["labels_file"] or self.labelled_corpus))
+
+    def audit_thresholds(self) -> list[str]:
+        """The audited scorer's score thresholds (selection.thresholds) as the sample's arguments."""
+        return [f"{t:g}" for t in self.thresholds.get(self.audit_scorer, [])]
 
     def audit_note(self) -> str:
         return "Labels: " + (f"{self.audit['labels_file']} (a person's)." if self.audit["labels_file"] else

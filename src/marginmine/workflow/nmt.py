@@ -37,6 +37,10 @@ class Nmt:
         """(method, N, seed) of every NMT system to train (default: the experiment's methods)."""
         return [(m, n, s) for m in (methods or self.methods) for n in self.sizes for s in self.seeds[m]]
 
+    def nmt_runs(self, template: str, methods: list[str] | None = None) -> list[str]:
+        """``template`` (a path with {method}, {N}, {seed}) for every NMT system of :meth:`nmt_systems`."""
+        return [template.format(method=m, N=n, seed=s) for m, n, s in self.nmt_systems(methods)]
+
     def nmt_params_json(self) -> str:
         return json.dumps({"arch": self.nmt["arch"], **self.nmt.get("params", {})}, sort_keys=True)
 

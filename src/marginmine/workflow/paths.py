@@ -4,9 +4,11 @@ shards. Templates keep their wildcards in braces (``{shard}``), as Snakemake rea
 
 from __future__ import annotations
 
+import re
+import shlex
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from itertools import product
-from typing import Iterable
 
 
 def expand(template: str, **values: Iterable[object] | str) -> list[str]:
@@ -18,6 +20,26 @@ def expand(template: str, **values: Iterable[object] | str) -> list[str]:
     return [template.format(**dict(zip(keys, combo))) for combo in product(*lists)]
 
 
+def one_of(names: Iterable[str], empty: str = "") -> str:
+    """A wildcard constraint matching exactly one of ``names`` (``empty`` when there are none)."""
+    return "|".join(map(re.escape, names)) or empty
+
+
+def repeated(flag: str, files: Iterable[str]) -> str:
+    """``flag`` before each file, each quoted for the shell (``--votes 'a b' --votes c``)."""
+    return " ".join(f"{flag} {shlex.quote(str(f))}" for f in files)
+
+
+def named_options(files: Mapping[str, str], names: Iterable[str]) -> str:
+    """``--name FILE`` for each of ``names`` whose file is given (not empty), quoted for the shell."""
+    return " ".join(f"--{k} {shlex.quote(str(files[k]))}" for k in names if files[k])
+
+
+def tables(files: Iterable[str], *, but: str) -> list[str]:
+    """The ``.tsv`` tables among ``files`` (a rule's inputs), all but ``but``."""
+    return [f for f in files if f.endswith(".tsv") and f != but]
+
+
 @dataclass(frozen=True)
 class Paths:
     """Templates below the experiment's work and results directories (``work/<exp>``,
@@ -27,6 +49,11 @@ class Paths:
     results: str
     src: str
     tgt: str
+
+    @property
+    def split_shard(self) -> str:
+        """A shard of the split corpus, before the per-shard filters (rule split_corpus)."""
+        return f"{self.work}/preprocess/split/shard{{shard}}.tsv.gz"
 
     @property
     def kept(self) -> str:
