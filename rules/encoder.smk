@@ -147,8 +147,8 @@ rule encoder_report:
 
 
 rule embed_shard:
-    """Embed both sides of one preprocessed shard with one encoder a scorer uses (float16,
-    memory-mapped, resumable in chunks)."""
+    """Embed both sides of one preprocessed shard with one encoder a scorer uses, in one process (the
+    encoder loaded once; float16, memory-mapped, resumable in chunks)."""
     input:
         encoder=lambda wc: PLAN.encoder_json(wc.encoder),
         shard=rules.preprocess_shard.output.kept,
@@ -175,9 +175,7 @@ rule embed_shard:
     conda:
         "../envs/encoder.yaml"
     shell:
-        "(marginmine embed --encoder {params.encdir:q} --lang {params.src:q} --input {input.shard:q} "
-        "--column 0 --output {output.src:q} --dtype {params.dtype:q} --device {params.device:q} "
-        "--threads {threads} --allow-empty && "
-        "marginmine embed --encoder {params.encdir:q} --lang {params.tgt:q} --input {input.shard:q} "
-        "--column 1 --output {output.tgt:q} --dtype {params.dtype:q} --device {params.device:q} "
-        "--threads {threads} --allow-empty) > {log:q} 2>&1"
+        "marginmine embed --encoder {params.encdir:q} --input {input.shard:q} "
+        "--lang {params.src:q} --column 0 --output {output.src:q} "
+        "--lang {params.tgt:q} --column 1 --output {output.tgt:q} "
+        "--dtype {params.dtype:q} --device {params.device:q} --threads {threads} --allow-empty > {log:q} 2>&1"

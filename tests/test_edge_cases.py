@@ -147,6 +147,30 @@ def test_empty_shards_are_valid_through_preprocess_embed_score_select(
 # --- 2. an .npy of another length than the scored file ------------------------------------------
 
 
+def test_both_sides_in_one_embed_call_equal_one_call_per_side(pairs_250: Path, tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """``embed`` with a --lang, --column and --output per side (rule embed_shard: the encoder loaded
+    once per shard, not per side) writes the bytes and records of one call per side; --lang,
+    --column and --output that do not pair up are one error line."""
+    encoder = tiny_random_encoder(pairs_250, tmp_path / "encoder")
+    base = ["embed", "--encoder", str(encoder), "--input", str(pairs_250)]
+    one, two = tmp_path / "one", tmp_path / "two"
+    assert main([*base, "--lang", "en", "--column", "0", "--output", str(one / "x.en.npy"),
+                 "--lang", "de", "--column", "1", "--output", str(one / "x.de.npy")]) == 0
+    for lang, column in (("en", "0"), ("de", "1")):
+        assert main([*base, "--lang", lang, "--column", column, "--output", str(two / f"x.{lang}.npy")]) == 0
+    for name in ("x.en.npy", "x.de.npy", "x.en.npy.json", "x.de.npy.json"):
+        assert (one / name).read_bytes() == (two / name).read_bytes(), name
+    assert json.loads((one / "x.de.npy.json").read_text())["column"] == 1 and np.load(one / "x.de.npy").shape[0] == 250
+    assert not np.array_equal(np.load(one / "x.en.npy"), np.load(one / "x.de.npy"))
+    capsys.readouterr()
+    assert main([*base, "--lang", "en", "--column", "0", "--output", str(tmp_path / "a.npy"),
+                 "--column", "1", "--output", str(tmp_path / "b.npy")]) == 2
+    assert "give one --lang and one --column per --output (got 1 --lang, 2 --column, 2 --output)" in \
+        error_line(capsys.readouterr().err, "embed")
+    assert not (tmp_path / "a.npy").exists()
+
+
 def test_score_refuses_embeddings_with_more_or_fewer_rows_than_lines(pairs_250: Path, tmp_path: Path) -> None:
     lines = pairs_250.read_text(encoding="utf-8").splitlines(keepends=True)
     shard = tmp_path / "shard.tsv"

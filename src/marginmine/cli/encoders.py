@@ -79,16 +79,29 @@ def _torch_threads(n: int | None) -> None:
         torch.set_num_threads(n)
 
 
+def embed_sides(args: argparse.Namespace) -> list[tuple[str, int | None, str]]:
+    """(language, column, output) of each side ``embed`` writes: the i-th --lang and --column go with
+    the i-th --output (--column omitted: whole lines for every side)."""
+    langs, outputs, columns = args.lang, args.output, args.column or [None] * len(args.output)
+    if not len(langs) == len(outputs) == len(columns):
+        raise MarginmineError(f"embed: give one --lang{' and one --column' if args.column else ''} per --output "
+                              f"(got {len(langs)} --lang, {len(args.column or [])} --column, "
+                              f"{len(outputs)} --output)")
+    return list(zip(langs, columns, outputs))
+
+
 def cmd_embed(args: argparse.Namespace) -> int:
     from marginmine.encoders.embed import embed_file
 
+    sides = embed_sides(args)
     _torch_threads(args.threads)
     from marginmine.encoders.base import encoder_identity, load_encoder
 
-    encoder = load_encoder(args.encoder, args.device)
-    embed_file(encoder, args.lang, args.input, args.output, column=args.column, dtype=args.dtype,
-               chunk_size=args.chunk_size, encoder_id=encoder_identity(args.encoder),
-               allow_empty=args.allow_empty)
+    encoder = load_encoder(args.encoder, args.device)  # loaded once for every side
+    for lang, column, output in sides:
+        embed_file(encoder, lang, args.input, output, column=column, dtype=args.dtype,
+                   chunk_size=args.chunk_size, encoder_id=encoder_identity(args.encoder),
+                   allow_empty=args.allow_empty)
     return 0
 
 
@@ -165,13 +178,18 @@ def register(sub: argparse._SubParsersAction, handlers: Handlers) -> None:
     p.add_argument("--output", required=True, help="directory (marginmine) or file prefix (laser), e.g. out/mine")
     handlers["export-encoder"] = cmd_export_encoder
 
-    p = sub.add_parser("embed", help="embed a text file (or TSV column) into a memory-mapped .npy")
+    p = sub.add_parser("embed", help="embed a text file (or TSV columns) into memory-mapped .npy files",
+                       description="Embed the lines of --input, or its TSV --column, into --output. Repeat "
+                                   "--lang, --column and --output to embed several columns (a shard's two "
+                                   "sides) with one load of the encoder: the i-th of each go together.")
     p.add_argument("--encoder", required=True, help="encoder directory (with encoder.json)")
-    p.add_argument("--lang", required=True, help="language code of the input's sentences, e.g. en")
+    p.add_argument("--lang", required=True, action="append",
+                   help="language code of the input's sentences, e.g. en (one per --output)")
     p.add_argument("--input", required=True,
                    help="one sentence per line, or a TSV with --column (.gz allowed)")
-    p.add_argument("--output", required=True, help=".npy file")
-    p.add_argument("--column", type=domain.COLUMN, default=None, help="0-based TSV column (default: whole line)")
+    p.add_argument("--output", required=True, action="append", help=".npy file (repeatable)")
+    p.add_argument("--column", type=domain.COLUMN, default=None, action="append",
+                   help="0-based TSV column (default: whole line; one per --output when given)")
     p.add_argument("--dtype", default="float16", choices=["float16", "float32"],
                    help="float type of the stored vectors")
     p.add_argument("--chunk-size", type=domain.COUNT, default=50_000, help="sentences per written chunk")

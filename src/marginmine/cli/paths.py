@@ -79,7 +79,8 @@ def _bucc_files(args: argparse.Namespace) -> Iterator[Role]:
 def _embedding_record(args: argparse.Namespace) -> Iterator[Role]:
     from marginmine.encoders.embed import provenance_path
 
-    yield Role(f"(the record of --output {args.output})", provenance_path(args.output))
+    for output in args.output:
+        yield Role(f"(the record of --output {output})", provenance_path(output))
 
 
 def _encoder_workdir(args: argparse.Namespace) -> Iterator[Role]:
