@@ -164,6 +164,10 @@ REFUSED = [
     ("eval-mining", ["--encoder", "e=enc", "--scorers", '{"m": {"kind": "mlp", "band": 2}}', "--data", "bucc",
                      "--src-lang", "en", "--tgt-lang", "de", "--tsv", "t.tsv", "--md", "t.md"],
      "band must be in (0, 1]"),
+    # refused before torch's BPE and fairseq's binarizing run (fairseq's own refusal was its usage text)
+    ("train-nmt", ["--train", "c.tsv", "--dev-src", "s.txt", "--dev-ref", "t.txt", "--workdir", "w",
+                   "--src-lang", "en", "--tgt-lang", "de", "--params", '{"lr": "x"}'],
+     "NMT param lr must be a number >= 0 (got 'x')"),
 ]
 
 

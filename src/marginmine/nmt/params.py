@@ -4,6 +4,7 @@ and the environment fairseq runs in (shared by training and decoding)."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 from collections.abc import Callable, Mapping
@@ -57,6 +58,7 @@ def resolve_params(params: Mapping[str, Any] | None) -> dict[str, Any]:
         raise NmtError(f"unknown NMT params {unknown} (known: {', '.join(sorted(DEFAULTS))})")
     out = dict(DEFAULTS)
     out.update(p)
+    _check_types(out)
     for k in ("bpe_vocab", "max_tokens", "update_freq", "max_positions", "average_last", "log_interval"):
         if int(out[k]) < 1:
             raise NmtError(f"NMT param {k} must be >= 1 (got {out[k]!r})")
@@ -77,6 +79,33 @@ def resolve_params(params: Mapping[str, Any] | None) -> dict[str, Any]:
     if not isinstance(out["extra_args"], list) or not all(isinstance(a, str) for a in out["extra_args"]):
         raise NmtError("NMT param extra_args must be a list of strings (fairseq-train arguments)")
     return out
+
+
+#: params that are shares: in [0, 1) (dropouts, label smoothing) or (0, 1] (sentencepiece's coverage)
+SHARES = ("dropout", "attention_dropout", "activation_dropout", "label_smoothing")
+
+
+def _check_types(p: Mapping[str, Any]) -> None:
+    """Every param of the type of its default (a whole number, a number, text), before anything runs:
+    a wrong one must not surface as fairseq's usage text after the BPE and binarizing are done."""
+    for k, v in p.items():
+        want = 1 if k in MODEL_SIZE_KEYS and v is not None else DEFAULTS[k]
+        if isinstance(want, bool) or want is None or isinstance(want, list):
+            continue  # true/false, the sizes left to the architecture and extra_args: checked below
+        if isinstance(want, int) and (isinstance(v, bool) or not isinstance(v, int)):
+            raise NmtError(f"NMT param {k} must be a whole number (got {v!r})")
+        if isinstance(want, float) and (isinstance(v, bool) or not isinstance(v, (int, float))
+                                        or not math.isfinite(v) or v < 0):
+            raise NmtError(f"NMT param {k} must be a number >= 0 (got {v!r})")
+        if isinstance(want, str) and not isinstance(v, str):
+            raise NmtError(f"NMT param {k} must be text (got {v!r})")
+    for k in SHARES:
+        if not 0 <= p[k] < 1:
+            raise NmtError(f"NMT param {k} must be in [0, 1) (got {p[k]!r})")
+    if not 0 < p["character_coverage"] <= 1:
+        raise NmtError(f"NMT param character_coverage must be in (0, 1] (got {p['character_coverage']!r})")
+    if not p["lr"] > 0:
+        raise NmtError(f"NMT param lr must be > 0 (got {p['lr']!r})")
 
 
 def resolve_device(device: str, gpu_visible: Callable[[], bool] | None = None) -> str:

@@ -18,6 +18,17 @@ class Nmt:
         self.extra_eval = list(self.config["eval"].get("extra", {}))
         #: training seeds per selection method
         self.seeds = self._method_seeds()
+        self._check_params("nmt.params", self.nmt.get("params", {}))
+
+    @staticmethod
+    def _check_params(key: str, params: dict) -> None:
+        """The params train-nmt would refuse, refused at plan time with their key named."""
+        from marginmine.nmt.params import NmtError, resolve_params
+
+        try:
+            resolve_params(params)
+        except NmtError as exc:
+            raise ValueError(f"{key}: {exc}") from None
 
     def _method_seeds(self) -> dict[str, list[int]]:
         """Training seeds per selection method (nmt.seeds, nmt.method_seeds overriding), validated."""

@@ -21,6 +21,9 @@ class Translate:
         self.translated = [n for n in self.all_scorers if self.kind_says(n, "translated")]
         self.directions = [f"{self.src}-{self.tgt}", f"{self.tgt}-{self.src}"]
         self.translator_seed = self.translators.get("seed", self.config["seed"])
+        if self.translated:  # their training params: nmt.params under translators.params
+            self._check_params("translators.params", {**self.nmt.get("params", {}),
+                                                      **self.translators.get("params", {})})
         #: name -> (file, 0-based column or None, language) of each evaluation text a vote scorer needs
         #: translated: ParaCrawl's labelled pairs, the mining benchmark's pools, the intrinsic sets
         self.translated_texts = self._translated_texts()
