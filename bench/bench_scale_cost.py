@@ -8,8 +8,8 @@ and writes:
 * the cost curve: per rule and size, wall and CPU seconds and peak RSS, with the CPU microseconds per
   pair (per raw pair for splitting and preprocessing, per kept pair after), and the wall time per
   kept pair of the largest run over the second largest's (1.0 = linear in pairs; the smallest run is
-  mostly process start-up). Snakemake samples a job's CPU time, and a rule that chains commands
-  (embedding: one per side) can be under-counted: read its wall time;
+  mostly process start-up). Snakemake samples a job's CPU time, and a short or chained job can be
+  under-counted: read its wall time;
 * the paper's run (Artetxe & Schwenk 2019: 4.59 billion raw ParaCrawl pairs, 64.4 million left after
   deduplication and the length/overlap filters, scored in batches of 5 million) on this machine's
   rates: each stage's CPU-hours from the largest run's CPU seconds per pair, scaled by the dimension

@@ -13,7 +13,7 @@ rule download:
         url=lambda wc: PLAN.url_sources[wc.source]["url"],
         sha256=lambda wc: PLAN.download_sha256_arg(wc.source),
     wildcard_constraints:
-        source="|".join(PLAN.url_sources) or "NO_URL_SOURCES",
+        source=one_of(PLAN.url_sources, empty="NO_URL_SOURCES"),
     threads: 1
     resources:
         mem_mb=500,
@@ -36,7 +36,7 @@ rule extract_member:
     benchmark:
         "data/sources/benchmarks/{source}.{member}.tsv"
     wildcard_constraints:
-        source="|".join(PLAN.url_sources) or "NO_URL_SOURCES",
+        source=one_of(PLAN.url_sources, empty="NO_URL_SOURCES"),
     threads: 1
     resources:
         mem_mb=500,

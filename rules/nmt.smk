@@ -77,8 +77,7 @@ rule headline_bleu:
     """results/.../bleu_{N}.txt: the headline method's test BLEU, mean over its training seeds (the
     number first, then each seed's)."""
     input:
-        lambda w: [rules.evaluate_nmt.output.json.format(method=PLAN.default_method, N=w.N, seed=s)
-                   for s in PLAN.seeds[PLAN.default_method]],
+        lambda w: PLAN.headline_runs(rules.evaluate_nmt.output.json, w.N),
     output:
         PLAN.paths.bleu,
     log:

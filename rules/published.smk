@@ -42,7 +42,7 @@ rule published_eval_similarity:
         seed=config["seed"],
         device=ENC["device"],
     wildcard_constraints:
-        name="|".join(map(re.escape, PLAN.similarity_scorers())) or "(?!)",
+        name=one_of(PLAN.similarity_scorers(), empty="(?!)"),
     threads: PLAN.job_threads(2)
     resources:
         mem_mb=4000,
@@ -182,8 +182,7 @@ use rule selection_composition as published_composition with:
 
 use rule compare_methods as published_compare with:
     input:
-        runs=[rules.evaluate_nmt.output.json.format(method=m, N=n, seed=s)
-              for m, n, s in PLAN.nmt_systems(PLAN.suites["published"]["methods"])],
+        runs=PLAN.nmt_runs(rules.evaluate_nmt.output.json, PLAN.suites["published"]["methods"]),
         labels=list(PLAN.subset_labels().values()),
     output:
         tsv=f"{PUBLISHED_DIR}/comparison.tsv",
@@ -201,8 +200,7 @@ use rule compare_methods as published_compare with:
 
 use rule compare_methods as published_compare_versus with:
     input:
-        runs=[rules.evaluate_nmt.output.json.format(method=m, N=n, seed=s)
-              for m, n, s in PLAN.nmt_systems(PLAN.suites["published"]["methods"])],
+        runs=PLAN.nmt_runs(rules.evaluate_nmt.output.json, PLAN.suites["published"]["methods"]),
         labels=list(PLAN.subset_labels().values()),
     output:
         tsv=f"{PUBLISHED_DIR}/versus/{{ref}}/comparison.tsv",
@@ -217,7 +215,7 @@ use rule compare_methods as published_compare_versus with:
         title=lambda w: f"{EXP}: published scorers against {w.ref}, {SRC}-{TGT}",
         headline=lambda w: w.ref,
     wildcard_constraints:
-        ref="|".join(map(re.escape, PLAN.paper_references)) or "(?!)",
+        ref=one_of(PLAN.paper_references, empty="(?!)"),
 
 
 rule published_summary:

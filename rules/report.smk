@@ -74,7 +74,7 @@ rule report_samples:
     two scorers disagree on; one report page and its TSVs."""
     input:
         pairs=expand(rules.preprocess_shard.output.kept, shard=PLAN.shards),
-        scores=lambda w: list(dict.fromkeys(f for n in PLAN.scorers for f in PLAN.scorer_score_files(n))),
+        scores=lambda w: PLAN.scorers_score_files(PLAN.scorers),
         removed=expand(rules.removed_sample.output, shard=PLAN.shards),
         split_rejects=rules.split_corpus.output.rejects,
     output:

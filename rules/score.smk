@@ -43,7 +43,7 @@ rule score_shard:
         refine=SCORING["refine"],
         device=SCORING["device"],
     wildcard_constraints:
-        group="|".join(map(re.escape, PLAN.untranslated_groups)) or "(?!)",
+        group=one_of(PLAN.untranslated_groups, empty="(?!)"),
     priority: 10  # the critical path (encoder -> scores -> selections -> NMT) goes first
     threads: PLAN.job_threads(2)
     resources:
@@ -87,7 +87,7 @@ rule fit_scorer:
         seed=config["seed"],
         device=ENC["device"],
     wildcard_constraints:
-        name="|".join(map(re.escape, PLAN.fitted)) or "(?!)",
+        name=one_of(PLAN.fitted, empty="(?!)"),
     threads: PLAN.job_threads(2)
     resources:
         mem_mb=4000,
@@ -118,7 +118,7 @@ rule select_top:
         args=lambda w: PLAN.select_args(w.method, w.N),
         seed=config["seed"],
     wildcard_constraints:
-        method="|".join(map(re.escape, PLAN.selectable)),
+        method=one_of(PLAN.selectable),
     priority: 10  # the critical path: a selection waits for no NMT training
     threads: 1
     resources:
@@ -147,7 +147,7 @@ rule export_filtered:
     params:
         columns=PLAN.corpus_columns(),
     wildcard_constraints:
-        method="|".join(map(re.escape, PLAN.selectable)),
+        method=one_of(PLAN.selectable),
     threads: 1
     resources:
         mem_mb=500,

@@ -24,7 +24,7 @@ rule translator_data:
         max_pairs=TRANSLATORS["max_pairs"],
         seed=PLAN.translator_seed,
     wildcard_constraints:
-        direction="|".join(PLAN.directions),
+        direction=one_of(PLAN.directions),
     threads: 1
     resources:
         mem_mb=1000,
@@ -52,7 +52,7 @@ use rule train_nmt as train_translator with:
         budget=PLAN.nmt_budget_arg(),
         langs=lambda w: PLAN.direction_langs(w.direction),
     wildcard_constraints:
-        direction="|".join(PLAN.directions),
+        direction=one_of(PLAN.directions),
         seed=r"\d+",
 
 
@@ -75,7 +75,7 @@ rule evaluate_translator:
         beam=TRANSLATORS["beam"],
         decoder=NMT["decoder"],
     wildcard_constraints:
-        direction="|".join(PLAN.directions),
+        direction=one_of(PLAN.directions),
     threads: PLAN.job_threads(2)
     resources:
         mem_mb=4000,
@@ -109,7 +109,7 @@ rule translate_shard:
         chunk=TRANSLATORS["chunk_lines"],
         decoder=NMT["decoder"],
     wildcard_constraints:
-        direction="|".join(PLAN.directions),
+        direction=one_of(PLAN.directions),
     threads: PLAN.job_threads(2)
     resources:
         mem_mb=4000,
@@ -143,7 +143,7 @@ rule translate_text:
         chunk=TRANSLATORS["chunk_lines"],
         decoder=NMT["decoder"],
     wildcard_constraints:
-        name="|".join(map(re.escape, PLAN.translated_texts)) or "(?!)",
+        name=one_of(PLAN.translated_texts, empty="(?!)"),
     threads: PLAN.job_threads(2)
     resources:
         mem_mb=4000,
@@ -174,8 +174,8 @@ rule embed_translation:
         device=ENC["device"],
         dtype=ENC["embed_dtype"],
     wildcard_constraints:
-        encoder="|".join(map(re.escape, PLAN.all_scored_encoders)),
-        direction="|".join(PLAN.directions),
+        encoder=one_of(PLAN.all_scored_encoders),
+        direction=one_of(PLAN.directions),
     threads: PLAN.job_threads(2)
     resources:
         mem_mb=4000,
@@ -216,7 +216,7 @@ rule score_translated:
         device=SCORING["device"],
         translated=lambda w, input: PLAN.translation_args(input),
     wildcard_constraints:
-        group="|".join(map(re.escape, PLAN.translated_groups)) or "(?!)",
+        group=one_of(PLAN.translated_groups, empty="(?!)"),
     threads: PLAN.job_threads(2)
     resources:
         mem_mb=SCORING["mem_mb"],

@@ -44,7 +44,8 @@ def pytest_configure(config: pytest.Config) -> None:
     # they run inherit it; a job given --threads still sets its own (cli/options.py torch_threads).
     workers = getattr(config.option, "numprocesses", None)
     if workers and not os.environ.get("PYTEST_XDIST_WORKER"):
-        share = str(max(1, (os.cpu_count() or 1) // int(workers)))
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        share = str(max(1, cores // int(workers)))
         for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
             os.environ.setdefault(name, share)
     problem = missing_data()

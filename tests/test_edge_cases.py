@@ -166,8 +166,14 @@ def test_both_sides_in_one_embed_call_equal_one_call_per_side(pairs_250: Path, t
     capsys.readouterr()
     assert main([*base, "--lang", "en", "--column", "0", "--output", str(tmp_path / "a.npy"),
                  "--column", "1", "--output", str(tmp_path / "b.npy")]) == 2
-    assert "give one --lang and one --column per --output (got 1 --lang, 2 --column, 2 --output)" in \
-        error_line(capsys.readouterr().err, "embed")
+    assert error_line(capsys.readouterr().err, "embed") == ("marginmine embed: error: give one --lang and one "
+                                                            "--column per --output (got 1 --lang, 2 --column, "
+                                                            "2 --output)")
+    assert main([*base, "--lang", "en", "--lang", "de", "--output", str(tmp_path / "a.npy"),
+                 "--output", str(tmp_path / "b.npy")]) == 2
+    assert error_line(capsys.readouterr().err, "embed") == ("marginmine embed: error: 2 --output and no --column "
+                                                            "would embed the same whole lines into each: give a "
+                                                            "--column per --output")
     assert not (tmp_path / "a.npy").exists()
 
 

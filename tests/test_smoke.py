@@ -248,7 +248,7 @@ TOY_OVERLAY = """plugins: [toy_scores]
 scorers: {lenratio: {kind: length-ratio}}
 selection: {sizes: [2k], methods: [lenratio]}
 published: {baselines: [lenratio]}
-nmt: {seeds: [1], params: {max_epoch: 1}}
+nmt: {seeds: [1]}
 """
 
 

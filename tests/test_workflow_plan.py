@@ -18,7 +18,7 @@ from jsonschema import Draft202012Validator, validators
 
 from marginmine.errors import MarginmineError
 from marginmine.workflow import Plan
-from marginmine.workflow.paths import expand
+from marginmine.workflow.paths import expand, named_options, one_of, repeated, tables
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = yaml.safe_load((REPO / "config" / "schema.yaml").read_text())
@@ -204,3 +204,23 @@ def test_the_plan_is_read_only(smoke: Plan) -> None:
 def test_expand_varies_the_last_keyword_fastest() -> None:
     assert expand("{a}.{b}", a=[1, 2], b=["x", "y"]) == ["1.x", "1.y", "2.x", "2.y"]
     assert expand("{a}.{b}", a=[1, 2], b="xy") == ["1.xy", "2.xy"]  # a string is one value, as in Snakemake
+
+
+def test_the_rules_strings_come_from_the_plan(smoke: Plan, real_data: Path) -> None:
+    """What the rules once built inline: wildcard constraints, repeated and named options, file lists."""
+    assert one_of(["a.b", "c+d"]) == r"a\.b|c\+d" and re.fullmatch(one_of(["a.b"]), "axb") is None
+    assert one_of([], empty="(?!)") == "(?!)" and one_of([]) == ""
+    assert repeated("--votes", ["a b.tsv", "c.tsv"]) == "--votes 'a b.tsv' --votes c.tsv" and repeated("--x", []) == ""
+    assert named_options({"bucc": "b c.tsv", "quality": ""}, ("bucc", "quality")) == "--bucc 'b c.tsv'"
+    assert tables(["a.tsv", "b.json", "c.tsv"], but="c.tsv") == ["a.tsv"]
+    assert smoke.paths.split_shard.format(shard="0001") == "work/test/preprocess/split/shard0001.tsv.gz"
+    template = "r/{method}.{N}.{seed}.json"
+    assert smoke.nmt_runs(template) == ["r/ratio.2k.1.json", "r/ratio.2k.2.json", "r/random.2k.1.json"]
+    assert smoke.nmt_runs(template, ["mlp"]) == ["r/mlp.2k.1.json"]
+    assert smoke.headline_runs(template, "2k") == ["r/ratio.2k.1.json", "r/ratio.2k.2.json"]
+    assert smoke.mining_mono("src") == [str(Path(os.path.abspath(real_data)) /
+                                            "mono-en-wiki-web/wikitext2.valid+test.sentences.detok.en")]
+    assert smoke.audit_thresholds() == [] and smoke.scorers_score_files(["ratio", "cosine"]) == [
+        "work/test/score/dan/shard0000.scores.tsv.gz", "work/test/score/dan/shard0001.scores.tsv.gz"]
+    demo = plan("config/demo.yaml", real_data, lambda c: c["selection"].update(thresholds={"use-ratio": [1.05]}))
+    assert demo.audit_scorer == "use-ratio" and demo.audit_thresholds() == ["1.05"]

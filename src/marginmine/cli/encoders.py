@@ -9,7 +9,7 @@ import logging
 from pathlib import Path
 
 from marginmine.cli import values as domain
-from marginmine.cli.options import ALLOW_EMPTY_HELP, Handlers, add_device, add_seed
+from marginmine.cli.options import ALLOW_EMPTY_HELP, Handlers, add_device, add_seed, torch_threads
 from marginmine.defaults import ON_TIME_CAP, K
 from marginmine.errors import MarginmineError
 from marginmine.timecap import POLICIES
@@ -71,22 +71,17 @@ def cmd_export_encoder(args: argparse.Namespace) -> int:
     return 0
 
 
-def _torch_threads(n: int | None) -> None:
-    """Pin torch's CPU threads to the job's share (oversubscribed cores slow LSTMs down 4-70x)."""
-    if n:
-        import torch
-
-        torch.set_num_threads(n)
-
-
 def embed_sides(args: argparse.Namespace) -> list[tuple[str, int | None, str]]:
     """(language, column, output) of each side ``embed`` writes: the i-th --lang and --column go with
     the i-th --output (--column omitted: whole lines for every side)."""
-    langs, outputs, columns = args.lang, args.output, args.column or [None] * len(args.output)
+    langs, outputs, columns = args.lang, args.output, args.column
+    if len(outputs) > 1 and not columns:
+        raise MarginmineError(f"{len(outputs)} --output and no --column would embed the same whole lines into "
+                              "each: give a --column per --output")
+    columns = columns or [None]
     if not len(langs) == len(outputs) == len(columns):
-        raise MarginmineError(f"embed: give one --lang{' and one --column' if args.column else ''} per --output "
-                              f"(got {len(langs)} --lang, {len(args.column or [])} --column, "
-                              f"{len(outputs)} --output)")
+        raise MarginmineError(f"give one --lang{' and one --column' if args.column else ''} per --output "
+                              f"(got {len(langs)} --lang, {len(args.column or [])} --column, {len(outputs)} --output)")
     return list(zip(langs, columns, outputs))
 
 
@@ -94,7 +89,7 @@ def cmd_embed(args: argparse.Namespace) -> int:
     from marginmine.encoders.embed import embed_file
 
     sides = embed_sides(args)
-    _torch_threads(args.threads)
+    torch_threads(args.threads)
     from marginmine.encoders.base import encoder_identity, load_encoder
 
     encoder = load_encoder(args.encoder, args.device)  # loaded once for every side
@@ -110,7 +105,7 @@ def cmd_eval_encoder(args: argparse.Namespace) -> int:
     from marginmine.encoders.intrinsic import GoldSet, evaluate
     from marginmine.io.safe import write_text
 
-    _torch_threads(args.threads)
+    torch_threads(args.threads)
     sets = []
     for item in args.set:
         parts = item.split(",")

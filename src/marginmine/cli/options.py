@@ -83,18 +83,20 @@ def add_filter_settings(p: argparse.ArgumentParser, protect: bool = True) -> Non
 
 
 def torch_threads(n: int | None) -> None:
-    """Pin torch's and FAISS' CPU threads to ``n`` (None: their own choice). torch is not imported
-    for it (2-4 s on 2 cores, for a command that may never need it, e.g. scoring precomputed
-    embeddings): when it is not loaded yet, ``OMP_NUM_THREADS`` / ``MKL_NUM_THREADS`` give it ``n``
-    threads when it is (its OpenMP reads them at load; tests/test_cli_values.py checks both ways)."""
+    """Pin torch's and FAISS' CPU threads to ``n`` (None: their own choice; oversubscribed cores slow
+    LSTMs down 4-70x). Neither is imported for it (torch takes 2-4 s on 2 cores, for a command that
+    may never need it, e.g. scoring precomputed embeddings): one already loaded is set at once; for
+    one loaded later, ``OMP_NUM_THREADS`` / ``MKL_NUM_THREADS`` say ``n`` (their OpenMP reads them at
+    load; tests/test_cli_values.py checks both ways). NumPy is loaded first, so that its BLAS keeps
+    the threads it always had."""
     if n:
-        import faiss
+        import numpy  # noqa: F401
 
-        faiss.omp_set_num_threads(n)
         if "torch" in sys.modules:
             sys.modules["torch"].set_num_threads(n)
-        else:
-            os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = str(n)
+        if "faiss" in sys.modules:
+            sys.modules["faiss"].omp_set_num_threads(n)
+        os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = str(n)
 
 
 def add_knn(p: argparse.ArgumentParser, k: bool = True) -> None:

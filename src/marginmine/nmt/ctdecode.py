@@ -53,7 +53,6 @@ def model_sha256(manifest: dict[str, Any]) -> str:
 def converted_model(work: Path, manifest: dict[str, Any]) -> Path:
     """``<work>/ct2``: the checkpoint in CTranslate2's format, converted now unless it already
     belongs to this checkpoint. Call only with a manifest whose SHA-256s were verified."""
-    from marginmine.nmt.params import NmtError
 
     target = work / "ct2"
     stamp = target / "model_sha256.txt"
@@ -64,9 +63,7 @@ def converted_model(work: Path, manifest: dict[str, Any]) -> Path:
 
     if current():
         return target
-    if importlib.util.find_spec("ctranslate2") is None:
-        raise NmtError("the ctranslate2 decoder needs the ctranslate2 package (pinned in requirements.txt; "
-                       "`make setup`), or choose --decoder fairseq")
+    _require_ctranslate2()
     with open(work / ".ct2.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, also when the process dies
         if current():  # converted by a job that held the lock before us
@@ -98,8 +95,17 @@ def _convert(work: Path, manifest: dict[str, Any], target: Path, want: str) -> N
     log.info("converted %s for CTranslate2 -> %s", manifest["files"]["model"], target)
 
 
+def _require_ctranslate2() -> None:
+    from marginmine.nmt.params import NmtError
+
+    if importlib.util.find_spec("ctranslate2") is None:
+        raise NmtError("the ctranslate2 decoder needs the ctranslate2 package (pinned in requirements.txt; "
+                       "`make setup`), or choose --decoder fairseq")
+
+
 def gpu_visible() -> bool:
     """Whether CTranslate2 sees a CUDA GPU (no torch import: a decoding job needs none)."""
+    _require_ctranslate2()
     import ctranslate2
 
     return ctranslate2.get_cuda_device_count() > 0

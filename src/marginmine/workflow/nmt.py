@@ -52,6 +52,10 @@ class Nmt:
         """``template`` (a path with {method}, {N}, {seed}) for every NMT system of :meth:`nmt_systems`."""
         return [template.format(method=m, N=n, seed=s) for m, n, s in self.nmt_systems(methods)]
 
+    def headline_runs(self, template: str, n: str) -> list[str]:
+        """``template`` for the headline method's systems at size ``n``, one per training seed."""
+        return [template.format(method=self.default_method, N=n, seed=s) for s in self.seeds[self.default_method]]
+
     def nmt_params_json(self) -> str:
         return json.dumps({"arch": self.nmt["arch"], **self.nmt.get("params", {})}, sort_keys=True)
 

@@ -147,6 +147,10 @@ class Scoring:
     def scorer_score_files(self, name: str) -> list[str]:
         return self.score_files(self.score_group(name))
 
+    def scorers_score_files(self, names: list[str]) -> list[str]:
+        """The score files of the named scorers, each once (scorers of one group share files)."""
+        return list(dict.fromkeys(f for n in names for f in self.scorer_score_files(n)))
+
     def scorer_files_args(self, names: list[str]) -> str:
         """NAME=FILE,FILE... of the named scorers' score files (their groups' shards), each quoted."""
         return " ".join(shlex.quote(f"{n}=" + ",".join(self.scorer_score_files(n))) for n in names)
