@@ -81,7 +81,7 @@ def resolve_params(params: Mapping[str, Any] | None) -> dict[str, Any]:
     return out
 
 
-#: params that are shares: in [0, 1) (dropouts, label smoothing) or (0, 1] (sentencepiece's coverage)
+#: params that are shares in [0, 1) (sentencepiece's character_coverage, in (0, 1], is checked on its own)
 SHARES = ("dropout", "attention_dropout", "activation_dropout", "label_smoothing")
 
 
