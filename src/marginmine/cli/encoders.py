@@ -92,11 +92,10 @@ def cmd_embed(args: argparse.Namespace) -> int:
     torch_threads(args.threads)
     from marginmine.encoders.base import encoder_identity, load_encoder
 
-    encoder = load_encoder(args.encoder, args.device)  # loaded once for every side
+    encoder, identity = load_encoder(args.encoder, args.device), encoder_identity(args.encoder)  # once for every side
     for lang, column, output in sides:
         embed_file(encoder, lang, args.input, output, column=column, dtype=args.dtype,
-                   chunk_size=args.chunk_size, encoder_id=encoder_identity(args.encoder),
-                   allow_empty=args.allow_empty)
+                   chunk_size=args.chunk_size, encoder_id=identity, allow_empty=args.allow_empty)
     return 0
 
 

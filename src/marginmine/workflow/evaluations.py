@@ -94,7 +94,7 @@ class Evaluations:
     def mining_eval_files(self) -> list[str]:
         e = self.mining_eval
         files = [self.data_path(p[s]) for p in e["gold_train"] + e["gold_test"] for s in ("src", "tgt")]
-        return files + [self.data_path(p) for p in e["mono_src"] + e["mono_tgt"]]
+        return files + self.mining_mono("src") + self.mining_mono("tgt")
 
     def negatives_corpus(self, suite: str) -> dict[str, list[tuple[str, str, str]]]:
         """encoder -> the corpus (shard, embeddings) triples of the suite's scorers fitted against

@@ -18,7 +18,7 @@ class Nmt:
         self.extra_eval = list(self.config["eval"].get("extra", {}))
         #: training seeds per selection method
         self.seeds = self._method_seeds()
-        self._check_params("nmt.params", self.nmt.get("params", {}))
+        self._check_params("nmt.params", self.nmt_params())
 
     @staticmethod
     def _check_params(key: str, params: dict) -> None:
@@ -56,8 +56,12 @@ class Nmt:
         """``template`` for the headline method's systems at size ``n``, one per training seed."""
         return [template.format(method=self.default_method, N=n, seed=s) for s in self.seeds[self.default_method]]
 
+    def nmt_params(self) -> dict:
+        """The params every NMT system trains with (train-nmt --params)."""
+        return {"arch": self.nmt["arch"], **self.nmt.get("params", {})}
+
     def nmt_params_json(self) -> str:
-        return json.dumps({"arch": self.nmt["arch"], **self.nmt.get("params", {})}, sort_keys=True)
+        return json.dumps(self.nmt_params(), sort_keys=True)
 
     def nmt_budget_arg(self) -> str:
         minutes = self.nmt.get("max_minutes")

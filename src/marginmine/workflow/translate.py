@@ -21,9 +21,8 @@ class Translate:
         self.translated = [n for n in self.all_scorers if self.kind_says(n, "translated")]
         self.directions = [f"{self.src}-{self.tgt}", f"{self.tgt}-{self.src}"]
         self.translator_seed = self.translators.get("seed", self.config["seed"])
-        if self.translated:  # their training params: nmt.params under translators.params
-            self._check_params("translators.params", {**self.nmt.get("params", {}),
-                                                      **self.translators.get("params", {})})
+        if self.translated:
+            self._check_params("translators.params", self.translator_params())
         #: name -> (file, 0-based column or None, language) of each evaluation text a vote scorer needs
         #: translated: ParaCrawl's labelled pairs, the mining benchmark's pools, the intrinsic sets
         self.translated_texts = self._translated_texts()
@@ -44,10 +43,12 @@ class Translate:
         files = self.eval_files(name)
         return files if direction == self.directions[0] else files[::-1]
 
+    def translator_params(self) -> dict:
+        """The translators' training params: the NMT systems' (nmt.params) under translators.params."""
+        return {**self.nmt_params(), **self.translators.get("params", {})}
+
     def translator_params_json(self) -> str:
-        nmt = self.config["nmt"]
-        return json.dumps({"arch": nmt["arch"], **nmt.get("params", {}), **self.translators.get("params", {})},
-                          sort_keys=True)
+        return json.dumps(self.translator_params(), sort_keys=True)
 
     def _translated_texts(self) -> dict[str, tuple[str, int | None, str]]:
         out: dict[str, tuple[str, int | None, str]] = {}
