@@ -1,5 +1,5 @@
 """The NMT training data: raw text pairs checked, a joint sentencepiece BPE learned on them, and the
-binarized fairseq data set (fairseq-preprocess)."""
+binarized fairseq data set (the bytes fairseq-preprocess writes: :mod:`.binarize`)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from marginmine.errors import InputError
-from marginmine.fairseq_process import fairseq_command, run_fairseq
 from marginmine.io.text import read_aligned, read_tsv
-from marginmine.nmt.params import SPM_SEED, NmtError, fairseq_env, one_line
+from marginmine.nmt.binarize import binarize
+from marginmine.nmt.params import SPM_SEED, one_line
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +84,7 @@ def spm_encode_file(sp: Any, src: Path, dst: Path, batch: int = 20000) -> int:
 
 
 def prepare_data(work: Path, train_tsv: Path, dev_src: Path, dev_ref: Path, src: str, tgt: str,
-             p: Mapping[str, Any], threads: int, logfile: Path) -> dict[str, Any]:
+                 p: Mapping[str, Any], threads: int) -> dict[str, Any]:
     import sentencepiece as spm
 
     for sub in ("data", "spm", "bin"):
@@ -102,10 +102,5 @@ def prepare_data(work: Path, train_tsv: Path, dev_src: Path, dev_ref: Path, src:
         for lang in (src, tgt):
             spm_encode_file(sp, work / "data" / f"{split}.{lang}", work / "spm" / f"{split}.{lang}")
     log.info("nmt: BPE done (%d pieces, %.0f s); binarizing", vocab, time.monotonic() - t0)
-    run_fairseq([*fairseq_command("preprocess"), "--source-lang", src, "--target-lang", tgt,
-                 "--trainpref", str(work / "spm" / "train"), "--validpref", str(work / "spm" / "valid"),
-                 "--destdir", str(work / "bin"), "--joined-dictionary",
-                 "--workers", str(threads or max(1, min(4, os.cpu_count() or 1)))],
-                fairseq_env(threads, own_checkpoints=False), logfile, "fairseq-preprocess", error=NmtError)
-    n_dict = len((work / "bin" / f"dict.{src}.txt").read_text(encoding="utf-8").splitlines())
+    n_dict = binarize(work / "spm", work / "bin", src, tgt)   # fairseq-preprocess's bytes, in this process
     return {"train_pairs": n_train, "dev_pairs": n_dev, "bpe_vocab": vocab, "dict_size": n_dict}

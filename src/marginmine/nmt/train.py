@@ -1,11 +1,11 @@
-"""NMT on the selected pairs (issue #5): joint sentencepiece BPE, fairseq-preprocess, a fairseq
-transformer, and the average of the last epoch checkpoints.
+"""NMT on the selected pairs (issue #5): joint sentencepiece BPE, the binarized data (fairseq-preprocess's
+bytes), a fairseq transformer, and the average of the last epoch checkpoints.
 
 ``train_nmt(train_tsv, dev_src, dev_ref, workdir, ...)`` lays out::
 
     workdir/data/      train.<src>, train.<tgt>, valid.<src>, valid.<tgt>   (raw text, one line each)
     workdir/spm/       spm.model, spm.vocab (joint BPE) and the encoded text (pieces)
-    workdir/bin/       fairseq-preprocess output (--joined-dictionary): dict.<src>.txt, dict.<tgt>.txt, ...
+    workdir/bin/       what fairseq-preprocess --joined-dictionary writes (by :mod:`.binarize`): dict.<src>.txt, ...
     workdir/checkpoints/  checkpoint_last.pt (rerunning resumes from it), checkpoint<E>.pt (the last
                           ``average_last`` epochs), checkpoint_best.pt
     workdir/checkpoint_avg.pt   the average of the last ``average_last`` epoch checkpoints (the model);
@@ -227,7 +227,7 @@ def train_nmt(train_tsv: str | Path, dev_src: str | Path, dev_ref: str | Path, w
     # 1. raw text, joint BPE, binarized data (skipped when already done)
     if changed(state, "prep_fingerprint", prep_fp) or not (work / "bin" / ".done").exists():
         (work / "bin" / ".done").unlink(missing_ok=True)
-        stats = prepare_data(work, train_tsv, dev_src, dev_ref, src, tgt, p, threads, logfile)
+        stats = prepare_data(work, train_tsv, dev_src, dev_ref, src, tgt, p, threads)
         state = {"prep_fingerprint": prep_fp, "prep_stats": stats,
                  "train_seconds": float(state.get("train_seconds", 0.0)) if ckpt_last.exists() else 0.0}
         states.write(state)
