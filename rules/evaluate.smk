@@ -270,7 +270,7 @@ rule audit_estimate:
     audit.sizes without the thresholds (the log says so)."""
     input:
         plan=rules.audit_sample.output.plan,
-        labels=AUDIT["labels_file"] or rules.audit_fill.output[0],
+        labels=PLAN.audit_labels or rules.audit_fill.output[0],
     output:
         tsv=f"{RESULTS}/audit/estimate.tsv",
         md=f"{RESULTS}/audit/estimate.md",

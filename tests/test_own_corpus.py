@@ -6,6 +6,7 @@ no download), to BLEU and the filtered corpus in the formats it travels in."""
 from __future__ import annotations
 
 import gzip
+import hashlib
 import re
 import unicodedata
 
@@ -53,13 +54,28 @@ def user_setup(tmp_path, real_data):
     return d, rows, overlay
 
 
+def laser2_files(data, overlay, pins=None):
+    """Stand-ins for the released LASER2 files in <data_dir>/models/ (the plan reads no checkpoint:
+    it checks that each file is there and pinned), pinned in the overlay as a user pins them."""
+    (data / "models").mkdir(exist_ok=True)
+    digests = {}
+    for key, name in (("model", "laser2.pt"), ("spm", "laser2.spm"), ("cvocab", "laser2.cvocab")):
+        (data / "models" / name).write_bytes(f"stand-in for {name}\n".encode())
+        digests[key] = hashlib.sha256((data / "models" / name).read_bytes()).hexdigest()
+    overlay["encoder"] = {"models": {"laser2": {"params": {"sha256": {**digests, **(pins or {})}}}}}
+    return digests
+
+
 def test_own_corpus_template_to_bleu_and_filtered_tsv(tmp_path, real_data):
     d, rows, overlay = user_setup(tmp_path, real_data)
-    model = build_model(tmp_path / "st", [s for r in rows[:500] for s in r[1:3]])
+    # the user's data reached through a symlink, the model inside it named relative to data_dir
+    (tmp_path / "linked-data").symlink_to(tmp_path / "my-data", target_is_directory=True)
+    overlay["data_dir"] = str(tmp_path / "linked-data")
+    build_model(tmp_path / "my-data" / "models" / "st", [s for r in rows[:500] for s in r[1:3]])
     # the user's further edits: their encoder, a small NMT
     overlay |= {
         "encoder": {"default": "st", "models": {"st": {"kind": "sentence-transformers",
-                                                       "params": {"path": str(model), "langs": ["en", "de"]}}}},
+                                                       "params": {"path": "models/st/model", "langs": ["en", "de"]}}}},
         "selection": {"sizes": ["1k"], "methods": ["ratio"]},  # one NMT system keeps make test in its time
         "nmt": {"seeds": [1], "max_minutes": 20, "beam": 2, "mem_mb": 2000,
                 "params": {"encoder_layers": 1, "decoder_layers": 1, "encoder_embed_dim": 64,
@@ -93,6 +109,36 @@ def test_own_corpus_template_to_bleu_and_filtered_tsv(tmp_path, real_data):
     for col, lang in ((1, "en"), (2, "de")):
         with gzip.open(res / f"filtered/ratio.1k.{lang}.gz", "rt", encoding="utf-8") as fh:
             assert fh.read().splitlines() == [cols[col] for cols in out]
+
+
+def test_the_template_as_shipped_is_refused_at_plan_time_naming_the_key(tmp_path, real_data):
+    """Issue 46: what the LASER2 import would refuse fails `snakemake -n` before any job, one
+    message naming the key: the model files missing (read under data_dir), the template's
+    placeholder pins, a pin that is not the file's, a language of the corpus the encoder lacks."""
+    d, _, overlay = user_setup(tmp_path, real_data)
+    data = tmp_path / "my-data"
+
+    def plan(edit=None):
+        (d / "mine.yaml").write_text(yaml.safe_dump(edit or overlay), encoding="utf-8")
+        r = snakemake("-n", "filtered", "--configfile", "config/own-corpus.yaml", "mine.yaml", cwd=d)
+        return r.returncode, r.stdout + r.stderr
+
+    rc, out = plan()
+    assert rc != 0 and (f"encoder.models.laser2: laser-pretrained params.model: {data}/models/laser2.pt not found "
+                        "(relative paths in a config are read under data_dir") in out, out[-2000:]
+    laser2_files(data, {})
+    rc, out = plan()
+    assert rc != 0 and ("encoder.models.laser2: laser-pretrained params.sha256.model: "
+                        "'PUT-THE-SHA256-OF-laser2.pt-HERE' is not a SHA-256 (64 hex digits)") in out, out[-2000:]
+    laser2_files(data, overlay, pins={"spm": "ab" * 32})
+    rc, out = plan()
+    assert rc != 0 and f"{data}/models/laser2.spm: SHA-256 " in out and "differs from params.sha256.spm abab" in out
+    laser2_files(data, overlay)
+    rc, out = plan()
+    assert rc == 0, out[-2000:]
+    overlay["encoder"]["models"]["laser2"]["params"]["langs"] = ["en", "fr"]
+    rc, out = plan()
+    assert rc != 0 and "encoder.models.laser2.params.langs: ['en', 'fr'] lacks de, a language of the corpus" in out
 
 
 def test_template_plans_pretrained_files_given_by_url(tmp_path, real_data):
@@ -140,6 +186,7 @@ def test_template_plans_a_5M_corpus_with_its_scoring_estimate_and_refuses_what_c
     exact 5M batch (above scoring.max_cpu_hours), each naming its key, unless the config raises the
     limit."""
     d, _, overlay = user_setup(tmp_path, real_data)
+    laser2_files(tmp_path / "my-data", overlay)
     overlay["corpus"]["expected_pairs"] = 5_000_000
 
     def plan(**extra):
@@ -169,6 +216,7 @@ def test_template_plans_10k_to_50M_pairs_with_only_the_corpus_changed(tmp_path, 
     and one of 50M plan without an edit beyond the corpus (N = 1k and 5M), each with its estimate;
     with preprocess.expected_keep the share is of the pairs expected to be kept."""
     d, _, overlay = user_setup(tmp_path, real_data)
+    laser2_files(tmp_path / "my-data", overlay)
     # the share is of the pairs expected after preprocessing: half kept, 10% of 10k is N = 500
     for pairs, keep, n, index in ((10_000, 1, "1k", "index exact"), (50_000_000, 1, "5M", "index ivf-blas"),
                                   (10_000, 0.5, "500", "index exact")):

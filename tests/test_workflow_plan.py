@@ -7,6 +7,7 @@ through Snakemake."""
 from __future__ import annotations
 
 import copy
+import json
 import os
 import re
 from collections.abc import Callable
@@ -108,6 +109,24 @@ def test_data_dir_from_the_environment_when_the_config_names_none(real_data: Pat
     (lambda c: c["eval"]["dev"].update(methods=["ratio"]), "eval.dev: every system decodes dev and test"),
     (lambda c: c.update(protect=["no/such/file"]), "protect: 'no/such/file' is neither an eval set"),
     (lambda c: c.update(data_dir="/no/such/dir"), "data_dir: /no/such/dir does not exist"),
+    # inputs are read under data_dir (docs/configuration.md, "Paths"): a missing one names its key
+    (lambda c: c.update(audit={"labels_file": "my/audit_labels.tsv"}), "audit.labels_file: "),
+    (lambda c: c["heads"].update(positives={"from": "files", "files": [{"src_lang": "en", "tgt_lang": "de",
+                                                                         "src": "no.en", "tgt": "no.de"}]}),
+     "heads.positives: "),
+    # a pre-trained encoder's files, pins and languages, as its import would check them
+    (lambda c: c["encoder"].update(default="st", models={**c["encoder"]["models"], "st": {
+        "kind": "sentence-transformers", "params": {"path": "models/none", "langs": ["en", "de"]}}}),
+     "encoder.models.st: sentence-transformers params.path: "),
+    (lambda c: c["encoder"].update(default="usem", models={**c["encoder"]["models"], "usem": {
+        "kind": "use-multilingual", "params": {"langs": ["en", "fr"]}}}),
+     "encoder.models.usem.params.langs: ['en', 'fr'] lacks de, a language of the corpus"),
+    (lambda c: c["encoder"].update(default="usem", models={**c["encoder"]["models"], "usem": {
+        "kind": "use-multilingual", "params": {"langs": ["en", "xx"]}}}),
+     "encoder.models.usem: use-multilingual params.langs: ['xx'] not covered"),
+    (lambda c: c["encoder"].update(train=[t for t in c["encoder"]["train"] if "de" not in (t["src_lang"],
+                                                                                           t["tgt_lang"])]),
+     "encoder.train: no training data in de (the corpus' src_lang/tgt_lang), which encoder.models.dan"),
 ])
 def test_a_config_that_cannot_be_planned_is_refused_with_its_key(change, message: str, real_data: Path) -> None:
     with pytest.raises((ValueError, MarginmineError), match=re.escape(message)):
@@ -224,3 +243,19 @@ def test_the_rules_strings_come_from_the_plan(smoke: Plan, real_data: Path) -> N
         "work/test/score/dan/shard0000.scores.tsv.gz", "work/test/score/dan/shard0001.scores.tsv.gz"]
     demo = plan("config/demo.yaml", real_data, lambda c: c["selection"].update(thresholds={"use-ratio": [1.05]}))
     assert demo.audit_scorer == "use-ratio" and demo.audit_thresholds() == ["1.05"]
+
+
+def test_the_plan_remembers_a_files_digest_while_it_is_unchanged(tmp_path: Path) -> None:
+    from marginmine.io.safe import sha256_file
+    from marginmine.workflow.checks import cached_sha256
+
+    f, cache = tmp_path / "model.pt", tmp_path / ".snakemake" / "marginmine" / "sha256.json"
+    f.write_bytes(b"weights")
+    assert cached_sha256(f, cache) == sha256_file(f) and cache.is_file()
+    known = json.loads(cache.read_text())
+    entry = known[os.path.realpath(f)]
+    entry["sha256"] = "0" * 64  # what a remembered digest would give for the unchanged file
+    cache.write_text(json.dumps(known))
+    assert cached_sha256(f, cache) == "0" * 64
+    f.write_bytes(b"other weights")  # size and mtime change: read again
+    assert cached_sha256(f, cache) == sha256_file(f)

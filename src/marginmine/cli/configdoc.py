@@ -32,6 +32,21 @@ How to read the tables:
 - default "required": the key must be set; "-": optional, with no default (the description says what
   its absence means);
 - "source" is a corpus or test-set source, described in [Sources](#sources).
+
+## Paths
+
+One rule for every path a config names:
+
+- **an input you supply** - the corpus and any local source, `protect` files, the mining benchmark's
+  files, `filter_eval.paracrawl`, the `heads` and scorers' positives and held-out pairs,
+  `audit.labels_file`, and a pre-trained encoder's files (`laser-pretrained`: `model`, `spm`,
+  `cvocab`, also under `lang_models`; `sentence-transformers`: `path`) - is read under `data_dir`
+  when relative; an absolute path (or one starting with `~`) is used as it is. A symlink is followed,
+  never resolved into the path. A missing input fails `snakemake -n`, naming its key;
+- **what the workflow writes** (`results_dir`, `work/`) and the encoder directory of another
+  experiment reused with `kind: trained` (`params.path`, e.g. `results/demo/encoder`) are relative to
+  the directory Snakemake runs in (the repository);
+- `data_dir` itself, when relative, is relative to that directory too.
 """
 
 

@@ -24,7 +24,10 @@ directory that :func:`marginmine.encoders.base.load_encoder` loads.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
+from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 #: encoder kind -> the module holding its ``train`` and ``load`` (a new kind: one module, one line)
 KINDS = {"dual": "marginmine.encoders.dual", "laser": "marginmine.encoders.laser",
@@ -35,6 +38,25 @@ KINDS = {"dual": "marginmine.encoders.dual", "laser": "marginmine.encoders.laser
 #: kinds imported, not trained: no random-init twin (``train(..., untrained=True)`` refuses); the
 #: workflow's eval_random_init builds twins of the other kinds only
 TWINLESS = frozenset({"trained", "sentence-transformers", "use-multilingual"})
+
+
+#: kinds that learn their languages from ``encoder.train`` (the others come trained)
+TRAINED_ON_DATA = frozenset({"dual", "laser"})
+
+#: kinds checked while the workflow plans, before any job runs (their modules are light: no torch):
+#: ``plan_check(params, digest) -> languages`` refuses what importing the model would (package not
+#: installed, a file missing, a pin missing or not the file's digest)
+PLAN_CHECKED = frozenset({"laser-pretrained", "sentence-transformers", "use-multilingual"})
+
+#: the params of a kind that name files or directories the user supplies: a relative path is read
+#: under data_dir, as every input a config names (docs/configuration.md, "Paths"); for
+#: laser-pretrained also inside each ``lang_models.<lang>`` entry
+INPUT_PATHS = {"laser-pretrained": ("model", "spm", "cvocab"), "sentence-transformers": ("path",)}
+
+
+def plan_checker(kind: str) -> Callable[[dict[str, Any], Callable[[Path], str]], list[str]] | None:
+    """The ``plan_check`` of a kind in :data:`PLAN_CHECKED`, else None."""
+    return kind_module(kind).plan_check if kind in PLAN_CHECKED else None
 
 
 def kind_module(kind: str, where: str = "encoder") -> ModuleType:

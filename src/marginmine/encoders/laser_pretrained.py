@@ -5,7 +5,7 @@ Config (``encoder.models``)::
     laser2:
       kind: laser-pretrained
       params:
-        model: models/laser2.pt          # local paths (absolute or relative to the workflow directory)
+        model: models/laser2.pt          # local files: absolute, or relative to data_dir
         spm: models/laser2.spm
         cvocab: models/laser2.cvocab     # the vocabulary of transformer (LASER3) checkpoints
         sha256: {model: <hex>, spm: <hex>, cvocab: <hex>}   # every file pinned
@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -39,27 +39,36 @@ from marginmine.defaults import SEED
 from marginmine.encoders.base import EncoderError, ParallelData, l2_normalize, write_manifest
 from marginmine.encoders.laser_format import LaserTokenizer, batches, build_lstm, laser3_language, read_checkpoint
 from marginmine.encoders.pretrained import check_keys, local_file, pinned, place
+from marginmine.io.safe import sha256_file
 
 KIND = "laser-pretrained"
 SETTINGS = {"lower_case": True, "normalize_punct": True, "max_tokens": 12000, "max_sentences": 512,
             "fp16": False}
 FILE_KEYS = ("model", "spm", "cvocab")
+EXTENSION = {"model": ".pt", "spm": ".spm", "cvocab": ".cvocab"}   # of the copies in the encoder directory
 KNOWN = (*FILE_KEYS, "sha256", "langs", "lang_models", *SETTINGS)
+
+
+def _checked_files(spec: dict[str, Any], where: str,
+                   digest: Callable[[Path], str] = sha256_file) -> Iterator[tuple[str, Path]]:
+    """(key, path) of one model's files (``cvocab`` when given), each present and its pin its digest."""
+    pins = spec.get("sha256") or {}
+    if not isinstance(pins, dict):
+        raise EncoderError(f"{KIND} {where}sha256: a mapping {{model: <hex>, spm: <hex>, ...}}")
+    for key in FILE_KEYS:
+        if key == "cvocab" and not spec.get(key):
+            continue
+        path = local_file(KIND, where + key, spec.get(key))
+        pinned(KIND, key, path, pins, where, digest)
+        yield key, path
 
 
 def _import_files(spec: dict[str, Any], where: str, out: Path, stem: str) -> dict[str, str]:
     """Check one model's files against their pins and place them as ``<stem>.pt/.spm/.cvocab``."""
-    pins = spec.get("sha256") or {}
-    if not isinstance(pins, dict):
-        raise EncoderError(f"{KIND} {where}sha256: a mapping {{model: <hex>, spm: <hex>, ...}}")
     files = {}
-    for key, ext in zip(FILE_KEYS, (".pt", ".spm", ".cvocab")):
-        if key == "cvocab" and not spec.get(key):
-            continue
-        path = local_file(KIND, where + key, spec.get(key))
-        pinned(KIND, key, path, pins, where)
-        place(path, out / (stem + ext))
-        files[key] = stem + ext
+    for key, path in _checked_files(spec, where):
+        place(path, out / (stem + EXTENSION[key]))
+        files[key] = stem + EXTENSION[key]
     return files
 
 
@@ -83,14 +92,32 @@ def _describe(out: Path, files: dict[str, str], source: str, langs: list[str], w
     return {"format": "transformer", "dim": dim, "covers": covers}
 
 
-def train(data: Sequence[ParallelData], out_dir: Path, params: dict, *, seed: int = SEED,
-          max_minutes: float | None = None, untrained: bool = False) -> Path:
-    """Import the configured checkpoint(s) into ``out_dir`` (``data`` and ``max_minutes`` unused)."""
-    p = dict(params or {})
+def _langs(p: dict[str, Any]) -> list[str]:
     check_keys(KIND, p, KNOWN)
     langs = p.get("langs")
     if not isinstance(langs, list) or not langs or not all(isinstance(x, str) for x in langs):
         raise EncoderError(f"{KIND} params.langs: list the languages this encoder will embed (e.g. [de, en])")
+    return langs
+
+
+def plan_check(params: dict, digest: Callable[[Path], str]) -> list[str]:
+    """What ``train`` would refuse, checked while the workflow plans (no job run yet): unknown keys,
+    no languages, a file missing, a pin missing, malformed or not the file's digest (``digest``, which
+    may remember digests of unchanged files). Returns the languages the encoder will embed."""
+    p = dict(params or {})
+    langs = _langs(p)
+    specs = [("params.", p)] + [(f"params.lang_models.{lang}.", spec or {})
+                                for lang, spec in (p.get("lang_models") or {}).items()]
+    for where, spec in specs:
+        list(_checked_files(spec, where, digest))
+    return langs
+
+
+def train(data: Sequence[ParallelData], out_dir: Path, params: dict, *, seed: int = SEED,
+          max_minutes: float | None = None, untrained: bool = False) -> Path:
+    """Import the configured checkpoint(s) into ``out_dir`` (``data`` and ``max_minutes`` unused)."""
+    p = dict(params or {})
+    langs = _langs(p)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     lang_models = p.get("lang_models") or {}

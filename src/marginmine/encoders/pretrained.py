@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from marginmine.encoders.base import EncoderError
 from marginmine.io.safe import sha256_file
@@ -27,26 +27,31 @@ def check_keys(kind: str, params: dict[str, Any], known: Iterable[str]) -> None:
 
 
 def local_file(kind: str, key: str, value: Any) -> Path:
-    """``params.<key>``: an existing local file (absolute, or relative to the working directory)."""
+    """The param ``key`` (e.g. ``params.model``): an existing local file. The workflow has read a
+    relative path under data_dir already (marginmine.encoders.INPUT_PATHS); called directly, a
+    relative path is relative to the working directory."""
     if not isinstance(value, str) or not value:
-        raise EncoderError(f"{kind} params.{key}: give the local path of the file (got {value!r})")
+        raise EncoderError(f"{kind} {key}: give the local path of the file (got {value!r})")
     p = Path(value).expanduser()
     if not p.is_file():
-        raise EncoderError(f"{kind} params.{key}: {p} not found (download it first; docs/encoders.md lists the "
-                           "public URLs and their SHA-256)")
+        raise EncoderError(f"{kind} {key}: {p} not found (relative paths in a config are read under data_dir; "
+                           "download it first: docs/encoders.md lists the public URLs and their SHA-256)")
     return p
 
 
-def pinned(kind: str, key: str, path: Path, pins: dict[str, Any], where: str = "params.") -> str:
-    """The file's SHA-256, which must equal ``pins[key]`` (the config's ``<where>sha256.<key>``)."""
+def pinned(kind: str, key: str, path: Path, pins: dict[str, Any], where: str = "params.",
+           digest: Callable[[Path], str] = sha256_file) -> str:
+    """The file's SHA-256 (by ``digest``: the workflow's plan passes one that remembers the digests of
+    files it has read), which must equal ``pins[key]`` (the config's ``<where>sha256.<key>``)."""
     want = pins.get(key)
     if want is None:
         raise EncoderError(f"{kind} {where}sha256.{key}: no SHA-256 pinned for {path}; pin it "
                            f"(`sha256sum {path}`) - pre-trained files are loaded only when the config pins "
                            "their digest")
     if not isinstance(want, str) or len(want) != 64 or set(want.lower()) - HEX:
-        raise EncoderError(f"{kind} {where}sha256.{key}: {want!r} is not a SHA-256 (64 hex digits)")
-    got = sha256_file(path)
+        raise EncoderError(f"{kind} {where}sha256.{key}: {want!r} is not a SHA-256 (64 hex digits); pin the "
+                           f"file's (`sha256sum {path}`) once you trust its source")
+    got = digest(path)
     if got != want.lower():
         raise EncoderError(f"{path}: SHA-256 {got} differs from {where}sha256.{key} {want.lower()} "
                            "(a different release, a partial download or a modified file); refusing to load it")

@@ -24,13 +24,14 @@ runs code shipped with the model (``trust_remote_code=False``). No random-init t
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from marginmine.defaults import SEED
 from marginmine.encoders.base import EncoderError, ParallelData, l2_normalize, write_manifest
 from marginmine.encoders.pretrained import check_keys, pinned, place
+from marginmine.io.safe import sha256_file
 
 KIND = "sentence-transformers"
 SETTINGS = {"batch_size": 64, "fp16": False, "max_seq_length": None}
@@ -67,14 +68,10 @@ def _require_library() -> Any:
     return sentence_transformers
 
 
-def train(data: Sequence[ParallelData], out_dir: Path, params: dict, *, seed: int = SEED,
-          max_minutes: float | None = None, untrained: bool = False) -> Path:
-    """Import the model directory ``params.path`` into ``out_dir`` (``data`` unused)."""
-    p = dict(params or {})
+def _checked(p: dict[str, Any], digest: Callable[[Path], str] = sha256_file) -> tuple[list[str], Path, list[str]]:
+    """(languages, model directory, its files) after what a run would refuse: unknown keys, no
+    languages, no model directory, a pickled file without a pin, a pin that is not its file's digest."""
     check_keys(KIND, p, KNOWN)
-    if untrained:
-        raise EncoderError(f"{KIND}: no random-init twin of a pre-trained model; set encoder.eval_random_init: "
-                           "false")
     langs = p.get("langs")
     if not isinstance(langs, list) or not langs or not all(isinstance(x, str) for x in langs):
         raise EncoderError(f"{KIND} params.langs: list the languages this encoder will embed (e.g. [de, en])")
@@ -95,7 +92,31 @@ def train(data: Sequence[ParallelData], out_dir: Path, params: dict, *, seed: in
         raise EncoderError(f"{KIND} params.sha256: {unknown} not in {src}")
     for rel in rel_files:
         if rel.endswith(PICKLED) or rel in pins:
-            pinned(KIND, rel, src / rel, pins)
+            pinned(KIND, rel, src / rel, pins, digest=digest)
+    return langs, src, rel_files
+
+
+def plan_check(params: dict, digest: Callable[[Path], str]) -> list[str]:
+    """What ``train`` would refuse, checked while the workflow plans (and sentence-transformers
+    installed, without importing it); returns the languages the encoder will embed."""
+    import importlib.util
+
+    langs, _, _ = _checked(dict(params or {}), digest)
+    if importlib.util.find_spec("sentence_transformers") is None:
+        raise EncoderError("the sentence-transformers kind needs the optional extra: "
+                           "pip install 'marginmine[st]' (or sentence-transformers)")
+    return langs
+
+
+def train(data: Sequence[ParallelData], out_dir: Path, params: dict, *, seed: int = SEED,
+          max_minutes: float | None = None, untrained: bool = False) -> Path:
+    """Import the model directory ``params.path`` into ``out_dir`` (``data`` unused)."""
+    p = dict(params or {})
+    if untrained:
+        check_keys(KIND, p, KNOWN)
+        raise EncoderError(f"{KIND}: no random-init twin of a pre-trained model; set encoder.eval_random_init: "
+                           "false")
+    langs, src, rel_files = _checked(p)
     out = Path(out_dir)
     for rel in rel_files:
         place(src / rel, out / MODEL_DIR / rel)

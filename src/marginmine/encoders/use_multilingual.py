@@ -59,7 +59,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -166,15 +166,24 @@ def installed_version() -> str | None:
         return None
 
 
-def check_pinned(path: Path, name: str) -> str:
+def check_pinned(path: Path, name: str, digest: Callable[[Path], str] = sha256_file) -> str:
     """``path``'s SHA-256, which must be the pinned one of version 0.2.1's ``name``."""
-    got = sha256_file(path)
+    got = digest(path)
     if got != SHA256[name]:
         installed = installed_version() or "(version unknown)"
         raise EncoderError(f"{path}: SHA-256 {got} is not that of {PACKAGE} {VERSION}'s {name} "
                            f"({SHA256[name]}); installed: {PACKAGE} {installed}. The embeddings are tested "
                            f"against {VERSION} only: {INSTALL}")
     return got
+
+
+def plan_check(params: dict, digest: Callable[[Path], str]) -> list[str]:
+    """What ``train`` would refuse, checked while the workflow plans: bad params, the package not
+    installed, its files not the pinned release's. Returns the languages the encoder will embed."""
+    settings = Settings.from_params(params)
+    for key, path in package_files().items():
+        check_pinned(path, FILES[key], digest)
+    return list(settings.langs)
 
 
 def train(data: Sequence[ParallelData], out_dir: Path, params: dict, *, seed: int = SEED,

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+import os
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -185,3 +186,54 @@ def check_scale(*, expected_pairs: int, expected_keep: float, sizes: Sequence[st
                 f"above scoring.max_cpu_hours ({max_cpu_hours:g}); use scoring.index: auto (approximate search, "
                 "docs/scale.md) or a smaller scoring.batch_size, or raise scoring.max_cpu_hours if this run is wanted")
     return lines
+
+
+#: where the plan remembers the SHA-256 of the pre-trained files it checked (relative to the working
+#: directory: Snakemake's own folder); a file whose size, mtime or inode changed is read again
+DIGESTS = Path(".snakemake") / "marginmine" / "sha256.json"
+
+
+def cached_sha256(path: Path, cache: Path = DIGESTS) -> str:
+    """``path``'s SHA-256, remembered in ``cache`` by its real path, size, mtime and inode: the plan
+    is built in every job's process too, and a model file is hundreds of megabytes."""
+    from marginmine.io.safe import sha256_file, write_text
+
+    st = Path(path).stat()
+    key, stamp = os.path.realpath(path), [st.st_size, st.st_mtime_ns, st.st_ino]
+    try:
+        known = json.loads(cache.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        known = {}
+    if not isinstance(known, dict):
+        known = {}
+    hit = known.get(key)
+    if isinstance(hit, dict) and hit.get("stamp") == stamp and isinstance(hit.get("sha256"), str):
+        return hit["sha256"]
+    digest = sha256_file(path)
+    known[key] = {"stamp": stamp, "sha256": digest}
+    try:
+        write_text(cache, json.dumps(known, indent=1, sort_keys=True) + "\n")
+    except OSError:
+        pass  # a read-only working directory: the digest is computed again next time
+    return digest
+
+
+def check_pretrained(name: str, kind: str, params: Mapping[str, Any], langs_needed: Sequence[str],
+                     digest: Callable[[Path], str] = cached_sha256) -> None:
+    """``encoder.models.<name>`` of a pre-trained kind, before any job runs: what its import would
+    refuse (the kind's ``plan_check``: package, files, pins) and a language the corpus needs that it
+    does not embed."""
+    from marginmine.encoders import plan_checker
+
+    check = plan_checker(kind)
+    if check is None:
+        return
+    try:
+        langs = check(dict(params), digest)
+    except MarginmineError as exc:
+        raise MarginmineError(f"encoder.models.{name}: {exc}") from exc
+    missing = [lang for lang in langs_needed if lang not in langs]
+    if missing:
+        raise MarginmineError(f"encoder.models.{name}.params.langs: {langs} lacks {', '.join(missing)}, a language "
+                              "of the corpus this encoder scores (src_lang/tgt_lang); add it if the model covers it, "
+                              "else choose another encoder (docs/encoders.md)")

@@ -103,8 +103,8 @@ class Config:
         return max(1, min(int(wanted), self.max_job_threads))
 
     def data_path(self, rel: str) -> str:
-        """A file below data_dir (absolute paths pass through)."""
-        p = Path(rel)
+        """A file below data_dir (absolute paths, ``~`` expanded, pass through)."""
+        p = Path(rel).expanduser()
         return str(p if p.is_absolute() else self.data_dir / p)
 
     def langs_arg(self) -> str:
@@ -231,7 +231,8 @@ class Config:
                                  f"scorers ({', '.join(dict.fromkeys(systems))})")
 
     def _data_dir_readers(self) -> list[tuple[str, str | None]]:
-        """(config key, path) of every file the config reads from disk, relative paths below data_dir;
+        """(config key, path) of every input file the config names (relative paths are below data_dir:
+        docs/configuration.md, "Paths"; a pre-trained encoder's files: marginmine.encoders.INPUT_PATHS);
         (key, None) for the builders that read data_dir themselves (the demo corpus, the Tatoeba share)."""
         config = self.config
         out: list[tuple[str, str | None]] = []
@@ -247,8 +248,16 @@ class Config:
             out += [("mining_eval", p) for p in e["mono_src"] + e["mono_tgt"]]
         if (config.get("filter_eval") or {}).get("paracrawl"):
             out.append(("filter_eval.paracrawl", config["filter_eval"]["paracrawl"]))
-        out += [("heads.held_out", h[s])
-                for h in (config.get("heads") or {}).get("held_out", []) for s in ("src", "tgt")]
+        heads = config.get("heads") or {}
+        out += [("heads.held_out", h[s]) for h in heads.get("held_out", []) for s in ("src", "tgt")]
+        positives = [("heads.positives", heads.get("positives") or {})]
+        positives += [(f"{where}.{name}.positives", sc.get("positives") or {})
+                      for where, group in (("scorers", config.get("scorers") or {}),
+                                           ("published.scorers", (config.get("published") or {}).get("scorers", {})))
+                      for name, sc in group.items()]
+        out += [(key, f[s]) for key, p in positives for f in p.get("files", []) for s in ("src", "tgt")]
+        if (config.get("audit") or {}).get("labels_file"):
+            out.append(("audit.labels_file", config["audit"]["labels_file"]))
         return out
 
     def _check_data_dir(self) -> None:

@@ -7,8 +7,8 @@ import json
 import shlex
 from typing import Any
 
-from marginmine.encoders import TWINLESS
-from marginmine.workflow.checks import check_suite_encoders
+from marginmine.encoders import INPUT_PATHS, TRAINED_ON_DATA, TWINLESS
+from marginmine.workflow.checks import check_pretrained, check_suite_encoders
 
 
 class Encoders:
@@ -42,6 +42,43 @@ class Encoders:
         self._name_of_dir = {d: n for n, d in dirs.items()}
         self.model_downloads = self._model_downloads()
         self.url_sources.update(self.model_downloads)
+        self._check_pretrained()
+
+    def _check_pretrained(self) -> None:
+        """Each pre-trained encoder the run builds, checked now as its import job would check it
+        (marginmine.workflow.checks.check_pretrained); the languages of the corpus wanted of those
+        that score it (of a trained kind: in encoder.train). A model with files given by url is left to
+        its download's check."""
+        default = self.default_encoder
+        scorers = [*self.config["scorers"].values(), *self.papers.get("scorers", {}).values()]
+        scoring = {default, *(s.get("encoder", default) for s in scorers)}
+        downloading = {item["model"] for item in self.model_downloads.values()}
+        for name in self.encoder_dirs:
+            model = self.enc["models"].get(name)
+            if model is None or name in downloading:  # a random-init twin; files still to download
+                continue
+            needed = [self.src, self.tgt] if name in scoring else []
+            if model["kind"] in TRAINED_ON_DATA:  # a language it never trains on is embedded at random
+                langs = {x for item in self.enc["train"] for x in (item["src_lang"], item["tgt_lang"])}
+                missing = [x for x in needed if x not in langs]
+                if missing:
+                    raise ValueError(f"encoder.train: no training data in {', '.join(missing)} (the corpus' "
+                                     f"src_lang/tgt_lang), which encoder.models.{name} (kind {model['kind']}) is "
+                                     f"trained on to score it (languages of encoder.train: "
+                                     f"{', '.join(sorted(langs)) or 'none'}); add data in it or use a pre-trained kind")
+                continue
+            params = self.encoder_params(self.encoder_dirs[name])[0]
+            check_pretrained(name, model["kind"], params, needed)
+
+    def _input_paths(self, kind: str, params: dict[str, Any]) -> dict[str, Any]:
+        """``params`` with the files the user supplies (:data:`marginmine.encoders.INPUT_PATHS`) read
+        under data_dir when relative, as every input a config names."""
+        keys = INPUT_PATHS.get(kind, ())
+        out = {k: (self.data_path(v) if k in keys and isinstance(v, str) and v else v) for k, v in params.items()}
+        if isinstance(out.get("lang_models"), dict):
+            out["lang_models"] = {lang: self._input_paths(kind, spec) if isinstance(spec, dict) else spec
+                                  for lang, spec in out["lang_models"].items()}
+        return out
 
     def encoder_name(self, encdir: str) -> str:
         return self._name_of_dir[encdir]
@@ -103,6 +140,7 @@ class Encoders:
         encoder.json a dependency), files given by {url, sha256} their downloads (digest pinned)."""
         model = self.encoder_model(encdir)
         params, deps = self._encoder_refs(model.get("params", {}), f"encoder.models.{self.encoder_name(encdir)}.params")
+        params = self._input_paths(model["kind"], params)
         for source, item in self.model_downloads.items():
             if self.enc["models"][item["model"]] is model:
                 params[item["key"]] = self.download_path(source)

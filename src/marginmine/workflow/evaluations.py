@@ -24,6 +24,8 @@ class Evaluations:
             raise ValueError(f"audit.scorer: {audit['scorer']!r} is not a scorer of `scorers:` "
                              f"({', '.join(self.scorers)})")
         self.audit_sizes = resolve_sizes(audit["sizes"], self.expected_kept) if audit["sizes"] else self.sizes
+        #: a person's exported labels (audit.labels_file, an input: relative paths under data_dir), or None
+        self.audit_labels = self.data_path(audit["labels_file"]) if audit["labels_file"] else None
 
     @property
     def filter_table(self) -> bool:
