@@ -20,7 +20,7 @@ SNAKEMAKE := $(BIN)/snakemake
 # state, so the rerun of such a job is the resume, not a risk
 RESUME := --rerun-incomplete
 
-.PHONY: browser setup demo demo-laser published scale test test-published test-fast dryrun lint dag clean-venv slurm-test check-data unlock-stale
+.PHONY: browser setup demo demo-laser published scale test test-published test-fast dryrun estimate lint dag clean-venv slurm-test check-data unlock-stale
 
 setup: $(STAMP)
 
@@ -114,6 +114,11 @@ test-published: check-data $(STAMP)
 
 dryrun: $(STAMP) unlock-stale
 	$(SNAKEMAKE) -n results/bleu_10M.txt
+
+# what a run will cost, stage by stage, before anything runs (CPU- and GPU-hours from measured rates,
+# docs/configuration.md); CONFIG=my.yaml for yours, the paper's experiment (config.yaml) by default
+estimate: $(STAMP)
+	@$(SNAKEMAKE) -n --quiet all $(if $(CONFIG),--configfile $(CONFIG)) 2>&1 | grep -E "^(cost|scoring) estimate|^note:|Error|error" || true
 
 # ruff (pyproject.toml [tool.ruff]: pycodestyle, pyflakes, import order; lines up to 120) on the
 # Python code, then Snakemake's own lint of the workflow for the default and the demo config

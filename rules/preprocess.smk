@@ -28,7 +28,7 @@ rule split_corpus:
     threads: 1
     resources:
         mem_mb=PRE["dedup_mem_mb"] + 1000,
-        runtime=PRE["runtime_min"],
+        runtime=PLAN.split_runtime,  # one process over every raw pair: its own limit, from its estimate
     conda:
         "../envs/preprocess.yaml"
     shell:

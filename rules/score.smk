@@ -4,12 +4,12 @@
 # marginmine.workflow (scoring.py).
 
 
-#: score_shard's command; score_translated (translate.smk) adds the translations' embeddings to it
+#: score_shard's command; score_translated (translate.smk, derived from score_shard) fills params.translated
 SCORE_SHELL = (
     "marginmine score --input {input.shard:q} --src-embeddings {input.src:q} --tgt-embeddings "
     "{input.tgt:q} --scorers {params.scorers:q} {params.plugins} -k {params.k:q} --batch-size "
     "{params.batch_size:q} --index {params.index:q} --nlist {params.nlist:q} --nprobe {params.nprobe:q} --refine {params.refine:q} --device {params.device:q} "
-    "--threads {threads} --allow-empty --output {output.scores:q} --baseline {output.baseline:q} --seed "
+    "--threads {threads} --allow-empty {params.translated}--output {output.scores:q} --baseline {output.baseline:q} --seed "
     "{params.seed:q} > {log:q} 2>&1"
 )
 
@@ -42,6 +42,7 @@ rule score_shard:
         nlist=SCORING["nlist"],
         refine=SCORING["refine"],
         device=SCORING["device"],
+        translated="",  # score_translated: the translations' embeddings (--src-translated ... with a trailing space)
     wildcard_constraints:
         group=one_of(PLAN.untranslated_groups, empty="(?!)"),
     priority: 10  # the critical path (encoder -> scores -> selections -> NMT) goes first

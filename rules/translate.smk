@@ -188,40 +188,16 @@ rule embed_translation:
         "--allow-empty > {log:q} 2>&1"
 
 
-rule score_translated:
+use rule score_shard as score_translated with:
     """score_shard for a scorer that votes over translations (its own score group): the same
-    command with the embeddings of both sides' translations."""
+    command, priority and resources (a GPU with scoring.device cuda) with the embeddings of both
+    sides' translations."""
     input:
         src=lambda wc: rules.embed_shard.output.src.format(encoder=PLAN.group_encoder(wc.group), shard=wc.shard),
         tgt=lambda wc: rules.embed_shard.output.tgt.format(encoder=PLAN.group_encoder(wc.group), shard=wc.shard),
         shard=rules.preprocess_shard.output.kept,
         translated=lambda wc: PLAN.shard_translation_embeddings(wc.group, wc.shard),
-    output:
-        scores=PLAN.paths.scores,
-        baseline=PLAN.paths.baseline,
-    log:
-        f"{LOGS}/score/{{group}}/shard{{shard}}.log",
-    benchmark:
-        f"{BENCH}/score/{{group}}/shard{{shard}}.tsv"
     params:
-        seed=config["seed"],
-        scorers=lambda wc: PLAN.scorers_json(PLAN.group_scorers(wc.group)),
-        plugins=PLAN.plugin_args(),
-        k=SCORING["k"],
-        batch_size=SCORING["batch_size"],
-        index=SCORING["index"],
-        nprobe=SCORING["nprobe"],
-        nlist=SCORING["nlist"],
-        refine=SCORING["refine"],
-        device=SCORING["device"],
         translated=lambda w, input: PLAN.translation_args(input),
     wildcard_constraints:
         group=one_of(PLAN.translated_groups, empty="(?!)"),
-    threads: PLAN.job_threads(2)
-    resources:
-        mem_mb=SCORING["mem_mb"],
-        runtime=SCORING["runtime_min"],
-    conda:
-        "../envs/score.yaml"
-    shell:
-        SCORE_SHELL.replace("--output", "{params.translated} --output")

@@ -65,10 +65,24 @@ def test_sizes_shards_and_seeds_come_from_the_config(smoke: Plan, real_data: Pat
     paper = plan("config.yaml", real_data)
     assert paper.n_shards == 14 and paper.shards[0] == "0000" and paper.shards[-1] == "0013"
     assert paper.sizes == ["10M"] and paper.results == "results" and paper.work == "work/paper"
-    assert paper.notes == [
+    assert paper.notes[0] == (
         "scoring estimate, encoder laser (dimension not stated: 1024 assumed): 14 job(s), each 1 batch(es) of "
         "<= 4,590,000 pairs, index exact, dim 1024: about 3.3e+02 CPU-hours per batch, 3.3e+02 per job on a CPU "
-        "(this run asks for cuda: a GPU takes far less)"]
+        "(this run asks for cuda: a GPU takes far less)")
+    # the run's cost, stage by stage (marginmine.workflow.estimate): the split over every raw pair in one
+    # process, LASER's embedding and exact kNN on GPUs at published rates, what has no cap not counted
+    assert paper.notes[1:] == [
+        "cost estimate, split: 49.5 CPU-hours in 1 job(s) (one process over every raw pair)",
+        "cost estimate, preprocess: 251 CPU-hours in 14 job(s) (per shard)",
+        "cost estimate, embed laser: 17.9 GPU-hours in 14 job(s) (2,000 sentences/s, LASER's published GPU rate)",
+        "cost estimate, score laser: 95.9 GPU-hours in 14 job(s) (exact kNN at FAISS' published GPU rate, "
+        "dimension not stated: 1024 assumed)",
+        "cost estimate, select: 0.175 CPU-hours in 1 job(s) (per method and N)",
+        "cost estimate, train encoders: not estimated (no max_minutes: the steps or epochs decide)",
+        "cost estimate, train NMT: not estimated (no max_minutes: the steps or epochs decide)",
+        "cost estimate, total: 301 CPU-hours and 114 GPU-hours (rates of a 2-core AMD EPYC (AVX2); caps counted "
+        "in full); not counted: train encoders, train NMT"]
+    assert paper.split_runtime == 4475  # 49.5 hours x 1.5 + 15 minutes: its own limit, above preprocess' 1440
     assert smoke.shards == ["0000", "0001"] and smoke.sizes == ["2k"] and smoke.methods == ["ratio", "random"]
     # nmt.seeds [1, 2], nmt.method_seeds overriding random's and the suite method mlp's
     assert smoke.seeds == {"ratio": (1, 2), "random": (1,), "mlp": (1,)}
@@ -78,7 +92,7 @@ def test_sizes_shards_and_seeds_come_from_the_config(smoke: Plan, real_data: Pat
     # a note goes to the caller's callable as the plan is built (the workflow prints it)
     lines: list[str] = []
     Plan.from_config(config("config/test.yaml", real_data), environ={}, note=lines.append)
-    assert lines and all(line.startswith("scoring estimate, encoder dan") for line in lines)
+    assert lines and all(line.startswith(("scoring estimate, encoder dan", "cost estimate, ")) for line in lines)
 
 
 def test_data_dir_from_the_environment_when_the_config_names_none(real_data: Path) -> None:
@@ -199,7 +213,7 @@ def test_options_built_from_a_jobs_inputs(smoke: Plan) -> None:
     assert smoke.composition_density_args({"labels": "l"}, out) == "--density-tsv d.tsv"
     assert smoke.composition_density_args({"pairs": ["p"], "scores": ["s"]}, out) == (
         "--pairs p --scores s --margin ratio --margin-column ratio --cosine-column cosine --density-tsv d.tsv")
-    assert smoke.translation_args({"translated": ["a b", "c"]}) == "--src-translated 'a b' --tgt-translated c"
+    assert smoke.translation_args({"translated": ["a b", "c"]}) == "--src-translated 'a b' --tgt-translated c "
 
 
 def test_encoder_params_name_other_encoders_by_their_directory(smoke: Plan) -> None:

@@ -11,13 +11,14 @@ from typing import Any
 
 from marginmine.workflow.config import Config
 from marginmine.workflow.encoders import Encoders
+from marginmine.workflow.estimate import Costs
 from marginmine.workflow.evaluations import Evaluations
 from marginmine.workflow.nmt import Nmt
 from marginmine.workflow.scoring import Scoring
 from marginmine.workflow.translate import Translate
 
 
-class Plan(Translate, Nmt, Evaluations, Scoring, Encoders, Config):
+class Plan(Costs, Translate, Nmt, Evaluations, Scoring, Encoders, Config):
     """What the rules ask while the workflow is planned. Read-only once built: a rule that set an
     attribute would change what other rules see."""
 
@@ -30,7 +31,7 @@ class Plan(Translate, Nmt, Evaluations, Scoring, Encoders, Config):
         MARGINMINE_DATA_DIR when the config has no data_dir (default: the process's environment).
         Raises ValueError (or MarginmineError) naming the config key of the first setting that cannot
         be planned. ``note`` gets the lines a plan prints (each scored encoder's scoring estimate, a
-        note on small batches); without it they are kept in ``notes``."""
+        note on small batches, the run's cost estimate); without it they are kept in ``notes``."""
         plan = cls.__new__(cls)
         plan._init_config(config, os.environ if environ is None else environ)
         notes: list[str] = []
@@ -39,6 +40,7 @@ class Plan(Translate, Nmt, Evaluations, Scoring, Encoders, Config):
         plan._init_evaluations()
         plan._init_nmt()
         plan._init_translate()
+        plan._init_costs(note or notes.append)
         plan.notes = notes
         plan._frozen = True
         return plan

@@ -110,8 +110,10 @@ class Translate:
 
     @staticmethod
     def translation_args(input: Mapping[str, Any]) -> str:
+        """The options naming both sides' translation embeddings, with a trailing space (rule
+        score_translated puts them before --output in score_shard's command), or ''."""
         t = input["translated"]
-        return f"--src-translated {shlex.quote(t[0])} --tgt-translated {shlex.quote(t[1])}" if t else ""
+        return f"--src-translated {shlex.quote(t[0])} --tgt-translated {shlex.quote(t[1])} " if t else ""
 
     def _votes(self) -> list[str]:
         return [n for n in self.suites["published"]["scorers"] if n in self.translated]
