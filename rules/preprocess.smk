@@ -59,7 +59,7 @@ rule preprocess_shard:
         max_tokens=PRE["max_tokens"],
         max_overlap=PRE["max_overlap"],
         max_ratio=PRE["max_ratio"],
-        langid="" if PRE["langid"] else "--no-langid",
+        langid=PLAN.langid_args,  # --no-langid, or the identifier when not the default
         langid_min_prob=PRE["langid_min_prob"],
         cache_mb=PRE["cache_mb"],
     threads: PLAN.job_threads(PRE["workers"])

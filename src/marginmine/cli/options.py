@@ -76,7 +76,9 @@ def add_filter_settings(p: argparse.ArgumentParser, protect: bool = True) -> Non
     p.add_argument("--langid-min-prob", type=domain.PROBABILITY, default=d["langid_min_prob"],
                    help="fastText probability each side's expected language needs (default %(default)s)")
     p.add_argument("--no-langid", action="store_true", help="skip language identification")
-    p.add_argument("--langid-model", default=None, help="fastText LID model (default: bundled lid.176.ftz)")
+    p.add_argument("--langid-model", default=None,
+                   help="language identifier: fasttext (default: the bundled lid.176.ftz), heliport, or a fastText "
+                        "model file (lid.176.bin, OpenLID, GlotLID)")
     if protect:
         p.add_argument("--protect", nargs="*", default=[], metavar="FILE",
                        help="dev/test files: pairs with a side found in them are removed (test_set_overlap)")

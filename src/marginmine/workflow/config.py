@@ -66,6 +66,7 @@ class Config:
         if pre["min_tokens"] > pre["max_tokens"]:
             raise ValueError(f"preprocess.min_tokens {pre['min_tokens']} > preprocess.max_tokens "
                              f"{pre['max_tokens']}: no pair could be kept")
+        self.langid_args = self._langid_args()
         self.shard_size = pre["shard_size"]
         self.n_shards = max(1, math.ceil(config["corpus"]["expected_pairs"] / self.shard_size))
         self.shards = shard_ids(self.n_shards)
@@ -95,6 +96,27 @@ class Config:
         self.heldout = [name for name, src in self.eval_sets.items() if "sample" in src]
         self._check_eval_sets()
         self._check_data_dir()
+
+    def _langid_args(self) -> str:
+        """``marginmine preprocess``'s language-id options: --no-langid, nothing for the default
+        identifier, else --langid-model (a model file under data_dir); the corpus' languages checked."""
+        from marginmine.errors import MarginmineError
+        from marginmine.preprocess.langid import FASTTEXT, HELIPORT, check_language
+
+        pre = self.config["preprocess"]
+        if not pre["langid"]:
+            return "--no-langid"
+        model = pre["langid_model"]
+        path = model if model in (FASTTEXT, HELIPORT) else self.data_path(model)
+        if path not in (FASTTEXT, HELIPORT) and not Path(path).is_file():
+            raise ValueError(f"preprocess.langid_model: {path} does not exist (fasttext, heliport or a fastText "
+                             "model file; relative paths are read under data_dir)")
+        for lang in (self.src, self.tgt):
+            try:
+                check_language(lang, path)
+            except MarginmineError as exc:
+                raise ValueError(f"preprocess.langid_model: {exc}") from exc
+        return "" if model == FASTTEXT else f"--langid-model {quoted([path])}"
 
     # --- helpers every stage uses -------------------------------------------------------------
 
