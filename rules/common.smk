@@ -11,13 +11,18 @@ from pathlib import Path
 
 from marginmine.io.sizes import SIZE_PATTERN
 from marginmine.workflow import Plan
+from marginmine.workflow.checks import executing_from_argv, profile_gpu_rules
 from marginmine.workflow.paths import named_options, one_of, repeated, tables
 
 # `marginmine` comes from the environment snakemake runs in (make puts .venv/bin on PATH).
 if shutil.which("marginmine") is None:
     os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
 
-PLAN = Plan.from_config(config, note=lambda line: print(line, file=sys.stderr))
+# the rules the profile gives a GPU (set-resources), and whether jobs will run: a device the run
+# cannot provide fails here when executing, and is a note in a dry run
+PLAN = Plan.from_config(config, note=lambda line: print(line, file=sys.stderr),
+                        gpu_rules=profile_gpu_rules(workflow.resource_settings.overwrite_resources),
+                        executing=executing_from_argv(sys.argv))
 
 # the names every rule's paths start from
 EXP, RESULTS, WORK, LOGS, BENCH = PLAN.exp, PLAN.results, PLAN.work, PLAN.logs, PLAN.bench

@@ -71,7 +71,7 @@ def test_sizes_shards_and_seeds_come_from_the_config(smoke: Plan, real_data: Pat
         "(this run asks for cuda: a GPU takes far less)")
     # the run's cost, stage by stage (marginmine.workflow.estimate): the split over every raw pair in one
     # process, LASER's embedding and exact kNN on GPUs at published rates, what has no cap not counted
-    assert paper.notes[1:] == [
+    assert paper.notes[1:9] == [
         "cost estimate, split: 49.5 CPU-hours in 1 job(s) (one process over every raw pair)",
         "cost estimate, preprocess: 251 CPU-hours in 14 job(s) (per shard)",
         "cost estimate, embed laser: 17.9 GPU-hours in 14 job(s) (2,000 sentences/s, LASER's published GPU rate)",
@@ -83,6 +83,8 @@ def test_sizes_shards_and_seeds_come_from_the_config(smoke: Plan, real_data: Pat
         "cost estimate, total: 301 CPU-hours and 114 GPU-hours (rates of a 2-core AMD EPYC (AVX2); caps counted "
         "in full); not counted: train encoders, train NMT"]
     assert paper.split_runtime == 4475  # 49.5 hours x 1.5 + 15 minutes: its own limit, above preprocess' 1440
+    # planned without a GPU profile on a machine without a GPU: each GPU device a note (a dry run)
+    assert [n.split(":")[1].strip() for n in paper.notes[9:]] == ["encoder.device", "scoring.device", "nmt.device"]
     assert smoke.shards == ["0000", "0001"] and smoke.sizes == ["2k"] and smoke.methods == ["ratio", "random"]
     # nmt.seeds [1, 2], nmt.method_seeds overriding random's and the suite method mlp's
     assert smoke.seeds == {"ratio": (1, 2), "random": (1,), "mlp": (1,)}
@@ -273,3 +275,30 @@ def test_the_plan_remembers_a_files_digest_while_it_is_unchanged(tmp_path: Path)
     assert cached_sha256(f, cache) == "0" * 64
     f.write_bytes(b"other weights")  # size and mtime change: read again
     assert cached_sha256(f, cache) == sha256_file(f)
+
+
+def test_a_gpu_device_needs_a_gpu_from_the_machine_or_the_profile() -> None:
+    from marginmine.workflow.checks import check_devices, executing_from_argv, profile_gpu_rules
+
+    class Resource:  # as Snakemake keeps a profile's set-resources value
+        def __init__(self, raw: str) -> None:
+            self.raw = raw
+
+    gpu = profile_gpu_rules({"embed_shard": {"gres": Resource("'gpu:1'")}, "score_shard": {"mem_mb": 100},
+                             "train_nmt": {"gpus": 0}})
+    assert gpu == {"embed_shard"}
+    devices = {"encoder.device": "cuda", "scoring.device": "cpu", "nmt.device": "auto"}
+    assert check_devices(devices, gpu, gpu_here=False, executing=True) == []   # the profile gives one
+    with pytest.raises(MarginmineError, match=re.escape("encoder.device: cuda, but this machine shows no GPU and "
+                                                        "the profile gives train_encoder")):
+        check_devices(devices, set(), gpu_here=False, executing=True)
+    notes = check_devices(devices, set(), gpu_here=False, executing=False)        # a dry run plans anywhere
+    assert len(notes) == 1 and notes[0].startswith("note: encoder.device: cuda, but")
+    assert check_devices(devices, set(), gpu_here=True, executing=True) == []     # a local GPU
+    idle = check_devices({"encoder.device": "cpu"}, {"embed_shard"}, gpu_here=False, executing=True)
+    assert idle == ["note: the profile gives embed_shard a GPU, but encoder.device is cpu: the GPU would sit idle "
+                    "(set encoder.device: cuda)"]
+    assert executing_from_argv(["/x/.venv/bin/snakemake", "all", "--cores", "2"])
+    assert not executing_from_argv(["snakemake", "-np", "all"]) and not executing_from_argv(["snakemake", "--dry-run"])
+    assert not executing_from_argv(["python", "-m", "pytest"])
+    assert not executing_from_argv(["snakemake", "--target-jobs", "embed_shard:shard=0000", "--mode", "remote"])

@@ -237,3 +237,63 @@ def check_pretrained(name: str, kind: str, params: Mapping[str, Any], langs_need
         raise MarginmineError(f"encoder.models.{name}.params.langs: {langs} lacks {', '.join(missing)}, a language "
                               "of the corpus this encoder scores (src_lang/tgt_lang); add it if the model covers it, "
                               "else choose another encoder (docs/encoders.md)")
+
+
+#: the device keys of a config and the rules whose jobs use that device
+DEVICE_RULES = {"encoder.device": ("train_encoder", "eval_encoder", "embed_shard", "published_eval_encoder"),
+                "scoring.device": ("score_shard", "score_translated"),
+                "nmt.device": ("train_nmt", "evaluate_nmt")}
+
+
+def profile_gpu_rules(overwrite_resources: Mapping[str, Mapping[str, Any]] | None) -> set[str]:
+    """The rules a profile's ``set-resources`` gives a GPU (``gres: gpu:...``, ``gpu``, ``gpus``)."""
+    out = set()
+    for rule, res in (overwrite_resources or {}).items():
+        for key, value in (res or {}).items():
+            raw = str(getattr(value, "raw", value))  # Snakemake's Resource keeps the profile's expression
+            if key in ("gpu", "gpus") and raw.strip("'\"") not in ("0", "", "None") or key == "gres" and "gpu" in raw:
+                out.add(rule)
+    return out
+
+
+def executing_from_argv(argv: Sequence[str]) -> bool:
+    """Whether a ``snakemake`` command line will run jobs (no ``-n``/``--dry-run``, also inside a
+    cluster of short flags such as ``-np``); False for anything else: an API call, and the snakemake
+    a cluster job runs itself in (``--target-jobs``/``--mode``: the main process checked the run, and a
+    CPU node may run the CPU jobs of a GPU run)."""
+    program = Path(argv[0]) if argv else Path()
+    snakemake = program.name.startswith("snakemake") or program.parent.name == "snakemake"  # or python -m snakemake
+    if not snakemake or {"--target-jobs", "--mode"} & set(argv):
+        return False
+    for a in argv[1:]:
+        if a in ("--dry-run", "--dryrun") or a.startswith("-") and not a.startswith("--") and "n" in a[1:]:
+            return False
+    return True
+
+
+def gpu_visible() -> bool:
+    """Whether this machine shows an NVIDIA GPU (its driver's device file or nvidia-smi), without CUDA."""
+    import shutil
+
+    return Path("/dev/nvidiactl").exists() or shutil.which("nvidia-smi") is not None
+
+
+def check_devices(devices: Mapping[str, str], gpu_rules: set[str], gpu_here: bool, executing: bool) -> list[str]:
+    """A device key asking for a GPU that neither this machine nor the profile gives its jobs: an
+    error when the run executes, a note in a dry run (the paper's config plans anywhere); a profile
+    GPU for the rules of a key on the CPU: a note (the GPU would sit idle)."""
+    notes = []
+    for key, device in devices.items():
+        rules = DEVICE_RULES[key]
+        given = [r for r in rules if r in gpu_rules]
+        if device.startswith("cuda") and not gpu_here and not given:
+            msg = (f"{key}: {device}, but this machine shows no GPU and the profile gives {', '.join(rules)} "
+                   f"none: its jobs would fail at once; run with --profile profiles/slurm-gpu (docs/cluster.md) or "
+                   f"set {key}: cpu")
+            if executing:
+                raise MarginmineError(msg)
+            notes.append(f"note: {msg}")
+        elif not device.startswith("cuda") and device != "auto" and given:
+            notes.append(f"note: the profile gives {', '.join(given)} a GPU, but {key} is {device}: the GPU would "
+                         f"sit idle (set {key}: cuda)")
+    return notes

@@ -9,6 +9,7 @@ import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from marginmine.workflow.checks import check_devices, gpu_visible
 from marginmine.workflow.config import Config
 from marginmine.workflow.encoders import Encoders
 from marginmine.workflow.estimate import Costs
@@ -26,12 +27,15 @@ class Plan(Costs, Translate, Nmt, Evaluations, Scoring, Encoders, Config):
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any], environ: Mapping[str, str] | None = None,
-                    note: Callable[[str], None] | None = None) -> "Plan":
+                    note: Callable[[str], None] | None = None, gpu_rules: set[str] | None = None,
+                    executing: bool = False) -> "Plan":
         """The plan of a validated config (schema defaults filled in); ``environ`` supplies
         MARGINMINE_DATA_DIR when the config has no data_dir (default: the process's environment).
         Raises ValueError (or MarginmineError) naming the config key of the first setting that cannot
         be planned. ``note`` gets the lines a plan prints (each scored encoder's scoring estimate, a
-        note on small batches, the run's cost estimate); without it they are kept in ``notes``."""
+        note on small batches, the run's cost estimate); without it they are kept in ``notes``.
+        ``gpu_rules``: the rules the run's profile gives a GPU; ``executing``: not a dry run (a GPU
+        device that nothing provides is then an error, else a note)."""
         plan = cls.__new__(cls)
         plan._init_config(config, os.environ if environ is None else environ)
         notes: list[str] = []
@@ -41,6 +45,9 @@ class Plan(Costs, Translate, Nmt, Evaluations, Scoring, Encoders, Config):
         plan._init_nmt()
         plan._init_translate()
         plan._init_costs(note or notes.append)
+        for line in check_devices({"encoder.device": plan.enc["device"], "scoring.device": plan.scoring["device"],
+                                   "nmt.device": plan.nmt["device"]}, gpu_rules or set(), gpu_visible(), executing):
+            (note or notes.append)(line)
         plan.notes = notes
         plan._frozen = True
         return plan
