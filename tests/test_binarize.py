@@ -13,7 +13,7 @@ import pytest
 from fairseq import options  # must import: a missing library fails, never skips
 from fairseq_cli import preprocess as fairseq_preprocess
 
-from marginmine.nmt.binarize import binarize, build_dictionary, words
+from marginmine.nmt.binarize import binarize, binarize_file, build_dictionary, words
 from marginmine.nmt.data import _learn_spm, spm_encode_file
 from marginmine.nmt.params import resolve_params
 
@@ -64,6 +64,11 @@ def test_real_news_binarizes_to_fairseq_preprocess_bytes(pieces: Path, tmp_path:
     assert_same_files(tmp_path / "ours", tmp_path / "fairseq")
     assert size % 8 == 0 and 1000 <= size < 65500
     assert (tmp_path / "ours" / "train.en-de.en.idx").read_bytes()[9:18] == b"\x01" + bytes(7) + b"\x08"  # uint16
+    # written in chunks of a few lines: the same bytes
+    index = {w: i for i, (w, _) in enumerate(build_dictionary([pieces / "train.en", pieces / "train.de"]))}
+    binarize_file(pieces / "train.en", tmp_path / "chunked", index, chunk_lines=7)
+    for ext in (".bin", ".idx"):
+        assert (tmp_path / f"chunked{ext}").read_bytes() == (tmp_path / "ours" / f"train.en-de.en{ext}").read_bytes()
     # the other direction (de as source) names its files by it and keeps the same dictionary
     binarize(pieces, tmp_path / "de-en", "de", "en")
     assert (tmp_path / "de-en" / "dict.de.txt").read_bytes() == (tmp_path / "ours" / "dict.de.txt").read_bytes()

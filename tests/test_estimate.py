@@ -53,6 +53,9 @@ def test_every_stage_is_counted_or_said_not_estimated(real_data: Path, tmp_path:
     counted = sum(float(re.search(r": (?:at most )?([\d.,e+]+) CPU-hours", n).group(1).replace(",", ""))
                   for n in lines[:-1])
     assert total == pytest.approx(counted, rel=0.01)
+    # a job without a cap among capped ones: the stage is not estimated (not the others' cap for it)
+    assert estimate.capped_stage("train encoders", 2, [30, None], 2, False).hours is None
+    assert estimate.capped_stage("train encoders", 2, [30, 60], 2, False).hours == 3.0
     # a kind with no measured rate is said so, not guessed, and left out of the total
     assert estimate.embed_stage("st", "sentence-transformers", 1000, 1, "cpu").hours is None
     assert estimate.embed_stage("dan", "dual", 1000, 1, "cuda").describe() == (
@@ -61,9 +64,9 @@ def test_every_stage_is_counted_or_said_not_estimated(real_data: Path, tmp_path:
 
 @pytest.mark.parametrize("change,message", [
     (lambda c: (c["corpus"].update(expected_pairs=500_000_000), c["preprocess"].update(shard_size=500_000_000)),
-     "preprocess.runtime_min: 10 minutes, but a shard's preprocessing (500,000,000 raw pairs, 2 workers) is "
-     "estimated at 821 minutes on a 2-core AMD EPYC (AVX2); a cluster would kill the job at its limit: raise it "
-     "(to about 1,231, the estimate x 1.5) or make the job smaller"),
+     "preprocess.runtime_min: 10 minutes, but a shard's preprocessing (500,000,000 raw pairs, 1 workers) is "
+     "estimated at 1,641 minutes on a 2-core AMD EPYC (AVX2); a cluster would kill the job at its limit: raise it "
+     "(to about 2,462, the estimate x 1.5) or make the job smaller"),  # config/test.yaml: job_threads 1
     (lambda c: (c["corpus"].update(expected_pairs=50_000_000), c["preprocess"].update(shard_size=50_000_000,
                                                                                          runtime_min=600),
                 c["encoder"].update(embed_runtime_min=60)),

@@ -26,13 +26,32 @@ def test_the_plans_list_of_lid176_labels_is_the_models() -> None:
 def test_languages_map_to_each_identifiers_codes() -> None:
     assert [langid.heliport_code(x) for x in ("en", "de", "fr", "es", "hr", "zh", "eng")] == [
         "eng", "deu", "fra", "spa", "hbs", "cmn", "eng"]
-    assert langid.model_label("de", langid.LID176_LABELS) == "de"
-    assert langid.model_label("en", frozenset({"eng_Latn", "deu_Latn"})) == "eng_Latn"   # OpenLID-style
-    assert langid.model_label("sr", frozenset({"srp_Cyrl", "srp_Latn"})) is None          # ambiguous: not guessed
+    assert langid.model_labels_of("de", langid.LID176_LABELS) == ["de"]
+    openlid = {"eng_Latn", "deu_Latn", "arb_Arab", "zho_Hans", "zho_Hant", "pes_Arab"}   # OpenLID-style labels
+    assert langid.model_labels_of("en", openlid) == ["eng_Latn"]
+    assert langid.model_labels_of("ar", openlid) == ["arb_Arab"] and langid.model_labels_of("fa", openlid) == [
+        "pes_Arab"]                                       # OpenLID's individual languages for the macrolanguages
+    assert langid.model_labels_of("zh", openlid) == ["zho_Hans", "zho_Hant"]   # every script of the language
+    assert langid.model_labels_of("fr", openlid) == []
     with pytest.raises(MarginmineError, match="heliport identifies no 'xx'"):
         langid.check_language("xx", "heliport")
     with pytest.raises(MarginmineError, match=re.escape("lid.176.ftz (bundled) has no label for 'xx'")):
         langid.check_language("xx")
+    with pytest.raises(MarginmineError, match=re.escape("openlid.bin has no label for 'fr' (looked for fr, fra)")):
+        langid.check_language("fr", "openlid.bin", openlid)
+
+
+def test_a_model_files_labels_decide_a_sides_score(monkeypatch) -> None:
+    """An OpenLID-style model: the side's score is the probability of its language's label, summed
+    over its scripts (the probabilities stand in for the model's)."""
+    monkeypatch.setattr(langid, "model_labels", lambda path: frozenset({"zho_Hans", "zho_Hant", "eng_Latn"}))
+    monkeypatch.setattr(langid, "language_probs", lambda texts, path: [
+        {"zho_Hans": 0.07, "zho_Hant": 0.06, "eng_Latn": 0.8}, {"eng_Latn": 0.99}][:len(texts)])
+    facts = [langid.Facts(), langid.Facts()]
+    langid.fill_lang_probs(facts, ["a", "b"], "zh", "openlid.bin")
+    assert facts[0].lang_prob == pytest.approx(0.13) and facts[1].lang_prob == 0.0
+    langid.fill_lang_probs(facts, ["a", "b"], "en", "openlid.bin")
+    assert [f.lang_prob for f in facts] == [0.8, 0.99]
 
 
 @pytest.mark.parametrize("model", [None, "heliport"])

@@ -197,7 +197,8 @@ def test_slurm_gpu_profile_plans_the_paper_experiment_with_gpus_where_declared(t
     # every profile entry names a real rule (a typo would silently give no GPU)
     rules_text = "".join(p.read_text() for p in (REPO / "rules").glob("*.smk"))
     for rule in profile["set-resources"]:
-        assert re.search(rf"^rule {rule}:$", rules_text, re.M), f"set-resources names no rule {rule!r}"
+        assert re.search(rf"^(rule {rule}:|use rule \w+ as {rule} with:)$", rules_text, re.M), \
+            f"set-resources names no rule {rule!r}"
     declares_gpu = {rule for rule, res in jobs if int(res.get("gpus", 0)) > 0}
     assert {"score_shard", "train_nmt", "evaluate_nmt"} <= declares_gpu  # paper config: device cuda
     gpu_rules = declares_gpu | {"train_encoder", "embed_shard"}

@@ -269,8 +269,8 @@ def test_the_plan_remembers_a_files_digest_while_it_is_unchanged(tmp_path: Path)
     f.write_bytes(b"weights")
     assert cached_sha256(f, cache) == sha256_file(f) and cache.is_file()
     known = json.loads(cache.read_text())
-    entry = known[os.path.realpath(f)]
-    entry["sha256"] = "0" * 64  # what a remembered digest would give for the unchanged file
+    entry = known["sha256:" + os.path.realpath(f)]
+    entry["value"] = "0" * 64  # what a remembered digest would give for the unchanged file
     cache.write_text(json.dumps(known))
     assert cached_sha256(f, cache) == "0" * 64
     f.write_bytes(b"other weights")  # size and mtime change: read again
@@ -288,9 +288,13 @@ def test_a_gpu_device_needs_a_gpu_from_the_machine_or_the_profile() -> None:
                              "train_nmt": {"gpus": 0}})
     assert gpu == {"embed_shard"}
     devices = {"encoder.device": "cuda", "scoring.device": "cpu", "nmt.device": "auto"}
-    assert check_devices(devices, gpu, gpu_here=False, executing=True) == []   # the profile gives one
+    with pytest.raises(MarginmineError, match=re.escape("the profile gives eval_encoder, embed_translation, "
+                                                        "published_eval_encoder none")):  # embed_shard has one
+        check_devices(devices, gpu, gpu_here=False, executing=True)
+    every = {"eval_encoder", "embed_shard", "embed_translation", "published_eval_encoder"}
+    assert check_devices(devices, every, gpu_here=False, executing=True) == []   # the profile gives each one
     with pytest.raises(MarginmineError, match=re.escape("encoder.device: cuda, but this machine shows no GPU and "
-                                                        "the profile gives train_encoder")):
+                                                        "the profile gives eval_encoder, embed_shard")):
         check_devices(devices, set(), gpu_here=False, executing=True)
     notes = check_devices(devices, set(), gpu_here=False, executing=False)        # a dry run plans anywhere
     assert len(notes) == 1 and notes[0].startswith("note: encoder.device: cuda, but")
@@ -301,4 +305,5 @@ def test_a_gpu_device_needs_a_gpu_from_the_machine_or_the_profile() -> None:
     assert executing_from_argv(["/x/.venv/bin/snakemake", "all", "--cores", "2"])
     assert not executing_from_argv(["snakemake", "-np", "all"]) and not executing_from_argv(["snakemake", "--dry-run"])
     assert not executing_from_argv(["python", "-m", "pytest"])
+    assert not executing_from_argv(["snakemake", "--lint"]) and not executing_from_argv(["snakemake", "--dag"])
     assert not executing_from_argv(["snakemake", "--target-jobs", "embed_shard:shard=0000", "--mode", "remote"])

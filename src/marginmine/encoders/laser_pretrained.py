@@ -108,6 +108,9 @@ def plan_check(params: dict, digest: Callable[[Path], str]) -> list[str]:
     langs = _langs(p)
     specs = [("params.", p)] + [(f"params.lang_models.{lang}.", spec or {})
                                 for lang, spec in (p.get("lang_models") or {}).items()]
+    for lang in p.get("lang_models") or {}:
+        if lang not in langs:
+            raise EncoderError(f"{KIND} params.lang_models.{lang}: {lang!r} is not in params.langs {langs}")
     for where, spec in specs:
         list(_checked_files(spec, where, digest))
     return langs

@@ -80,8 +80,9 @@ def _dtype(size: int) -> tuple[type, int]:
 
 
 def binarize_file(text: Path, prefix: Path, index: dict[str, int], chunk_lines: int = 100_000) -> dict[str, int]:
-    """``<prefix>.bin`` / ``.idx`` of one text file, written ``chunk_lines`` lines at a time (memory:
-    one chunk's ids plus 12 bytes a line); counts of lines, tokens and ``<unk>`` replacements."""
+    """``<prefix>.bin`` / ``.idx`` of one text file, the ids written ``chunk_lines`` lines at a time
+    (memory: one chunk's ids, and the index - about 40 bytes a line while it is built; fairseq keeps a
+    Python list of the sizes); counts of lines, tokens and ``<unk>`` replacements."""
     dtype, code = _dtype(len(index))
     sizes = array("i")
     replaced = tokens = 0

@@ -102,5 +102,6 @@ def prepare_data(work: Path, train_tsv: Path, dev_src: Path, dev_ref: Path, src:
         for lang in (src, tgt):
             spm_encode_file(sp, work / "data" / f"{split}.{lang}", work / "spm" / f"{split}.{lang}")
     log.info("nmt: BPE done (%d pieces, %.0f s); binarizing", vocab, time.monotonic() - t0)
-    n_dict = binarize(work / "spm", work / "bin", src, tgt)   # fairseq-preprocess's bytes, in this process
+    binarize(work / "spm", work / "bin", src, tgt)   # fairseq-preprocess's bytes, in this process
+    n_dict = len((work / "bin" / f"dict.{src}.txt").read_text(encoding="utf-8").splitlines())  # the file's words
     return {"train_pairs": n_train, "dev_pairs": n_dev, "bpe_vocab": vocab, "dict_size": n_dict}

@@ -5,7 +5,8 @@
 * a fastText model file of yours (``lid.176.bin``; OpenLID or GlotLID, whose labels are ISO 639-3
   codes with a script, ``eng_Latn``): a side's score is the probability of its expected language
   among the model's five most likely (lid.176's labels are matched as the config spells the language,
-  ``xxx_Scrp`` labels by the language's ISO 639-3 code);
+  ``xxx_Scrp`` labels by the language's ISO 639-3 code or the individual language OpenLID uses for a
+  macrolanguage - ``arb`` for ar, ``pes`` for fa -, summed over its scripts);
 * ``heliport`` (PyPI heliport 1.0.1, its model inside the wheel): its raw scores are no
   probabilities, so a side scores 1 when heliport's first language is the expected one (ISO 639-3,
   heliport's macrolanguages: Serbo-Croatian ``hbs`` for hr/sr/bs, Mandarin ``cmn`` for zh), else 0.
@@ -18,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterable, Sequence
 
 from marginmine.errors import MarginmineError
 from marginmine.preprocess.filters import Candidate, Facts
@@ -63,7 +64,8 @@ def language_probs(texts: Sequence[str], model_path: str | None = None, k: int =
 #: the identifiers besides a fastText model file (``--langid-model``)
 FASTTEXT, HELIPORT = "fasttext", "heliport"
 
-#: ISO 639-1 -> ISO 639-3 (the individual or macro language code the OpenLID/GlotLID labels use)
+#: ISO 639-1 -> ISO 639-3 (a macrolanguage's code where ISO 639-3 has one: OPENLID_CODES below gives the
+#: individual language OpenLID's labels use instead)
 ISO639_3 = {
     "af": "afr", "am": "amh", "ar": "ara", "as": "asm", "az": "aze", "ba": "bak", "be": "bel", "bg": "bul",
     "bn": "ben", "bo": "bod", "br": "bre", "bs": "bos", "ca": "cat", "ce": "che", "co": "cos", "cs": "ces",
@@ -118,21 +120,48 @@ def _heliport() -> Any:
     return Identifier()
 
 
-def model_label(lang: str, labels: frozenset[str]) -> str | None:
-    """The label of a fastText model for the config's ``lang``: itself (lid.176's codes), else
-    ``<ISO 639-3>_<script>`` (OpenLID/GlotLID) when exactly one label has that language; None if none."""
+#: where OpenLID (and GlotLID) name a language by its individual code rather than the macrolanguage's
+OPENLID_CODES = {"ar": "arb", "fa": "pes", "et": "ekk", "lv": "lvs", "ms": "zsm", "sw": "swh", "uz": "uzn",
+                 "az": "azj", "sq": "als", "ne": "npi", "no": "nob", "om": "gaz", "ps": "pbt", "mg": "plt",
+                 "qu": "quy", "yi": "ydd", "ku": "kmr"}
+
+
+def label_codes(lang: str) -> set[str]:
+    """The codes a model label may give the config's ``lang``: itself, its ISO 639-3 code and the
+    individual language OpenLID uses for a macrolanguage."""
+    return {lang, ISO639_3.get(lang, lang), OPENLID_CODES.get(lang, lang)}
+
+
+def model_labels_of(lang: str, labels: Iterable[str]) -> list[str]:
+    """The labels of a fastText model that name the config's ``lang``: itself (lid.176's codes), else
+    every ``<code>_<script>`` label (OpenLID/GlotLID) of one of its :func:`label_codes` - a language in
+    several scripts (``zho_Hans``, ``zho_Hant``) gets the sum of their probabilities."""
+    labels = frozenset(labels)
     if lang in labels:
-        return lang
-    code = ISO639_3.get(lang, lang)
-    found = [label for label in labels if label.split("_")[0] == code]
-    return found[0] if len(found) == 1 else None
+        return [lang]
+    codes = label_codes(lang)
+    return sorted(label for label in labels if "_" in label and label.split("_")[0] in codes)
 
 
 @lru_cache(maxsize=4)
 def model_labels(model_path: str | None = None) -> frozenset[str]:
     """Every label of a fastText model (fasttext-predict lists them only as a prediction of them all)."""
-    labels, _ = load_model(model_path).predict("a", k=-1, threshold=-1.0)  # every label, even at 0
+    return read_labels(load_model(model_path))
+
+
+def read_labels(model: Any) -> frozenset[str]:
+    labels, _ = model.predict("a", k=-1, threshold=-1.0)  # every label, even at probability 0
     return frozenset(label.removeprefix("__label__") for label in labels)
+
+
+def file_labels(path: str) -> list[str]:
+    """The labels of the fastText model file ``path``, the model not kept (a plan reads them, and an
+    OpenLID-size model is gigabytes)."""
+    import fasttext
+
+    if not Path(path).is_file():
+        raise MarginmineError(f"fastText model not found: {path}")
+    return sorted(read_labels(fasttext.load_model(str(path))))
 
 
 #: the labels of the bundled lid.176.ftz (tests/test_langid_choice.py checks them against the model): the
@@ -146,15 +175,17 @@ sa sah sc scn sco sd sh si sk sl so sq sr su sv sw ta te tg th tk tl tr tt tyv u
 wa war wuu xal xmf yi yo yue zh""".split())
 
 
-def check_language(lang: str, model: str | None = None) -> None:
-    """Refuse a language the identifier does not name (checked while the workflow plans)."""
+def check_language(lang: str, model: str | None = None, labels: Iterable[str] | None = None) -> None:
+    """Refuse a language the identifier does not name (checked while the workflow plans; ``labels``:
+    a fastText model file's, read by the caller, else read here)."""
     if model == HELIPORT:
         heliport_code(lang)
         return
     path = None if model in (None, FASTTEXT) else model
-    if model_label(lang, LID176_LABELS if path is None else model_labels(path)) is None:
-        raise MarginmineError(f"the fastText model {path or 'lid.176.ftz (bundled)'} has no label for {lang!r}; "
-                              "use the language's code as the model names it, or another langid model")
+    known = LID176_LABELS if path is None else frozenset(labels if labels is not None else file_labels(path))
+    if not model_labels_of(lang, known):
+        raise MarginmineError(f"the fastText model {path or 'lid.176.ftz (bundled)'} has no label for {lang!r} "
+                              f"(looked for {', '.join(sorted(label_codes(lang)))}); choose a model that has it")
 
 
 def fill_lang_probs(facts: Sequence[Facts], texts: Sequence[str], lang: str, model_path: str | None = None) -> None:
@@ -166,9 +197,9 @@ def fill_lang_probs(facts: Sequence[Facts], texts: Sequence[str], lang: str, mod
             f.lang_prob = 1.0 if identify(text) == code else 0.0
         return
     path = None if model_path in (None, FASTTEXT) else model_path
-    label = model_label(lang, model_labels(path)) or lang
+    labels = model_labels_of(lang, model_labels(path)) or [lang]
     for f, probs in zip(facts, language_probs(texts, path)):
-        f.lang_prob = probs.get(label, 0.0)
+        f.lang_prob = probs.get(labels[0], 0.0) if len(labels) == 1 else sum(probs.get(x, 0.0) for x in labels)
 
 
 @dataclass

@@ -188,18 +188,19 @@ def check_scale(*, expected_pairs: int, expected_keep: float, sizes: Sequence[st
     return lines
 
 
-#: where the plan remembers the SHA-256 of the pre-trained files it checked (relative to the working
-#: directory: Snakemake's own folder); a file whose size, mtime or inode changed is read again
+#: where the plan remembers what it read of large files (the SHA-256 of pre-trained files, a fastText
+#: model's labels; relative to the working directory: Snakemake's own folder); a file whose size,
+#: mtime or inode changed is read again
 DIGESTS = Path(".snakemake") / "marginmine" / "sha256.json"
 
 
-def cached_sha256(path: Path, cache: Path = DIGESTS) -> str:
-    """``path``'s SHA-256, remembered in ``cache`` by its real path, size, mtime and inode: the plan
-    is built in every job's process too, and a model file is hundreds of megabytes."""
-    from marginmine.io.safe import sha256_file, write_text
+def _remembered(path: Path, what: str, compute: Callable[[Path], Any], cache: Path) -> Any:
+    """``compute(path)``, remembered in ``cache`` under ``what`` and the file's real path while its size,
+    mtime and inode stay (the plan is built in every job's process too, and a model file is large)."""
+    from marginmine.io.safe import write_text
 
     st = Path(path).stat()
-    key, stamp = os.path.realpath(path), [st.st_size, st.st_mtime_ns, st.st_ino]
+    key, stamp = f"{what}:{os.path.realpath(path)}", [st.st_size, st.st_mtime_ns, st.st_ino]
     try:
         known = json.loads(cache.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -207,15 +208,29 @@ def cached_sha256(path: Path, cache: Path = DIGESTS) -> str:
     if not isinstance(known, dict):
         known = {}
     hit = known.get(key)
-    if isinstance(hit, dict) and hit.get("stamp") == stamp and isinstance(hit.get("sha256"), str):
-        return hit["sha256"]
-    digest = sha256_file(path)
-    known[key] = {"stamp": stamp, "sha256": digest}
+    if isinstance(hit, dict) and hit.get("stamp") == stamp and "value" in hit:
+        return hit["value"]
+    value = compute(path)
+    known[key] = {"stamp": stamp, "value": value}
     try:
         write_text(cache, json.dumps(known, indent=1, sort_keys=True) + "\n")
     except OSError:
-        pass  # a read-only working directory: the digest is computed again next time
-    return digest
+        pass  # a read-only working directory: computed again next time
+    return value
+
+
+def cached_sha256(path: Path, cache: Path = DIGESTS) -> str:
+    """``path``'s SHA-256 (:func:`_remembered`)."""
+    from marginmine.io.safe import sha256_file
+
+    return _remembered(path, "sha256", sha256_file, cache)
+
+
+def cached_labels(path: Path, cache: Path = DIGESTS) -> list[str]:
+    """The labels of the fastText model file ``path`` (:func:`_remembered`: not loaded again per job)."""
+    from marginmine.preprocess.langid import file_labels
+
+    return _remembered(path, "fasttext-labels", lambda p: file_labels(str(p)), cache)
 
 
 def check_pretrained(name: str, kind: str, params: Mapping[str, Any], langs_needed: Sequence[str],
@@ -240,7 +255,7 @@ def check_pretrained(name: str, kind: str, params: Mapping[str, Any], langs_need
 
 
 #: the device keys of a config and the rules whose jobs use that device
-DEVICE_RULES = {"encoder.device": ("train_encoder", "eval_encoder", "embed_shard", "published_eval_encoder"),
+DEVICE_RULES = {"encoder.device": ("eval_encoder", "embed_shard", "embed_translation", "published_eval_encoder"),
                 "scoring.device": ("score_shard", "score_translated"),
                 "nmt.device": ("train_nmt", "evaluate_nmt")}
 
@@ -256,17 +271,28 @@ def profile_gpu_rules(overwrite_resources: Mapping[str, Mapping[str, Any]] | Non
     return out
 
 
+#: snakemake options after which it runs no job (it lints, draws, lists, unlocks, reports ...)
+NO_JOBS = frozenset({
+    "--dry-run", "--dryrun", "--lint", "--rulegraph", "--dag", "--filegraph", "--d3dag", "--unlock", "--list-rules",
+    "--list", "--list-target-rules", "--lt", "--summary", "--detailed-summary", "--report", "--touch",
+    "--delete-all-output", "--delete-temp-output", "--cleanup-metadata", "--cleanup-shadow", "--list-changes",
+    "--lc", "--list-params-changes", "--list-code-changes", "--list-input-changes", "--list-untracked", "--lu",
+    "--export-cwl", "--containerize", "--print-compilation", "--archive", "--generate-unit-tests", "--version",
+    "--help", "--conda-create-envs-only", "--conda-cleanup-envs", "--conda-cleanup-pkgs", "-l", "-S", "-D", "-t",
+    "-h", "-v"})
+
+
 def executing_from_argv(argv: Sequence[str]) -> bool:
-    """Whether a ``snakemake`` command line will run jobs (no ``-n``/``--dry-run``, also inside a
-    cluster of short flags such as ``-np``); False for anything else: an API call, and the snakemake
-    a cluster job runs itself in (``--target-jobs``/``--mode``: the main process checked the run, and a
-    CPU node may run the CPU jobs of a GPU run)."""
+    """Whether a ``snakemake`` command line will run jobs: none of :data:`NO_JOBS` and no ``-n`` (also
+    inside a cluster of short flags such as ``-np``). False for anything else: an API call, and the
+    snakemake a cluster job runs itself in (``--target-jobs``/``--mode``: the main process checked the
+    run, and a CPU node may run the CPU jobs of a GPU run)."""
     program = Path(argv[0]) if argv else Path()
     snakemake = program.name.startswith("snakemake") or program.parent.name == "snakemake"  # or python -m snakemake
     if not snakemake or {"--target-jobs", "--mode"} & set(argv):
         return False
     for a in argv[1:]:
-        if a in ("--dry-run", "--dryrun") or a.startswith("-") and not a.startswith("--") and "n" in a[1:]:
+        if a.split("=")[0] in NO_JOBS or a.startswith("-") and not a.startswith("--") and "n" in a[1:]:
             return False
     return True
 
@@ -286,10 +312,11 @@ def check_devices(devices: Mapping[str, str], gpu_rules: set[str], gpu_here: boo
     for key, device in devices.items():
         rules = DEVICE_RULES[key]
         given = [r for r in rules if r in gpu_rules]
-        if device.startswith("cuda") and not gpu_here and not given:
-            msg = (f"{key}: {device}, but this machine shows no GPU and the profile gives {', '.join(rules)} "
-                   f"none: its jobs would fail at once; run with --profile profiles/slurm-gpu (docs/cluster.md) or "
-                   f"set {key}: cpu")
+        missing = [r for r in rules if r not in gpu_rules]
+        if device.startswith("cuda") and not gpu_here and missing:
+            msg = (f"{key}: {device}, but this machine shows no GPU and the profile gives {', '.join(missing)} "
+                   f"none: those jobs would fail at once; run with --profile profiles/slurm-gpu (docs/cluster.md; "
+                   f"its set-resources gives each a gres) or set {key}: cpu")
             if executing:
                 raise MarginmineError(msg)
             notes.append(f"note: {msg}")

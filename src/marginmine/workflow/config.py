@@ -102,6 +102,7 @@ class Config:
         identifier, else --langid-model (a model file under data_dir); the corpus' languages checked."""
         from marginmine.errors import MarginmineError
         from marginmine.preprocess.langid import FASTTEXT, HELIPORT, check_language
+        from marginmine.workflow.checks import cached_labels
 
         pre = self.config["preprocess"]
         if not pre["langid"]:
@@ -111,9 +112,10 @@ class Config:
         if path not in (FASTTEXT, HELIPORT) and not Path(path).is_file():
             raise ValueError(f"preprocess.langid_model: {path} does not exist (fasttext, heliport or a fastText "
                              "model file; relative paths are read under data_dir)")
+        labels = None if path in (FASTTEXT, HELIPORT) else cached_labels(Path(path))
         for lang in (self.src, self.tgt):
             try:
-                check_language(lang, path)
+                check_language(lang, path, labels)
             except MarginmineError as exc:
                 raise ValueError(f"preprocess.langid_model: {exc}") from exc
         return "" if model == FASTTEXT else f"--langid-model {quoted([path])}"

@@ -106,14 +106,15 @@ def select_stage(kept_pairs: int, selections: int) -> Stage:
                  how="per method and N")
 
 
-def capped_stage(name: str, jobs: int, minutes: float | None, per_job: int, gpu: bool) -> Stage:
-    """``jobs`` jobs of at most ``minutes`` each on ``per_job`` cores (or GPUs)."""
+def capped_stage(name: str, jobs: int, caps: list[float | None], per_job: int, gpu: bool) -> Stage:
+    """``jobs`` jobs, each of at most its cap (minutes) on ``per_job`` cores (or GPUs); not estimated
+    when a job has no cap."""
     if not jobs:
         return Stage(name, 0.0, gpu=gpu, jobs=0, how="none planned")
-    if not minutes:
+    if not caps or any(not m for m in caps):
         return Stage(name, None, gpu=gpu, jobs=jobs, how="no max_minutes: the steps or epochs decide")
-    return Stage(name, jobs * minutes / 60 * per_job, gpu=gpu, jobs=jobs, bound=True,
-                 how=f"{minutes:g} minutes each, the cap")
+    each = f"{caps[0]:g} minutes each" if len(set(caps)) == 1 else f"{min(caps):g}-{max(caps):g} minutes"
+    return Stage(name, sum(caps) / 60 * per_job, gpu=gpu, jobs=jobs, bound=True, how=f"{each}, the cap")
 
 
 def report(stages: Iterable[Stage]) -> list[str]:
@@ -188,12 +189,13 @@ class Costs:
         stages.append(select_stage(kept, len(self.selected) * len(self.sizes)))
         trained = [n for n in self.encoder_dirs if n in self.enc["models"]
                    and self.enc["models"][n]["kind"] in TRAINED_ON_DATA]
-        caps = {self.enc["models"][n].get("max_minutes") for n in trained}
-        stages.append(capped_stage("train encoders", len(trained), max(caps, key=lambda m: m or 0) if caps else None,
-                                   2, self.enc["device"].startswith("cuda")))
+        caps = [self.enc["models"][n].get("max_minutes") for n in trained]
+        stages.append(capped_stage("train encoders", len(trained), caps, self.job_threads(2),
+                                   self.enc["device"].startswith("cuda")))
         gpu = self.nmt["device"].startswith("cuda")
-        stages.append(capped_stage("train NMT", len(self.nmt_systems()), self.nmt.get("max_minutes"),
-                                   int(self.nmt.get("gpus") or 1) if gpu else 2, gpu))
+        systems = len(self.nmt_systems())
+        stages.append(capped_stage("train NMT", systems, [self.nmt.get("max_minutes")] * systems,
+                                   int(self.nmt.get("gpus") or 1) if gpu else self.job_threads(2), gpu))
         return stages
 
     def _score_estimates(self) -> dict:
@@ -216,9 +218,10 @@ class Costs:
         """A shard's preprocessing, embedding and scoring job estimated above its runtime limit."""
         raw, shards = self.config["corpus"]["expected_pairs"], self.n_shards
         per_shard = raw / shards
+        workers = self.job_threads(self.pre["workers"])  # as rule preprocess_shard gets them
         check_runtime("preprocess.runtime_min", self.pre["runtime_min"],
-                      per_shard * PREPROCESS_US_PER_PAIR / 3.6e9 / max(1, self.pre["workers"]),
-                      f"a shard's preprocessing ({per_shard:,.0f} raw pairs, {self.pre['workers']} workers)")
+                      per_shard * PREPROCESS_US_PER_PAIR / 3.6e9 / workers,
+                      f"a shard's preprocessing ({per_shard:,.0f} raw pairs, {workers} workers)")
         sentences = 2 * self.expected_kept / shards
         cuda = self.enc["device"].startswith("cuda")
         for name, kind in self._scored_kinds().items():
