@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import copy
 import hashlib
-import json
 import re
 import sys
 import tempfile
@@ -22,6 +21,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
+sys.path.insert(0, str(REPO / "bench"))
 
 #: the own-corpus template's encoders (config/own-corpus.yaml), each planned as the default
 KINDS = {"usem": "use-multilingual", "laser2": "laser-pretrained", "labse": "sentence-transformers", "dan": "dual"}
@@ -131,12 +131,10 @@ def render(rows: list[dict]) -> str:
 def main() -> int:
     import os
 
+    from measure import write_results
+
     rows = runs(Path(os.environ.get("MARGINMINE_DATA_DIR") or REPO.parent / "shared" / "data"))
-    out = REPO / "bench" / "out"
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "estimate.json").write_text(json.dumps(rows, indent=1) + "\n", encoding="utf-8")
-    (out / "estimate.md").write_text(render(rows), encoding="utf-8")
-    print(render(rows))
+    write_results("estimate", rows, render(rows))
     return 0
 
 

@@ -21,7 +21,6 @@ Writes bench/out/langid.json and bench/out/langid.md.
 
 from __future__ import annotations
 
-import json
 import os
 import platform
 import statistics
@@ -31,6 +30,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
+sys.path.insert(0, str(REPO / "bench"))
 
 LANGS = ("en", "de", "fr", "es")
 MIN_PROB = 0.1
@@ -70,6 +70,8 @@ IDENTIFIERS = {"fasttext (lid.176.ftz)": decide_fasttext, "heliport 1.0.1": deci
 
 
 def main() -> int:
+    from measure import write_results
+
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     data = Path(os.environ.get("MARGINMINE_DATA_DIR") or REPO.parent / "shared" / "data")
     sents = sentences(data)
@@ -99,11 +101,7 @@ def main() -> int:
                 decide([t for x, t in every if x == lang], lang)
             speed[name].append(len(every) / (time.perf_counter() - t0))
     res["speed"] = {name: statistics.median(v) for name, v in speed.items()}
-    out = REPO / "bench" / "out"
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "langid.json").write_text(json.dumps(res, indent=1) + "\n", encoding="utf-8")
-    (out / "langid.md").write_text(render(res), encoding="utf-8")
-    print(render(res))
+    write_results("langid", res, render(res))
     return 0
 
 

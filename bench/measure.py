@@ -1,4 +1,5 @@
-"""Shared benchmark helpers: run a command and record wall time and the peak RSS of its tree."""
+"""Shared benchmark helpers: run a command and record wall time and the peak RSS of its tree; write a
+benchmark's results."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import psutil
 
@@ -40,3 +42,15 @@ def measure_tree(cmd: list[str], interval: float = 0.2,
     if proc.returncode:
         print(err[-3000:], file=sys.stderr)
     return time.perf_counter() - t0, peak / 2**20, proc.returncode
+
+
+def write_results(name: str, data: object, markdown: str) -> Path:
+    """``bench/out/<name>.json`` (the measurements) and ``<name>.md`` (their table), printed too."""
+    import json
+
+    out = Path(__file__).resolve().parent / "out"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{name}.json").write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+    (out / f"{name}.md").write_text(markdown, encoding="utf-8")
+    print(markdown)
+    return out
