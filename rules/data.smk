@@ -67,7 +67,7 @@ rule fetch_sacrebleu:
         mem_mb=500,
         runtime=30,
     conda:
-        "../envs/nmt.yaml"
+        PLAN.conda_env("nmt")
     shell:
         "marginmine fetch-testset --test-set {params.test_set:q} --langpair {params.langpair:q} "
         "--src {output.src:q} --ref {output.ref:q} > {log:q} 2>&1"

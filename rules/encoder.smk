@@ -19,7 +19,7 @@ rule tatoeba_share:
         mem_mb=1000,
         runtime=10,
     conda:
-        "../envs/encoder.yaml"
+        PLAN.conda_env("encoder")
     shell:
         "marginmine tatoeba-share --data-dir {params.data_dir:q} --en {output.en:q} --de {output.de:q} > "
         "{log:q} 2>&1"
@@ -50,7 +50,7 @@ rule encoder_data:
         mem_mb=4000,
         runtime=120,
     conda:
-        "../envs/encoder.yaml"
+        PLAN.conda_env("encoder")
     shell:
         "marginmine encoder-data --sources {params.sources:q} --outdir {params.outdir:q} "
         "--protect {input.protect:q} --exclude-corpus {input.corpus:q} > {log:q} 2>&1"
@@ -83,7 +83,7 @@ rule train_encoder:
         mem_mb=lambda wc: PLAN.encoder_model(wc.encdir)["mem_mb"],
         runtime=lambda wc: PLAN.encoder_runtime(wc.encdir),
     conda:
-        "../envs/encoder.yaml"
+        PLAN.conda_env("encoder")
     shell:
         "marginmine train-encoder --kind {params.kind:q} --data {input.data:q} --output {params.outdir:q} "
         "--workdir {params.workdir:q} --params {params.json:q} --seed {params.seed:q} {params.budget} "
@@ -115,7 +115,7 @@ rule eval_encoder:
         mem_mb=4000,
         runtime=30,
     conda:
-        "../envs/encoder.yaml"
+        PLAN.conda_env("encoder")
     shell:
         "marginmine eval-encoder --encoder {params.encdir:q} --name {wildcards.name:q} {params.sets} "
         "{params.margins} --device {params.device:q} --threads {threads} --output {output:q} > {log:q} 2>&1"
@@ -140,7 +140,7 @@ rule encoder_report:
         mem_mb=500,
         runtime=5,
     conda:
-        "../envs/encoder.yaml"
+        PLAN.conda_env("encoder")
     shell:
         "marginmine encoder-report --inputs {input.evals:q} {params.votes} --tsv {output.tsv:q} --md {output.md:q} "
         "> {log:q} 2>&1"
@@ -173,7 +173,7 @@ rule embed_shard:
         mem_mb=4000,
         runtime=ENC["embed_runtime_min"],
     conda:
-        "../envs/encoder.yaml"
+        PLAN.conda_env("encoder")
     shell:
         "marginmine embed --encoder {params.encdir:q} --input {input.shard:q} "
         "--lang {params.src:q} --column 0 --output {output.src:q} "

@@ -35,7 +35,7 @@ rule shortcut_check:
         mem_mb=3000,
         runtime=20,
     conda:
-        "../envs/score.yaml"
+        PLAN.conda_env("score")
     shell:
         "marginmine shortcut-check --scorers {params.scorers:q} {params.plugins} --encoder {params.encoders:q} "
         "--test {input.test:q} {params.langs} --seed {params.seed:q} --device {params.device:q} --threads {threads} "
@@ -65,7 +65,7 @@ rule selection_composition:
         mem_mb=2000,
         runtime=10,
     conda:
-        "../envs/score.yaml"
+        PLAN.conda_env("score")
     shell:
         "marginmine composition --labels {input.labels:q} --selections {input.selections:q} {params.density} "
         "--tsv {output.tsv:q} --md {output.md:q} --title {params.title:q} > {log:q} 2>&1"
@@ -95,7 +95,7 @@ rule clean_share:
         mem_mb=2000,
         runtime=30,
     conda:
-        "../envs/score.yaml"
+        PLAN.conda_env("score")
     shell:
         "marginmine clean-share {params.args} --title {params.title:q} --tsv {output.tsv:q} --md {output.md:q} "
         "--curve {output.curve:q} --png {output.png:q} > {log:q} 2>&1"
@@ -127,7 +127,7 @@ rule mining_benchmark_data:
         mem_mb=2000,
         runtime=20,
     conda:
-        "../envs/score.yaml"
+        PLAN.conda_env("score")
     shell:
         "marginmine bucc-data --gold-train {params.gold_train:q} --gold-test {params.gold_test:q} "
         "--mono-src {params.mono_src:q} --mono-tgt {params.mono_tgt:q} --share {params.share:q} "
@@ -162,7 +162,7 @@ rule eval_mining:
         mem_mb=4000,
         runtime=30,
     conda:
-        "../envs/score.yaml"
+        PLAN.conda_env("score")
     shell:
         "marginmine eval-mining --encoder {params.encoders:q} --scorers {params.scorers:q} {params.plugins} "
         "-k {params.k:q} --data {params.data:q} {params.translated} {params.langs} --threads {threads} "
@@ -200,7 +200,7 @@ rule eval_filter:
         mem_mb=4000,
         runtime=30,
     conda:
-        "../envs/score.yaml"
+        PLAN.conda_env("score")
     shell:
         "marginmine eval-filter --encoder {params.encoders:q} --scorers {params.scorers:q} {params.plugins} "
         "-k {params.k:q} {params.args} {params.langs} {params.top_n} --threads {threads} --seed {params.seed:q} "
@@ -234,7 +234,7 @@ rule audit_sample:
         mem_mb=2000,
         runtime=60,
     conda:
-        "../envs/score.yaml"
+        PLAN.conda_env("score")
     shell:
         "marginmine audit-sample --pairs {input.pairs:q} --scores {input.scores:q} --scorer {params.scorer:q} "
         "--labels {params.labels:q} --strata {params.strata:q} --sizes {params.sizes:q} --thresholds {params.thresholds:q} "
@@ -258,7 +258,7 @@ rule audit_fill:
         mem_mb=2000,
         runtime=10,
     conda:
-        "../envs/score.yaml"
+        PLAN.conda_env("score")
     shell:
         "marginmine audit-fill --sample {input.sample:q} --labels {input.labels:q} --output {output:q} > {log:q} 2>&1"
 
@@ -292,7 +292,7 @@ rule audit_estimate:
         mem_mb=2000,
         runtime=10,
     conda:
-        "../envs/score.yaml"
+        PLAN.conda_env("score")
     shell:
         "marginmine audit-estimate --plan {input.plan:q} --labels {input.labels:q} --scorer {params.scorer:q} "
         "--sizes {params.sizes:q} --target {params.target:q} {params.monotone:q} --note {params.note:q} "

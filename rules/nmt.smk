@@ -28,7 +28,7 @@ rule train_nmt:
         runtime=PLAN.nmt_runtime(),
         gpus=NMT["gpus"],
     conda:
-        "../envs/nmt.yaml"
+        PLAN.conda_env("nmt")
     shell:
         "marginmine train-nmt --train {input.data:q} --dev-src {input.dev[0]:q} --dev-ref {input.dev[1]:q} "
         "--workdir {params.workdir:q} {params.langs} --params {params.nmt_params:q} {params.budget} "
@@ -64,7 +64,7 @@ rule evaluate_nmt:
         runtime=NMT["eval_runtime_min"],
         gpus=NMT["gpus"],
     conda:
-        "../envs/nmt.yaml"
+        PLAN.conda_env("nmt")
     shell:
         "marginmine evaluate --workdir {params.workdir:q} --test-src {input.test[0]:q} --test-ref "
         "{input.test[1]:q} --dev-src {input.dev[0]:q} --dev-ref {input.dev[1]:q} {params.extra} --beam "
@@ -91,7 +91,7 @@ rule headline_bleu:
         mem_mb=100,
         runtime=5,
     conda:
-        "../envs/nmt.yaml"
+        PLAN.conda_env("nmt")
     shell:
         "marginmine headline --inputs {input:q} --output {output:q} --caps-from {params.caps} > {log:q} 2>&1"
 
@@ -122,7 +122,7 @@ rule compare_methods:
         mem_mb=2000,
         runtime=15,
     conda:
-        "../envs/nmt.yaml"
+        PLAN.conda_env("nmt")
     shell:
         "marginmine compare --inputs {input.runs:q} --headline {params.headline:q} {params.subsets} "
         "--title {params.title:q} --tsv {output.tsv:q} --md {output.md:q} --runs {output.runs:q} "

@@ -48,7 +48,7 @@ rule published_eval_similarity:
         mem_mb=4000,
         runtime=60,
     conda:
-        "../envs/score.yaml"
+        PLAN.conda_env("score")
     shell:
         "marginmine eval-similarity --encoder {params.encoders:q} --scorers {params.scorers:q} {params.plugins} "
         "--name {wildcards.name:q} {params.sets} --src-lang {params.src:q} --label similarity --seed {params.seed:q} "
@@ -137,7 +137,7 @@ rule published_claims:
         mem_mb=500,
         runtime=5,
     conda:
-        "../envs/score.yaml"
+        PLAN.conda_env("score")
     shell:
         "marginmine claims --results {params.results:q} --size {params.size:q} --title {params.title:q} "
         "--tables {input.tables:q} --tsv {output.tsv:q} --md {output.md:q} > {log:q} 2>&1"
@@ -248,7 +248,7 @@ rule published_summary:
         mem_mb=500,
         runtime=5,
     conda:
-        "../envs/score.yaml"
+        PLAN.conda_env("score")
     shell:
         "marginmine summary --scorers {params.scorers:q} --methods {params.methods:q} --sizes {params.sizes:q} "
         "--intrinsic {input.intrinsic:q} {params.tables} --comparison {input.comparison:q} --runs {input.runs:q} "
@@ -280,7 +280,7 @@ rule published_vote_report:
         mem_mb=4000,
         runtime=30,
     conda:
-        "../envs/score.yaml"
+        PLAN.conda_env("score")
     shell:
         "marginmine vote-report --encoder {params.encdir:q} {params.args} -k {params.k:q} {params.langs} "
         "--title {params.title:q} --device {params.device:q} --threads {threads} --tsv {output.tsv:q} "

@@ -60,7 +60,7 @@ rule report_figures:
         mem_mb=2000,
         runtime=10,
     conda:
-        "../envs/nmt.yaml"
+        PLAN.conda_env("nmt")
     shell:
         "marginmine report-figures --ledger {input.ledger:q} --select {input.select:q} --tables "
         "{input.encoders:q} {input.evals:q} --work {params.work:q} --benchmarks {params.benchmarks:q} "
@@ -115,7 +115,7 @@ rule report_samples:
         mem_mb=max(2000, 1000 + PLAN.expected_kept * 80 // 2**20),
         runtime=PRE["runtime_min"],
     conda:
-        "../envs/score.yaml"
+        PLAN.conda_env("score")
     shell:
         "marginmine report-samples --pairs {input.pairs:q} --scores {params.scores} --sizes {params.sizes:q} "
         "--removed {input.removed:q} --split-rejects {input.split_rejects:q} --block {params.block:q} "

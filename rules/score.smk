@@ -52,7 +52,7 @@ rule score_shard:
         runtime=SCORING["runtime_min"],
         gpus=int(SCORING["device"].startswith("cuda")),
     conda:
-        "../envs/score.yaml"
+        PLAN.conda_env("score")
     shell:
         SCORE_SHELL
 
@@ -94,7 +94,7 @@ rule fit_scorer:
         mem_mb=4000,
         runtime=30,
     conda:
-        "../envs/score.yaml"
+        PLAN.conda_env("score")
     shell:
         "marginmine fit-scorer --scorers {params.scorers:q} --name {wildcards.name:q} {params.plugins} "
         "--encoder {params.encdir:q} --held-out {params.held_out} {params.positives} {params.corpus} {params.langs} "
@@ -126,7 +126,7 @@ rule select_top:
         mem_mb=8000,
         runtime=120,
     conda:
-        "../envs/score.yaml"
+        PLAN.conda_env("score")
     shell:
         "marginmine select --pairs {input.pairs:q} --scores {input.scores:q} {params.args} --seed "
         "{params.seed:q} --output {output.pairs:q} --report {output.report:q} > {log:q} 2>&1"
@@ -154,7 +154,7 @@ rule export_filtered:
         mem_mb=500,
         runtime=120,
     conda:
-        "../envs/score.yaml"
+        PLAN.conda_env("score")
     shell:
         "marginmine export-filtered --selection {input:q} --columns {params.columns:q} --tsv {output.tsv:q} "
         "--src {output.src:q} --tgt {output.tgt:q} > {log:q} 2>&1"

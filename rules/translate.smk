@@ -30,7 +30,7 @@ rule translator_data:
         mem_mb=1000,
         runtime=10,
     conda:
-        "../envs/nmt.yaml"
+        PLAN.conda_env("nmt")
     shell:
         "marginmine translator-data --encoder-data {input:q} {params.langs} --max-pairs {params.max_pairs:q} "
         "--seed {params.seed:q} --output {output.tsv:q} --report {output.report:q} > {log:q} 2>&1"
@@ -81,7 +81,7 @@ rule evaluate_translator:
         mem_mb=4000,
         runtime=NMT["eval_runtime_min"],
     conda:
-        "../envs/nmt.yaml"
+        PLAN.conda_env("nmt")
     shell:
         "marginmine evaluate --workdir {params.workdir:q} --test-src {input.test[0]:q} --test-ref {input.test[1]:q} "
         "--dev-src {input.dev[0]:q} --dev-ref {input.dev[1]:q} --beam {params.beam:q} --decoder {params.decoder:q} "
@@ -115,7 +115,7 @@ rule translate_shard:
         mem_mb=4000,
         runtime=TRANSLATORS["runtime_min"],
     conda:
-        "../envs/nmt.yaml"
+        PLAN.conda_env("nmt")
     shell:
         "marginmine translate --workdir {params.workdir:q} {params.langs} --input {input.shard:q} "
         "--column {params.column} --output {output.text:q} --stats {output.stats:q} --chunk-lines {params.chunk:q} "
@@ -149,7 +149,7 @@ rule translate_text:
         mem_mb=4000,
         runtime=TRANSLATORS["runtime_min"],
     conda:
-        "../envs/nmt.yaml"
+        PLAN.conda_env("nmt")
     shell:
         "marginmine translate --workdir {params.workdir:q} {params.langs} --input {input.text:q} {params.column} "
         "--output {output.text:q} --stats {output.stats:q} --chunk-lines {params.chunk:q} --beam {params.beam:q} "
@@ -181,7 +181,7 @@ rule embed_translation:
         mem_mb=4000,
         runtime=60,
     conda:
-        "../envs/encoder.yaml"
+        PLAN.conda_env("encoder")
     shell:
         "marginmine embed --encoder {params.encdir:q} --lang {params.lang:q} --input {input.text:q} "
         "--output {output:q} --dtype {params.dtype:q} --device {params.device:q} --threads {threads} "

@@ -307,3 +307,18 @@ def test_a_gpu_device_needs_a_gpu_from_the_machine_or_the_profile() -> None:
     assert not executing_from_argv(["python", "-m", "pytest"])
     assert not executing_from_argv(["snakemake", "--lint"]) and not executing_from_argv(["snakemake", "--dag"])
     assert not executing_from_argv(["snakemake", "--target-jobs", "embed_shard:shard=0000", "--mode", "remote"])
+
+
+def test_a_gpu_stage_gets_the_gpu_twin_of_its_conda_environment(smoke: Plan, real_data: Path) -> None:
+    paper = plan("config.yaml", real_data)  # encoder, scoring and nmt on cuda
+    assert [paper.conda_env(s) for s in ("encoder", "score", "nmt")] == [
+        "../envs/encoder-gpu.yaml", "../envs/score-gpu.yaml", "../envs/nmt-gpu.yaml"]
+    assert [smoke.conda_env(s) for s in ("encoder", "score", "nmt")] == [
+        "../envs/encoder.yaml", "../envs/score.yaml", "../envs/nmt.yaml"]
+    def packages(name: str) -> list[str]:
+        env = yaml.safe_load((REPO / "envs" / name).read_text())
+        return [*env["dependencies"][:-1], *env["dependencies"][-1]["pip"]]
+
+    for stage in ("encoder", "score", "nmt"):  # the twins pin what the CPU envs pin, faiss-gpu for faiss-cpu
+        gpu = ["faiss-cpu==1.15.1" if p.startswith("faiss-gpu") else p for p in packages(f"{stage}-gpu.yaml")]
+        assert gpu == packages(f"{stage}.yaml"), stage

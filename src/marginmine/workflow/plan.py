@@ -52,6 +52,12 @@ class Plan(Costs, Translate, Nmt, Evaluations, Scoring, Encoders, Config):
         plan._frozen = True
         return plan
 
+    def conda_env(self, stage: str) -> str:
+        """The conda environment of a stage's rules (``encoder``, ``score``, ``nmt``; relative to rules/):
+        its GPU twin (envs/<stage>-gpu.yaml) when the stage's device key asks for cuda."""
+        device = {"encoder": self.enc["device"], "score": self.scoring["device"], "nmt": self.nmt["device"]}[stage]
+        return f"../envs/{stage}{'-gpu' if device.startswith('cuda') else ''}.yaml"
+
     def __setattr__(self, name: str, value: Any) -> None:
         if self._frozen:
             raise AttributeError(f"the plan is read-only (tried to set {name!r})")
