@@ -116,7 +116,8 @@ def paracrawl_tsv(real_data: Path) -> Path:
 #: and the kill test (~4.5 min), one on each worker
 FIRST = ("test_smoke.py", "test_own_corpus.py", "test_slurm.py", "test_smoke_published.py", "test_smoke_kill.py",
          "test_nmt_run.py", "test_workflow_edge_cases.py", "test_laser_encoder.py", "test_scorers.py", "test_kill.py",
-         "test_workflow.py", "test_paper_path.py")
+         "test_workflow.py", "test_paper_path.py", "test_scale.py", "test_use_multilingual.py", "test_binarize.py",
+         "test_mlp.py")  # the files of a minute or more come early: none of them is left for the end
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
