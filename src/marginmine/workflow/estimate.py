@@ -187,7 +187,7 @@ class Costs:
         for name, (est, stated) in self._score_estimates().items():
             stages.append(score_stage(name, est, shards, self.scoring["device"], stated))
         stages.append(select_stage(kept, len(self.selected) * len(self.sizes)))
-        trained = [n for n in self.encoder_dirs if n in self.enc["models"]
+        trained = [n for n in self.evaluated_encoders if n in self.enc["models"]  # not the suite's, not twins
                    and self.enc["models"][n]["kind"] in TRAINED_ON_DATA]
         caps = [self.enc["models"][n].get("max_minutes") for n in trained]
         stages.append(capped_stage("train encoders", len(trained), caps, self.job_threads(2),
