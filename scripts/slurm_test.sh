@@ -6,7 +6,8 @@
 #
 #   bash scripts/slurm_test.sh            (make slurm-test)   root, Debian 12, 2 cores
 #
-# The cluster's partition and account are read from profiles/slurm/config.yaml.
+# The cluster's partition and account are read from profiles/default/config.yaml (the workflow
+# profile both SLURM profiles take them from).
 # Environment: KEEP_SLURM=1 leaves the cluster up (otherwise it is stopped at exit, unless it was
 # already up before the test); SLURM_TEST_DIR (default /tmp/mm-slurm-run, deleted and recreated);
 # SLURM_TEST_TARGET (default preprocess); SLURM_TEST_TIMEOUT (s, default 1200: snakemake is
@@ -27,8 +28,8 @@ export PATH="$REPO/.venv/bin:$PATH"
 # the cluster gets the partition and account the profile submits to
 read -r PARTITION ACCOUNT < <(python -c 'import sys, yaml
 r = yaml.safe_load(open(sys.argv[1]))["default-resources"]
-print(r["slurm_partition"], r["slurm_account"])' "$REPO/profiles/slurm/config.yaml") || true
-[[ -n $ACCOUNT ]] || fail "no default-resources slurm_partition/slurm_account in profiles/slurm"
+print(r["slurm_partition"], r["slurm_account"])' "$REPO/profiles/default/config.yaml") || true
+[[ -n $ACCOUNT ]] || fail "no default-resources slurm_partition/slurm_account in profiles/default (the workflow profile)"
 export SLURM_PARTITION=$PARTITION SLURM_ACCOUNT=$ACCOUNT
 if [[ -z ${MARGINMINE_DATA_DIR:-} && -d $REPO/../shared/data ]]; then
   MARGINMINE_DATA_DIR=$(cd "$REPO/../shared/data" && pwd)

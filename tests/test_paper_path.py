@@ -189,7 +189,10 @@ def test_slurm_gpu_profile_plans_the_paper_experiment_with_gpus_where_declared(t
     for rule, res in jobs:
         by_rule.setdefault(rule, []).append(res)
     assert len(by_rule["score_shard"]) == len(by_rule["embed_shard"]) == 3
-    defaults = profile["default-resources"]
+    # partition and account: one place, the workflow profile both SLURM profiles are read under
+    defaults = yaml.safe_load((REPO / "profiles" / "default" / "config.yaml").read_text())["default-resources"]
+    assert "default-resources" not in profile
+    assert "default-resources" not in yaml.safe_load((REPO / "profiles" / "slurm" / "config.yaml").read_text())
     for rule, res in jobs:
         assert res["slurm_partition"] == defaults["slurm_partition"] == "main", rule
         assert res["slurm_account"] == defaults["slurm_account"] == "marginmine", rule
