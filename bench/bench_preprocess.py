@@ -262,6 +262,8 @@ def main() -> int:
     ap.add_argument("--pairs", type=int, default=1_000_000)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--cache-mb", type=int, default=None, help="passed to marginmine preprocess (default: its own)")
+    ap.add_argument("--langid-model", default=None,
+                    help="passed to marginmine preprocess (fasttext, heliport or a model file; outputs named by it)")
     ap.add_argument("--sample", type=int, default=100_000, help="pairs for the library-alone timings")
     ap.add_argument("--moses-identity", action="store_true",
                     help="only compare FastMoses with sacremoses on every sentence of MOSES_SOURCES")
@@ -284,12 +286,16 @@ def main() -> int:
         comp = build_corpus(Path(args.data_dir), args.pairs, corpus)
     print(f"corpus: {comp}", flush=True)
     mach = machine()
+    if args.langid_model:
+        tag += "_" + Path(args.langid_model).name.split(".")[0]
 
     cmd = [sys.executable, "-m", "marginmine.cli.main", "preprocess", "--src-lang", "en", "--tgt-lang", "de",
            "--input", str(corpus), "--output", str(work / "kept.tsv"), "--rejects", str(work / "rejects.tsv"),
            "--ledger", str(work / "ledger.json"), "--workers", str(args.workers)]
     if args.cache_mb is not None:
         cmd += ["--cache-mb", str(args.cache_mb)]
+    if args.langid_model:
+        cmd += ["--langid-model", args.langid_model]
     err: list[str] = []
     with Load() as e2e_load:
         wall, peak_mb, rc = measure_tree(cmd, stderr_lines=err)
@@ -362,7 +368,8 @@ def main() -> int:
         "",
         "| measurement | pairs/s | note |",
         "|---|---:|---|",
-        f"| **ours** end to end, `marginmine preprocess --workers {w}` | {e2e:,.0f} | "
+        f"| **ours** end to end, `marginmine preprocess --workers {w}"
+        f"{' --langid-model ' + args.langid_model if args.langid_model else ''}` | {e2e:,.0f} | "
         f"{wall:.0f} s, peak RSS {peak_mb:,.0f} MiB, kept {ledger['kept']:,}; {facts_line} |",
         f"| sacremoses Moses tokenisation alone, {w} processes | {sacre_w:,.0f} | both sides of {n:,} pairs |",
         f"| fastText language id alone, {w} processes | {libs[f'langid_pairs_per_s_{w}proc']:,.0f} | both sides |",
