@@ -164,9 +164,7 @@ class Costs:
 
         out = {}
         for name in self.scored_encoders:
-            model = self.enc["models"].get(name) or self.enc["models"].get(name.removesuffix("-random"))
-            if model is None:
-                continue
+            model = self.encoder_model(self.encoder_dirs[name])  # a twin: its encoder's entry
             kind = model["kind"]
             if kind == "trained":
                 try:
@@ -200,18 +198,14 @@ class Costs:
 
     def _score_estimates(self) -> dict:
         from marginmine.search.cost import job_estimate
-        from marginmine.search.knn import IndexSpec
         from marginmine.workflow.checks import planned_dim
 
-        s = self.scoring
-        spec = IndexSpec(kind=s["index"], nlist=s["nlist"], nprobe=s["nprobe"], refine=s["refine"], device=s["device"])
+        s, spec = self.scoring, self.index_spec()
         shard_pairs = max(1, round(self.config["corpus"]["expected_pairs"] / self.n_shards * self.pre["expected_keep"]))
         out = {}
         for name in self.scored_encoders:
-            model = self.enc["models"].get(name) or self.enc["models"].get(name.removesuffix("-random"))
-            if model is not None:
-                dim, stated = planned_dim(model)
-                out[name] = (job_estimate(shard_pairs, s["batch_size"], dim, spec, s["k"]), stated)
+            dim, stated = planned_dim(self.encoder_model(self.encoder_dirs[name]))
+            out[name] = (job_estimate(shard_pairs, s["batch_size"], dim, spec, s["k"]), stated)
         return out
 
     def _check_runtimes(self) -> None:

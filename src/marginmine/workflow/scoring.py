@@ -80,19 +80,19 @@ class Scoring:
         """Plan-time refusals of a run that cannot be meant (N >= the pairs expected after
         preprocessing; a scoring batch above scoring.max_cpu_hours on a CPU), naming the keys, and
         each scored encoder's scoring estimate and shard-size note (lines for `snakemake -n`)."""
-        from marginmine.search.knn import IndexSpec
-
-        dims = {}
-        for name in self.all_scored_encoders:
-            model = self.enc["models"].get(name) or self.enc["models"].get(name.removesuffix("-random"))
-            if model is not None:
-                dims[name] = planned_dim(model)
-        s = self.scoring
-        spec = IndexSpec(kind=s["index"], nlist=s["nlist"], nprobe=s["nprobe"], refine=s["refine"], device=s["device"])
+        dims = {name: planned_dim(self.encoder_model(self.encoder_dirs[name])) for name in self.all_scored_encoders}
+        s, spec = self.scoring, self.index_spec()
         return check_scale(expected_pairs=self.config["corpus"]["expected_pairs"],
                            expected_keep=self.pre["expected_keep"], sizes=self.sizes, shard_size=self.shard_size,
                            batch_size=s["batch_size"], spec=spec, dims=dims, device=s["device"],
                            max_cpu_hours=s["max_cpu_hours"], k=s["k"])
+
+    def index_spec(self) -> Any:
+        """The kNN index the scoring jobs search with (scoring.index, nlist, nprobe, refine, device)."""
+        from marginmine.search.knn import IndexSpec
+
+        s = self.scoring
+        return IndexSpec(kind=s["index"], nlist=s["nlist"], nprobe=s["nprobe"], refine=s["refine"], device=s["device"])
 
     # --- scorers and their score files ---------------------------------------------------------
 
