@@ -118,7 +118,10 @@ dryrun: $(STAMP) unlock-stale
 # what a run will cost, stage by stage, before anything runs (CPU- and GPU-hours from measured rates,
 # docs/configuration.md); CONFIG=my.yaml for yours, the paper's experiment (config.yaml) by default
 estimate: $(STAMP)
-	@$(SNAKEMAKE) -n --quiet all $(if $(CONFIG),--configfile $(CONFIG)) 2>&1 | grep -E "^(cost|scoring) estimate|^note:|Error|error" || true
+	@mkdir -p work; $(SNAKEMAKE) -n --quiet all $(if $(CONFIG),--configfile $(CONFIG)) > work/estimate.log 2>&1; \
+	  rc=$$?; grep -E "^(cost|scoring) estimate|^note:|Error|error" work/estimate.log; \
+	  if [ $$rc -ne 0 ]; then echo "make estimate: the plan failed (exit $$rc), the whole output is in work/estimate.log"; fi; \
+	  exit $$rc
 
 # ruff (pyproject.toml [tool.ruff]: pycodestyle, pyflakes, import order; lines up to 120) on the
 # Python code, then Snakemake's own lint of the workflow for the default and the demo config

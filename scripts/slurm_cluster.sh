@@ -14,7 +14,7 @@
 # Recipe and pitfalls: /work/shared/notes/slurm-single-node.md.
 #
 # Settings (environment): SLURM_PARTITION=main and SLURM_ACCOUNT=marginmine (must match
-# profiles/slurm/config.yaml), SLURM_CLUSTER=marginmine, SLURM_PORT_BASE=6817 (slurmctld; slurmd
+# default-resources in profiles/default/config.yaml), SLURM_CLUSTER=marginmine, SLURM_PORT_BASE=6817 (slurmctld; slurmd
 # +1, slurmdbd +2), SLURM_DB_PORT=13306 (MariaDB on 127.0.0.1).
 set -euo pipefail
 

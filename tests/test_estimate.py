@@ -11,7 +11,7 @@ import pytest
 
 from marginmine.errors import MarginmineError
 from marginmine.workflow import estimate
-from test_workflow_plan import REPO, plan
+from test_workflow_plan import REPO, config, plan
 
 
 def scale_rate(rule: str) -> float:
@@ -66,12 +66,20 @@ def test_every_stage_is_counted_or_said_not_estimated(real_data: Path, tmp_path:
     (lambda c: (c["corpus"].update(expected_pairs=500_000_000), c["preprocess"].update(shard_size=500_000_000)),
      "preprocess.runtime_min: 10 minutes, but a shard's preprocessing (500,000,000 raw pairs, 1 workers) is "
      "estimated at 1,641 minutes on a 2-core AMD EPYC (AVX2); a cluster would kill the job at its limit: raise it "
-     "(to about 2,462, the estimate x 1.5) or make the job smaller"),  # config/test.yaml: job_threads 1
+     "(to about 3,283, the estimate x 2) or make the job smaller"),  # config/test.yaml: job_threads 1
     (lambda c: (c["corpus"].update(expected_pairs=50_000_000), c["preprocess"].update(shard_size=50_000_000,
                                                                                          runtime_min=600),
                 c["encoder"].update(embed_runtime_min=60)),
      "encoder.embed_runtime_min: 60 minutes, but embedding a shard with dan (100,000,000 sentences at 11,485/s) "
      "is estimated at 145 minutes"),
+    (lambda c: (c["corpus"].update(expected_pairs=20_000_000), c["preprocess"].update(shard_size=20_000_000,
+                                                                                         runtime_min=600),
+                c["scoring"].update(runtime_min=1)),
+     "scoring.runtime_min: 1 minutes, but scoring a shard with dan on 2 cores is estimated at"),
+    (lambda c: (c["corpus"].update(expected_pairs=20_000_000), c["preprocess"].update(shard_size=20_000_000,
+                                                                                         runtime_min=600),
+                c["scoring"].update(runtime_min=1, index="flat", device="cuda", batch_size=5_000_000)),
+     "scoring.runtime_min: 1 minutes, but scoring a shard with dan on one GPU (exact kNN) is estimated at"),
 ])
 def test_a_job_estimated_above_its_runtime_limit_is_refused(change, message: str, real_data: Path) -> None:
     with pytest.raises(MarginmineError, match=re.escape(message)):
@@ -81,7 +89,7 @@ def test_a_job_estimated_above_its_runtime_limit_is_refused(change, message: str
 def test_the_split_gets_a_limit_from_its_estimate(real_data: Path) -> None:
     small = plan("config/test.yaml", real_data)
     assert small.split_runtime == 16  # 8,000 raw pairs: seconds, + 15 minutes (at least preprocess.runtime_min)
-    assert estimate.split_runtime(4_590_000_000, 1440) == 4475   # the paper's 4.59 billion raw pairs
+    assert estimate.split_runtime(4_590_000_000, 1440) == 5961   # the paper's 4.59 billion raw pairs
 
 
 def test_the_benchmarks_cost_table_is_what_the_plans_estimate_now(real_data: Path) -> None:
@@ -118,3 +126,13 @@ def test_the_benchmarks_cost_table_is_what_the_plans_estimate_now(real_data: Pat
     own_corpus = " ".join((REPO / "docs" / "own-corpus.md").read_text(encoding="utf-8").split())
     assert f"the template at 5M pairs: {own[0]} CPU-hours with the multilingual USE" in own_corpus
     assert f"{estimate.split_runtime(4_590_000_000, 1440):,} minutes" in cluster
+
+
+def test_an_uncapped_training_is_named_with_the_key_that_bounds_it(real_data: Path) -> None:
+    from marginmine.workflow import Plan
+
+    lines: list[str] = []
+    cfg = config("config/test.yaml", real_data, lambda c: c["nmt"].pop("max_minutes", None))
+    Plan.from_config(cfg, environ={}, note=lines.append)
+    assert "cost estimate, train NMT: not estimated (no max_minutes: the steps or epochs decide; a cluster job gets " \
+        "3 days unless nmt.max_minutes is set)" in lines, lines

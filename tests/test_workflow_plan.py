@@ -78,11 +78,13 @@ def test_sizes_shards_and_seeds_come_from_the_config(smoke: Plan, real_data: Pat
         "cost estimate, score laser: 95.9 GPU-hours in 14 job(s) (exact kNN at FAISS' published GPU rate, "
         "dimension not stated: 1024 assumed)",
         "cost estimate, select: 0.175 CPU-hours in 1 job(s) (per method and N)",
-        "cost estimate, train encoders: not estimated (no max_minutes: the steps or epochs decide)",
-        "cost estimate, train NMT: not estimated (no max_minutes: the steps or epochs decide)",
+        "cost estimate, train encoders: not estimated (no max_minutes: the steps or epochs decide; a cluster job "
+        "gets 7 days unless encoder.models.<name>.max_minutes is set)",
+        "cost estimate, train NMT: not estimated (no max_minutes: the steps or epochs decide; a cluster job gets "
+        "3 days unless nmt.max_minutes is set)",
         "cost estimate, total: 301 CPU-hours and 114 GPU-hours (rates of a 2-core AMD EPYC (AVX2); caps counted "
         "in full); not counted: train encoders, train NMT"]
-    assert paper.split_runtime == 4475  # 49.5 hours x 1.5 + 15 minutes: its own limit, above preprocess' 1440
+    assert paper.split_runtime == 5961  # 49.5 hours x 2 + 15 minutes: its own limit, above preprocess' 1440
     # planned without a GPU profile on a machine without a GPU: each GPU device a note (a dry run)
     assert [n.split(":")[1].strip() for n in paper.notes[9:]] == ["encoder.device", "scoring.device", "nmt.device"]
     assert smoke.shards == ["0000", "0001"] and smoke.sizes == ["2k"] and smoke.methods == ["ratio", "random"]
@@ -105,6 +107,14 @@ def test_data_dir_from_the_environment_when_the_config_names_none(real_data: Pat
     assert p.data_dir == Path(os.path.abspath(real_data))
     assert p.data_path("multi30k/val.en.gz") == str(Path(os.path.abspath(real_data)) / "multi30k/val.en.gz")
     assert p.data_path("/abs/file") == "/abs/file"
+
+
+def test_a_data_dir_under_home_is_expanded(real_data: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``~`` in data_dir reads the same directory as its expansion (docs/configuration.md#paths)."""
+    monkeypatch.setenv("HOME", str(Path(os.path.abspath(real_data)).parent))
+    cfg = config("config/test.yaml", real_data)
+    cfg["data_dir"] = f"~/{Path(os.path.abspath(real_data)).name}"
+    assert Plan.from_config(cfg, environ={}).data_dir == Path(os.path.abspath(real_data))
 
 
 @pytest.mark.parametrize("change,message", [

@@ -10,7 +10,7 @@ other side's, in both directions. Counted in multiply-adds (MAC) of ``dim``-dime
   scanning rate; ``refine`` adds ``refine x k`` exact products per query.
 
 The rates are this project's measurements (``bench/bench_index.py`` on a 2-core AMD EPYC with AVX2,
-the slowest CPU seen; docs/scale.md): per core, so an estimate is in CPU-seconds, and the wall time
+the CPU the project first measured on; docs/scale.md): per core, so an estimate is in CPU-seconds, and the wall time
 is that over the job's threads. Distinct sentences are taken to be as many as the pairs, an upper
 bound (crawls repeat sentences, so real batches cost less).
 """

@@ -59,8 +59,8 @@ class Config:
         self.paths = Paths(self.work, self.results, self.src, self.tgt)
         # absolute and normalised: `make demo` (MARGINMINE_DATA_DIR=/abs/path) and a plain `snakemake`
         # (data_dir ../shared/data) name the same directory, so they give the same params
-        self.data_dir = Path(os.path.abspath(
-            config.get("data_dir") or environ.get("MARGINMINE_DATA_DIR") or "../shared/data"))
+        self.data_dir = Path(os.path.abspath(os.path.expanduser(
+            config.get("data_dir") or environ.get("MARGINMINE_DATA_DIR") or "../shared/data")))
         self.max_job_threads = config["job_threads"]
         pre = self.pre = config["preprocess"]
         if pre["min_tokens"] > pre["max_tokens"]:
@@ -286,7 +286,7 @@ class Config:
 
     def _check_data_dir(self) -> None:
         readers = self._data_dir_readers()
-        below = [key for key, rel in readers if rel is None or not Path(rel).is_absolute()]
+        below = [key for key, rel in readers if rel is None or not Path(rel).expanduser().is_absolute()]
         if below and not self.data_dir.is_dir():
             raise ValueError(f"data_dir: {self.data_dir} does not exist (or is not a directory), but {below[0]} reads "
                              "from it (set data_dir in the config, --config data_dir=DIR, or MARGINMINE_DATA_DIR)")
