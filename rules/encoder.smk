@@ -129,6 +129,7 @@ rule encoder_report:
     output:
         tsv=report(f"{RESULTS}/encoders/intrinsic.tsv", category="Encoders"),
         md=report(f"{RESULTS}/encoders/intrinsic.md", category="Encoders"),
+        per_item=f"{RESULTS}/encoders/intrinsic.items.tsv.gz",
     log:
         f"{LOGS}/encoder_report.log",
     benchmark:

@@ -18,6 +18,7 @@ rule shortcut_check:
     output:
         tsv=f"{RESULTS}/filtering/shortcut.tsv",
         md=f"{RESULTS}/filtering/shortcut.md",
+        per_item=f"{RESULTS}/filtering/shortcut.items.tsv.gz",
     log:
         f"{LOGS}/filtering/shortcut.log",
     benchmark:
@@ -145,6 +146,7 @@ rule eval_mining:
     output:
         tsv=report(f"{RESULTS}/mining/bucc.tsv", category="Mining"),
         md=f"{RESULTS}/mining/bucc.md",
+        per_item=f"{RESULTS}/mining/bucc.items.tsv.gz",
     log:
         f"{LOGS}/mining_eval/eval.log",
     benchmark:
@@ -178,6 +180,7 @@ rule eval_filter:
     output:
         tsv=report(f"{RESULTS}/filtering/quality.tsv", category="Filtering"),
         md=f"{RESULTS}/filtering/quality.md",
+        per_item=f"{RESULTS}/filtering/quality.items.tsv.gz",
         check_tsv=report(f"{RESULTS}/filtering/clean_share_check.tsv", category="Filtering"),
         check_md=f"{RESULTS}/filtering/clean_share_check.md",
         groups_tsv=f"{RESULTS}/filtering/baseline_groups.tsv",

@@ -64,6 +64,7 @@ use rule encoder_report as published_encoder_report with:
     output:
         tsv=f"{PUBLISHED_DIR}/intrinsic.tsv",
         md=f"{PUBLISHED_DIR}/intrinsic.md",
+        per_item=f"{PUBLISHED_DIR}/intrinsic.items.tsv.gz",
     log:
         f"{LOGS}/published/intrinsic.log",
     benchmark:
@@ -79,6 +80,7 @@ use rule eval_mining as published_eval_mining with:
     output:
         tsv=f"{PUBLISHED_DIR}/bucc.tsv",
         md=f"{PUBLISHED_DIR}/bucc.md",
+        per_item=f"{PUBLISHED_DIR}/bucc.items.tsv.gz",
     log:
         f"{LOGS}/published/bucc.log",
     benchmark:
@@ -94,6 +96,7 @@ use rule eval_filter as published_eval_filter with:
     output:
         tsv=f"{PUBLISHED_DIR}/quality.tsv",
         md=f"{PUBLISHED_DIR}/quality.md",
+        per_item=f"{PUBLISHED_DIR}/quality.items.tsv.gz",
         check_tsv=f"{PUBLISHED_DIR}/clean_share_check.tsv",
         check_md=f"{PUBLISHED_DIR}/clean_share_check.md",
         groups_tsv=f"{PUBLISHED_DIR}/baseline_groups.tsv",
@@ -113,12 +116,16 @@ rule published_claims:
     (marginmine.report.claim_list): the paper's numbers and setting, ours read from the tables, the
     verdict; a table this config does not build makes its claims "not measured"."""
     input:
-        tables=lambda w: [  # the tables this config builds (marginmine.report.claim_list reads them)
-            rules.published_encoder_report.output.tsv,
+        tables=lambda w: [  # the tables this config builds (marginmine.report.claim_list reads them), with
+            # the items sidecars their significance tests read (marginmine.evaluate.paired)
+            rules.published_encoder_report.output.tsv, rules.published_encoder_report.output.per_item,
             rules.published_compare.output.tsv,
-            *([rules.published_eval_mining.output.tsv] if PLAN.mining_eval else []),
-            *([rules.published_eval_filter.output.tsv] if PLAN.filter_table else []),
-            *([rules.published_shortcut.output.tsv] if PLAN.shortcut_scorers() else []),
+            *([rules.published_eval_mining.output.tsv, rules.published_eval_mining.output.per_item]
+              if PLAN.mining_eval else []),
+            *([rules.published_eval_filter.output.tsv, rules.published_eval_filter.output.per_item]
+              if PLAN.filter_table else []),
+            *([rules.published_shortcut.output.tsv, rules.published_shortcut.output.per_item]
+              if PLAN.shortcut_scorers() else []),
             *expand(rules.published_compare_versus.output.tsv, ref=PLAN.paper_references),
         ],
     output:
@@ -151,6 +158,7 @@ use rule shortcut_check as published_shortcut with:
     output:
         tsv=f"{PUBLISHED_DIR}/shortcut.tsv",
         md=f"{PUBLISHED_DIR}/shortcut.md",
+        per_item=f"{PUBLISHED_DIR}/shortcut.items.tsv.gz",
     log:
         f"{LOGS}/published/shortcut.log",
     benchmark:

@@ -34,7 +34,7 @@ def test_the_verdict_follows_the_measured_direction_and_p(tmp_path: Path, cosine
     _comparison(tmp_path, cosine, p)
     row = judge(_claim(), tmp_path)
     assert row["verdict"] == verdict
-    assert row["ours"] == f"ratio 6.01 vs cosine {float(cosine):.2f} (p = {float(p):.3f})"
+    assert row["ours"] == f"ratio 6.01 vs cosine {float(cosine):.2f} (p = {float(p):.3f}, seed-aware paired bootstrap)"
 
 
 def test_chrf_takes_the_chrf_p_and_lower_is_better_inverts(tmp_path: Path) -> None:
@@ -75,8 +75,9 @@ def test_only_the_tables_the_run_built_are_read(tmp_path: Path) -> None:
                 {"test_set": "test", "method": "cosine"})
     built = frozenset({(tmp_path / "comparison.tsv").resolve()})
     ours = judge(_claim(measure=m, labels=("mlp", "cosine")), tmp_path, tables=built)["ours"]
-    assert ours == "mlp 5.00 vs cosine 7.00"
-    assert judge(_claim(measure=m, labels=("mlp", "cosine")), tmp_path)["ours"].endswith("(p = 0.200)")
+    assert ours == "mlp 5.00 vs cosine 7.00 (no significance test)"
+    assert judge(_claim(measure=m, labels=("mlp", "cosine")), tmp_path)["ours"].endswith(
+        "(p = 0.200, seed-aware paired bootstrap)")
     row = judge(_claim(measure=m), tmp_path, tables=frozenset())
     assert row["verdict"] == "not measured" and "comparison.tsv not written" in row["ours"]
 
@@ -87,7 +88,7 @@ def test_clean_share_sums_the_clean_groups(tmp_path: Path) -> None:
         "mlp-60\t20k\tduplicate\t1\t0.5\nrandom\t20k\tclean:a\t1\t0.6\nrandom\t20k\tduplicate\t1\t0.4\n")
     m = Measure("composition.tsv", "clean_share", {"method": "mlp-60"}, {"method": "random"}, digits=3)
     row = judge(_claim(measure=m, labels=("mlp-60", "random")), tmp_path)
-    assert row["ours"] == "mlp-60 0.500 vs random 0.600" and row["verdict"] == "contradicts"
+    assert row["ours"] == "mlp-60 0.500 vs random 0.600 (no significance test)" and row["verdict"] == "contradicts"
 
 
 def test_the_tables_are_written(tmp_path: Path) -> None:
@@ -107,13 +108,14 @@ def test_p_comes_from_a_comparison_against_either_method(tmp_path: Path) -> None
     m = Measure("comparison.tsv", "bleu_mean", {"test_set": "test", "method": "mlp-60", "N": "{N}"},
                 {"test_set": "test", "method": "cosine", "N": "{N}"})
     row = judge(_claim(measure=m, labels=("mlp", "cosine")), tmp_path, "20k")
-    assert row["ours"] == "mlp 5.00 vs cosine 7.00" and row["verdict"] == "contradicts"
+    assert row["ours"] == "mlp 5.00 vs cosine 7.00 (no significance test)" and row["verdict"] == "contradicts"
     (tmp_path / "versus" / "cosine").mkdir(parents=True)
     (tmp_path / "versus" / "cosine" / "comparison.tsv").write_text(
         "test_set\tmethod\tN\tbleu_mean\tversus\tp_value\ntest\tcosine\t20k\t7.0\t\t\n"
         "test\tmlp-60\t20k\t5.0\tcosine\t0.2000\n")
     row = judge(_claim(measure=m, labels=("mlp", "cosine")), tmp_path, "20k")
-    assert row["ours"] == "mlp 5.00 vs cosine 7.00 (p = 0.200)" and row["verdict"] == "contradicts, not significant"
+    assert row["ours"] == "mlp 5.00 vs cosine 7.00 (p = 0.200, seed-aware paired bootstrap)"
+    assert row["verdict"] == "contradicts, not significant"
 
 
 def test_a_selector_matching_two_rows_is_an_error_and_n_must_be_given(tmp_path: Path) -> None:
@@ -139,3 +141,28 @@ def test_every_claim_names_a_table_the_suite_writes_and_a_verdict_rule() -> None
     assert {c.measure.better for c in CLAIMS} <= {"higher", "lower"}
     assert {c.paper.split(" (")[0] for c in CLAIMS} == {"Artetxe & Schwenk 2019", "Yang et al. 2019", "Guo et al. 2018",
                                                          "Kim et al. 2019", "Jones & Wijaya 2021"}
+
+
+def test_a_retrieval_error_gap_of_two_sentences_is_not_significant(tmp_path: Path) -> None:
+    """Guo et al.'s row as the audit found it: 7.90 vs 7.70 % of 1,000 sentences is two sentences;
+    McNemar on the items calls it not significant; forty sentences apart is significant."""
+    from marginmine.io.items import items_path, write_items
+
+    def tables(wrong_a: set[int], wrong_b: set[int]) -> None:
+        (tmp_path / "intrinsic.tsv").write_text(
+            "encoder\tset\tmargin\tpairs\terr_src2tgt\terr_tgt2src\terr_avg\n"
+            f"dan-hn\tt\tcosine\t1000\t0\t{len(wrong_a) / 10:.2f}\t0\n"
+            f"dan\tt\tcosine\t1000\t0\t{len(wrong_b) / 10:.2f}\t0\n")
+        write_items(items_path(tmp_path / "intrinsic.tsv"), ("encoder", "set", "margin", "direction", "item", "wrong"),
+                    [(e, "t", "cosine", "tgt2src", i, int(i in w)) for e, w in (("dan-hn", wrong_a), ("dan", wrong_b))
+                     for i in range(1000)])
+
+    m = Measure("intrinsic.tsv", "err_tgt2src", {"encoder": "dan-hn", "set": "t", "margin": "cosine"},
+                {"encoder": "dan", "set": "t", "margin": "cosine"}, better="lower")
+    tables(set(range(79)), set(range(2, 79)) | {900})  # 79 vs 78 errors; discordant: 2 vs 1 sentence
+    row = judge(_claim(measure=m, labels=("hard", "random")), tmp_path)
+    assert row["ours"] == "hard 7.90 vs random 7.80 (p = 1.000, McNemar)"
+    assert row["verdict"] == "contradicts, not significant"
+    tables(set(range(40)), set(range(80)))  # 40 vs 80 errors, the same 40 plus 40 more
+    row = judge(_claim(measure=m, labels=("hard", "random")), tmp_path)
+    assert row["verdict"] == "agrees" and row["ours"] == "hard 4.00 vs random 8.00 (p < 0.001, McNemar)"

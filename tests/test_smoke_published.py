@@ -190,3 +190,9 @@ def test_the_claims_read_tables_and_columns_the_suite_writes(suite: Path) -> Non
     assert hard["verdict"] in ("agrees", "contradicts") and hard["ours"].startswith("hard "), hard
     eq9 = rows["Eq. 9 rescoring mines better than raw cosine (2-3 F1)"]
     assert eq9["verdict"] == "not measured" and "scorer=cosine" in eq9["ours"], eq9
+    # every measured comparison of a non-BLEU table carries its test's p (marginmine.evaluate.paired)
+    assert "McNemar)" in hard["ours"], hard
+    eq10 = rows["the two-sided Eq. 9 mines better than the one-sided Eq. 10"]
+    assert "paired bootstrap)" in eq10["ours"], eq10
+    measured = [c for c in CLAIMS if c.measure.file != "comparison.tsv" and rows[c.claim]["verdict"] != "not measured"]
+    assert len(measured) >= 3 and all("(p " in rows[c.claim]["ours"] for c in measured), rows

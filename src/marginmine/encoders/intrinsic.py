@@ -21,22 +21,33 @@ import numpy as np
 from marginmine.defaults import SEED, K
 from marginmine.encoders.base import SentenceEncoder
 from marginmine.errors import InputError
+from marginmine.io.items import items_path, write_items
 from marginmine.io.safe import write_text
 from marginmine.io.text import open_text_out, read_lines
 from marginmine.search.margin import best_candidates
 
 
+def retrieval_wrong(x: np.ndarray, y: np.ndarray, margin: str = "absolute", k: int = K) -> np.ndarray:
+    """Per row ``i`` of ``x``: is its best candidate in ``y`` not ``y[i]``?"""
+    best, _ = best_candidates(x, y, k, margin)
+    return np.asarray(best != np.arange(len(x)))
+
+
 def retrieval_error(x: np.ndarray, y: np.ndarray, margin: str = "absolute", k: int = K) -> float:
     """Share of rows ``i`` of ``x`` whose best candidate in ``y`` is not ``y[i]``."""
-    best, _ = best_candidates(x, y, k, margin)
-    return float(np.mean(best != np.arange(len(x))))
+    return float(np.mean(retrieval_wrong(x, y, margin, k)))
+
+
+def shuffled_recovery_wrong(x: np.ndarray, y: np.ndarray, margin: str, k: int, seed: int) -> np.ndarray:
+    """Shuffle ``y``, recover each ``x[i]``'s partner: per row, is it not the known one?"""
+    perm = np.random.default_rng(seed).permutation(len(y))
+    best, _ = best_candidates(x, y[perm], k, margin)
+    return np.asarray(perm[best] != np.arange(len(x)))
 
 
 def shuffled_recovery_error(x: np.ndarray, y: np.ndarray, margin: str, k: int, seed: int) -> float:
-    """Shuffle ``y``, recover each ``x[i]``'s partner, compare with the known permutation."""
-    perm = np.random.default_rng(seed).permutation(len(y))
-    best, _ = best_candidates(x, y[perm], k, margin)
-    return float(np.mean(perm[best] != np.arange(len(x))))
+    """The share of :func:`shuffled_recovery_wrong`'s rows."""
+    return float(np.mean(shuffled_recovery_wrong(x, y, margin, k, seed)))
 
 
 @dataclass(frozen=True)
@@ -58,11 +69,11 @@ def evaluate(encoder: SentenceEncoder, sets: Sequence[GoldSet], k: int = K, seed
         x, y = _embedded(encoder, g)
         for margin in margins:
             if g.kind == "alignment":
-                e_xy = shuffled_recovery_error(x, y, margin, k, seed)
-                e_yx = shuffled_recovery_error(y, x, margin, k, seed + 1)
+                w_xy = shuffled_recovery_wrong(x, y, margin, k, seed)
+                w_yx = shuffled_recovery_wrong(y, x, margin, k, seed + 1)
             else:
-                e_xy, e_yx = retrieval_error(x, y, margin, k), retrieval_error(y, x, margin, k)
-            rows.append(_row(g, "cosine" if margin == "absolute" else margin, len(x), e_xy, e_yx))
+                w_xy, w_yx = retrieval_wrong(x, y, margin, k), retrieval_wrong(y, x, margin, k)
+            rows.append(_row(g, "cosine" if margin == "absolute" else margin, len(x), w_xy, w_yx))
     return rows
 
 
@@ -74,24 +85,34 @@ def _embedded(encoder: SentenceEncoder, g: GoldSet) -> tuple[np.ndarray, np.ndar
     return encoder.encode(xs, g.src_lang), encoder.encode(ys, g.tgt_lang)
 
 
-def _row(g: GoldSet, margin: str, pairs: int, e_xy: float, e_yx: float) -> dict[str, object]:
+def _row(g: GoldSet, margin: str, pairs: int, w_xy: np.ndarray, w_yx: np.ndarray) -> dict[str, object]:
+    """The row of one set and margin: error rates (%) and, for the significance tests of
+    :mod:`marginmine.evaluate.paired`, which sentences were wrong (a string of 0/1 per direction)."""
+    e_xy, e_yx = float(np.mean(w_xy)), float(np.mean(w_yx))
     return {"set": g.name, "kind": g.kind, "margin": margin, "pairs": pairs, "err_src2tgt": 100 * e_xy,
-            "err_tgt2src": 100 * e_yx, "err_avg": 100 * (e_xy + e_yx) / 2}
+            "err_tgt2src": 100 * e_yx, "err_avg": 100 * (e_xy + e_yx) / 2,
+            "wrong_src2tgt": "".join("1" if w else "0" for w in w_xy.tolist()),
+            "wrong_tgt2src": "".join("1" if w else "0" for w in w_yx.tolist())}
+
+
+def matrix_wrong(sim: np.ndarray, kind: str, seed: int = SEED) -> tuple[np.ndarray, np.ndarray]:
+    """Per sentence x -> y and y -> x: wrong when the row (column) takes another best partner by
+    ``sim`` over all pairs (gold: row i with column i); alignment sets shuffle the candidates first,
+    as :func:`shuffled_recovery_wrong` does."""
+    n = len(sim)
+    if kind != "alignment":
+        return np.argmax(sim, axis=1) != np.arange(n), np.argmax(sim, axis=0) != np.arange(n)
+    wrong = []
+    for m, s in ((sim, seed), (sim.T, seed + 1)):
+        perm = np.random.default_rng(s).permutation(n)
+        wrong.append(perm[np.argmax(m[:, perm], axis=1)] != np.arange(n))
+    return wrong[0], wrong[1]
 
 
 def matrix_errors(sim: np.ndarray, kind: str, seed: int = SEED) -> tuple[float, float]:
-    """Errors x -> y and y -> x when each row (column) takes its best partner by ``sim`` over all
-    pairs (gold: row i with column i); alignment sets shuffle the candidates first, as
-    :func:`shuffled_recovery_error` does."""
-    n = len(sim)
-    if kind != "alignment":
-        return (float(np.mean(np.argmax(sim, axis=1) != np.arange(n))),
-                float(np.mean(np.argmax(sim, axis=0) != np.arange(n))))
-    errs = []
-    for m, s in ((sim, seed), (sim.T, seed + 1)):
-        perm = np.random.default_rng(s).permutation(n)
-        errs.append(float(np.mean(perm[np.argmax(m[:, perm], axis=1)] != np.arange(n))))
-    return errs[0], errs[1]
+    """The shares of :func:`matrix_wrong`'s sentences, x -> y and y -> x."""
+    w_xy, w_yx = matrix_wrong(sim, kind, seed)
+    return float(np.mean(w_xy)), float(np.mean(w_yx))
 
 
 def evaluate_similarity(encoder: SentenceEncoder, sets: Sequence[GoldSet],
@@ -103,7 +124,7 @@ def evaluate_similarity(encoder: SentenceEncoder, sets: Sequence[GoldSet],
     for g in sets:
         x, y = _embedded(encoder, g)
         sim = similarity(x, y) if g.src_lang == src_lang else similarity(y, x).T
-        rows.append(_row(g, label, len(x), *matrix_errors(sim, g.kind, seed)))
+        rows.append(_row(g, label, len(x), *matrix_wrong(sim, g.kind, seed)))
     return rows
 
 
@@ -137,7 +158,8 @@ def vote_section(votes: Path) -> list[str]:
 
 
 def write_report(inputs: Sequence[Path], tsv: Path, md: Path, votes: Path | None = None) -> None:
-    """One row per encoder x set x margin (TSV), and a Markdown table: encoder per row; with
+    """One row per encoder x set x margin (TSV, with the sentences behind each in its items sidecar,
+    :func:`marginmine.io.items.items_path`), and a Markdown table: encoder per row; with
     ``votes`` (a vote-report TSV) the votes' F1 on the intrinsic sets below it (Markdown only: F1 is
     not an error rate)."""
     from marginmine.io.safe import read_json
@@ -150,6 +172,9 @@ def write_report(inputs: Sequence[Path], tsv: Path, md: Path, votes: Path | None
             for r in res["rows"]:
                 fh.write(f"{res['encoder']}\t{r['set']}\t{r['margin']}\t{r['pairs']}\t{r['err_src2tgt']:.2f}\t"
                          f"{r['err_tgt2src']:.2f}\t{r['err_avg']:.2f}\t{minutes}\n")
+    write_items(items_path(tsv), ("encoder", "set", "margin", "direction", "item", "wrong"),
+                ((res["encoder"], r["set"], r["margin"], d, i, w) for res in results for r in res["rows"]
+                 for d in ("src2tgt", "tgt2src") for i, w in enumerate(r.get(f"wrong_{d}", ""))))
     sets = list(dict.fromkeys(r["set"] for res in results for r in res["rows"]))
     margins = list(dict.fromkeys(r["margin"] for res in results for r in res["rows"]))
     head = "| encoder | " + " | ".join(f"{s} err % ({' / '.join(margins)})" for s in sets) + " |"

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
@@ -151,6 +151,25 @@ class MiningResult:
     recall: float
     f1: float
     candidates: int
+    #: per split, the source sentences behind the counts (:func:`unit_items`), for the items sidecar
+    items: tuple[tuple[object, ...], ...] = field(default=(), repr=False, compare=False)
+
+
+#: the items sidecar's columns (:mod:`marginmine.evaluate.paired`)
+ITEM_COLUMNS = ("scorer", "encoder", "margin", "retrieval", "split", "item", "tp", "fp", "gold", "units")
+
+
+def unit_items(split: str, src: Sequence[int], correct: Sequence[bool], gold: Sequence[tuple[int, int]],
+               units: int) -> list[tuple[object, ...]]:
+    """The accepted pairs of one split counted per source sentence: ``(split, source, tp, fp, gold,
+    units)`` for each source with an accepted pair or a gold pair (``units``: the pool's sources, the
+    others counting zero); summed, they give the row's precision, recall and F1."""
+    counts: dict[int, list[int]] = {}
+    for i, c in zip(src, correct):
+        counts.setdefault(int(i), [0, 0, 0])[0 if c else 1] += 1
+    for i, _ in gold:
+        counts.setdefault(int(i), [0, 0, 0])[2] += 1
+    return [(split, i, *v, units) for i, v in sorted(counts.items())]
 
 
 def evaluate_split_pair(train: tuple[np.ndarray, np.ndarray, Split], test: tuple[np.ndarray, np.ndarray, Split],
@@ -167,7 +186,7 @@ def evaluate_split_pair(train: tuple[np.ndarray, np.ndarray, Split], test: tuple
     rows = []
     for scorer, margin in margins:
         for retrieval in retrievals:
-            found = {}
+            found, srcs = {}, {}
             for name, (nb, gold, n_gold) in nbs.items():
                 mined = retrieve(nb, margin, retrieval)
                 correct = np.fromiter(((i, j) in gold for i, j in zip(mined.src.tolist(), mined.tgt.tolist())),
@@ -177,11 +196,21 @@ def evaluate_split_pair(train: tuple[np.ndarray, np.ndarray, Split], test: tuple
                     x, y, _ = data[name]
                     score = rescore[scorer](np.asarray(x)[mined.src], np.asarray(y)[mined.tgt])
                 found[name] = (score, correct, n_gold)
+                srcs[name] = mined.src
             best = optimal_threshold(*found["train"])
             res = prf_at(*found["test"], best.threshold)
+            items = [u for name, (x, y, sp) in data.items()
+                     for u in _accepted_items(name, srcs[name], *found[name][:2], best.threshold, sp)]
             rows.append(MiningResult(scorer, encoder, margin, retrieval, best.threshold, best.f1, res.precision,
-                                     res.recall, res.f1, len(found["test"][0])))
+                                     res.recall, res.f1, len(found["test"][0]), tuple(items)))
     return rows
+
+
+def _accepted_items(split: str, src: np.ndarray, score: np.ndarray, correct: np.ndarray, threshold: float,
+                    sp: Split) -> list[tuple[object, ...]]:
+    keep = np.asarray(score, np.float64) >= threshold
+    return unit_items(split, np.asarray(src)[keep].tolist(), np.asarray(correct, bool)[keep].tolist(), sp.gold,
+                      len(sp.src))
 
 
 def vote_rows(data: Mapping[str, tuple[np.ndarray, np.ndarray, Split]],
@@ -194,13 +223,16 @@ def vote_rows(data: Mapping[str, tuple[np.ndarray, np.ndarray, Split]],
 
     rows = []
     for name, kind in votes:
-        prf = {}
+        prf, items = {}, []
         for split, (x, y, sp) in data.items():
             sets = mined_sets(x, y, *translated[split], int(kind.k))  # type: ignore[attr-defined]
             kept = rule_pairs(sets, kind.rule)  # type: ignore[attr-defined]
-            prf[split] = (*set_prf(kept, set(sp.gold)), len(kept))
+            gold = set(sp.gold)
+            prf[split] = (*set_prf(kept, gold), len(kept))
+            ordered = sorted(kept)
+            items += unit_items(split, [i for i, _ in ordered], [p in gold for p in ordered], sp.gold, len(sp.src))
         rows.append(MiningResult(name, encoder, "ratio", f"vote:{kind.rule}", float("nan"),  # type: ignore[attr-defined]
-                                 prf["train"][2], *prf["test"]))
+                                 prf["train"][2], *prf["test"], tuple(items)))
     return rows
 
 
@@ -233,8 +265,10 @@ def rerank_rows(data: Mapping[str, tuple[np.ndarray, np.ndarray, Split]], scorer
             found[split] = (score, correct, len(sp.gold))
         train = optimal_threshold(*found["train"])
         res = prf_at(*found["test"], train.threshold)
+        items = [u for split, (x, y, sp) in data.items()
+                 for u in _accepted_items(split, np.arange(len(x)), *found[split][:2], train.threshold, sp)]
         rows.append(MiningResult(name, encoder, "own score", f"fwd: best of {k} by cosine", train.threshold,
-                                 train.f1, res.precision, res.recall, res.f1, len(found["test"][0])))
+                                 train.f1, res.precision, res.recall, res.f1, len(found["test"][0]), tuple(items)))
     return rows
 
 
@@ -299,11 +333,17 @@ def evaluate(encoders: dict[str, SentenceEncoder], scorers: dict[str, tuple[str,
 
 def write_table(rows: Sequence[MiningResult], tsv: str | Path, md: str | Path, title: str,
                 cannot_mine: Sequence[str] = ()) -> None:
-    fields = list(asdict(rows[0])) if rows else []
+    """The table (TSV and Markdown) and its items sidecar (:data:`ITEM_COLUMNS`)."""
+    from marginmine.io.items import items_path, write_items
+
+    fields = [f for f in asdict(rows[0]) if f != "items"] if rows else []
     with open_text_out(tsv) as fh:
         fh.write("\t".join(fields) + "\n")
         for r in rows:
-            fh.write("\t".join(f"{v:.4f}" if isinstance(v, float) else str(v) for v in asdict(r).values()) + "\n")
+            fh.write("\t".join(f"{v:.4f}" if isinstance(v, float) else str(v)
+                               for v in (getattr(r, f) for f in fields)) + "\n")
+    write_items(items_path(tsv), ITEM_COLUMNS,
+                ((r.scorer, r.encoder, r.margin, r.retrieval, *u) for r in rows for u in r.items))
     lines = [f"# {title}", "",
              "| scorer | encoder | margin | retrieval | P | R | F1 | threshold (from train) | train F1 |",
              "|---|---|---|---|---|---|---|---|---|"]

@@ -91,11 +91,13 @@ def demo_labels(labels_path: str | Path, pairs: Sequence[str | Path],
 
 def quality_rows(name: str, scores: dict[str, np.ndarray], positive: np.ndarray,
                  top_n: Sequence[int]) -> list[dict[str, object]]:
-    """One row per scorer: data set, scorer, pairs, positives, ROC-AUC, precision at each N."""
+    """One row per scorer: data set, scorer, pairs, positives, ROC-AUC, precision at each N; and
+    under ``_items`` each pair's label and score (the items sidecar's, not a column)."""
     rows = []
     for scorer, values in scores.items():
         row: dict[str, object] = {"data": name, "scorer": scorer, "pairs": len(values),
-                                  "positives": int(np.asarray(positive).sum()), "auc": roc_auc(values, positive)}
+                                  "positives": int(np.asarray(positive).sum()), "auc": roc_auc(values, positive),
+                                  "_items": (np.asarray(positive, bool), np.asarray(values, np.float64))}
         for n in top_n:
             row[f"p@{n}"] = precision_at(values, positive, n) if n <= len(values) else None
         rows.append(row)
@@ -103,9 +105,18 @@ def quality_rows(name: str, scores: dict[str, np.ndarray], positive: np.ndarray,
 
 
 def write_quality_table(rows: Sequence[dict[str, object]], tsv: str | Path, md: str | Path, title: str) -> None:
+    """The table as TSV and Markdown; rows from :func:`quality_rows` also give the items sidecar
+    (data, scorer, item, label, score: :mod:`marginmine.evaluate.paired`)."""
+    from marginmine.io.items import items_path, write_items
+
     fields: list[str] = []
     for r in rows:
-        fields += [k for k in r if k not in fields]
+        fields += [k for k in r if k not in fields and not k.startswith("_")]
+    itemised = [r for r in rows if "_items" in r]
+    if itemised:
+        write_items(items_path(tsv), ("data", "scorer", "item", "label", "score"),
+                    ((r["data"], r["scorer"], i, int(label), float(score))
+                     for r in itemised for i, (label, score) in enumerate(zip(*r["_items"]))))  # type: ignore[call-overload]
 
     def fmt(v: object) -> str:
         return f"{v:.3f}" if isinstance(v, float) else ("" if v is None else str(v))

@@ -81,13 +81,19 @@ def shortcut_rows(scorer: str, score: Score, groups: Sequence[Group], positives:
                          "cosine_auc_vs_positives": nan, "flag": "too few pairs"})
             continue
         wrong = _repaired(g, (seed, i))
-        found = {}
+        found: dict[str, Any] = {}
         for key, f in (("", score), ("cosine_", _cosine)):
             true, other = np.asarray(f(g.u, g.v), np.float64), np.asarray(f(*wrong), np.float64)
             found[f"{key}auc"] = auc(true, other)
             found[f"{key}auc_vs_positives"] = auc(true, ref[f]) if ref else nan  # too few positives: own AUC only
             if not key:
                 found["median_true"], found["median_repaired"] = float(np.median(true)), float(np.median(other))
+                own = f"{scorer}:" if g is positives else ""  # the positives are this scorer's own pairs
+                found["_items"] = ([("own", f"{own}t{j}", 1, v) for j, v in enumerate(true.tolist())]
+                                   + [("own", f"{own}r{j}", 0, v) for j, v in enumerate(other.tolist())]
+                                   + ([("positives", f"{own}t{j}", 1, v) for j, v in enumerate(true.tolist())]
+                                      + [("positives", f"{scorer}:p{j}", 0, v) for j, v in enumerate(ref[f].tolist())]
+                                      if ref else []))
         pairs = [(found[c], found[f"cosine_{c}"]) for c in ("auc", "auc_vs_positives") if ref or c == "auc"]
         flag = ("below chance" if min(a for a, _ in pairs) < 0.5 else
                 "far below cosine" if any(a < c - COSINE_GAP for a, c in pairs) else
@@ -119,8 +125,13 @@ def read_origins(src: Sequence[str], tgt: Sequence[str], labels: str | Path) -> 
 
 
 def write_tables(rows: Sequence[dict[str, Any]], tsv: str | Path, md: str | Path, title: str) -> None:
-    """The rows as a TSV and as Markdown with what each column means."""
+    """The rows as a TSV and as Markdown with what each column means, and the TSV's items sidecar
+    (scorer, group, against, item, label, score: :mod:`marginmine.evaluate.paired`)."""
+    from marginmine.io.items import items_path, write_items
     from marginmine.io.safe import write_text
+
+    write_items(items_path(tsv), ("scorer", "group", "against", "item", "label", "score"),
+                ((r["scorer"], r["group"], *it) for r in rows for it in r.get("_items", ())))
 
     def cell(r: dict[str, Any], c: str) -> str:
         v = r[c]

@@ -7,9 +7,12 @@ rows of one table the workflow wrote (:class:`Measure`). No number of ours is ty
 the run has not written is "not measured", naming it.
 
 The verdict: ``agrees`` when our comparison goes the paper's way, ``contradicts`` when it goes the
-other way; a comparison a comparison table tested (BLEU and chrF, the seed-aware paired bootstrap:
-the suite's ``comparison.tsv`` against its first baseline, ``versus/<method>/comparison.tsv``
-against the others of ``published.references``) adds ``not significant`` at p >= 0.05; ``not comparable``
+other way, with ``not significant`` added at p >= 0.05. Every comparison is tested: BLEU and chrF by
+the comparison tables' seed-aware paired bootstrap (the suite's ``comparison.tsv`` against its first
+baseline, ``versus/<method>/comparison.tsv`` against the others of ``published.references``); the
+other tables' rows from their items sidecars (:mod:`marginmine.evaluate.paired`: exact McNemar for
+retrieval errors, a paired bootstrap for mining F1, ROC-AUC and precision at N). A comparison with
+no test (a sidecar not built) says so in its row; ``not comparable``
 when the settings differ in a way that decides the outcome (the claim says why), with our direction
 given beside it.
 """
@@ -86,9 +89,19 @@ def _built(path: Path, tables: Collection[Path] | None) -> bool:
 
 
 def _p_value(rows: Sequence[Mapping[str, str]], m: Measure, results: Path,
-             tables: Collection[Path] | None) -> float | None:
-    """The bootstrap p of one method's row against the other's, from the comparison table or from a
-    comparison against either method (``versus/<method>/comparison.tsv``), if the run built one."""
+             tables: Collection[Path] | None) -> tuple[float, str] | None:
+    """The p of one row against the other and the test's name: from the table's items sidecar (if
+    the run built one), else the bootstrap p of a comparison table or of a comparison against either
+    method (``versus/<method>/comparison.tsv``), if the run built one."""
+    from marginmine.io.items import items_path, read_items
+
+    sidecar = items_path(results / m.file)
+    if _built(sidecar, tables):
+        from marginmine.evaluate.paired import compare
+
+        found = compare(read_items(sidecar), m.column, m.a, m.b)
+        if found is not None:
+            return found.p, found.label()
     p_col = "chrf_p" if m.column.startswith("chrf") else "p_value"
     tables = [rows, *(_read(results / "versus" / s["method"] / m.file) for s in (m.b, m.a)
                       if "method" in s and _built(results / "versus" / s["method"] / m.file, tables))]
@@ -96,8 +109,12 @@ def _p_value(rows: Sequence[Mapping[str, str]], m: Measure, results: Path,
         for one, other in ((m.a, m.b), (m.b, m.a)):
             for r in _pick(table, one):
                 if "versus" in r and r.get("versus") == other.get("method") and r.get(p_col):
-                    return float(r[p_col])
+                    return float(r[p_col]), "seed-aware paired bootstrap"
     return None
+
+
+def _p_text(p: float) -> str:
+    return "p < 0.001" if p < 0.001 else f"p = {p:.3f}"
 
 
 def _where(select: Mapping[str, str]) -> str:
@@ -133,11 +150,11 @@ def judge(claim: Claim, results: Path, size: str | None = None,
                 "verdict": "not measured", "why": claim.note}
     assert a is not None and b is not None
     holds = a > b if m.better == "higher" else a < b
-    p = _p_value(rows, m, results, tables)
+    tested = _p_value(rows, m, results, tables)
     ours = (f"{claim.labels[0]} {a:.{m.digits}f} vs {claim.labels[1]} {b:.{m.digits}f}"
-            + (f" (p = {p:.3f})" if p is not None else ""))
+            + (f" ({_p_text(tested[0])}, {tested[1]})" if tested is not None else " (no significance test)"))
     way = "agrees" if holds else "contradicts" if a != b else "tie"
-    if p is not None and p >= ALPHA:
+    if tested is not None and tested[0] >= ALPHA:
         way += ", not significant"
     verdict = way
     if claim.not_comparable:
@@ -169,7 +186,9 @@ def write_claims(claims: Sequence[Claim], results: str | Path, tsv: str | Path, 
              "Each seed paper's headline comparison as the paper reports it (its numbers, table and setting) and "
              "the same comparison in this run, read from the file named (`marginmine claims`). Verdict: `agrees` / "
              "`contradicts` (our comparison goes the paper's way or the other), `not significant` when the "
-             f"comparison's paired bootstrap gives p >= {ALPHA}, `not comparable` when the settings differ in a "
+             f"comparison's test gives p >= {ALPHA} (BLEU and chrF: the seed-aware paired bootstrap; retrieval "
+             "errors: exact McNemar; mining F1, ROC-AUC, precision at N: a paired bootstrap over the items, "
+             "two-sample where the rows saw different items), `not comparable` when the settings differ in a "
              "way that decides the outcome (why says how).", "",
              "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
