@@ -104,7 +104,9 @@ def test_the_mlp_separates_translations_it_never_saw(fitted, real_data: Path) ->
     manifest = json.loads((head / "head.json").read_text())
     neg = manifest["negatives"]
     assert neg["negatives"] == manifest["positives"]["pairs"] == manifest["held_out"]["pairs"] and neg["excluded"] == 5
-    assert manifest["fit"]["loss_last_50"] < manifest["fit"]["loss_first_50"]
+    fit = manifest["fit"]
+    assert fit["trainer"] == "sklearn" and fit["loss_last_epoch"] < fit["loss_first_epoch"], fit
+    assert 2 <= fit["epochs"] <= 1000 and fit["updates"] == fit["epochs"] * 18, fit  # 3,600 pairs, 200 a batch
     enc = TrigramEncoder()
     src, tgt = _lines(real_data / NEWS / "newstest2018.en", 500), _lines(real_data / NEWS / "newstest2018.de", 500)
     u, v = enc.encode(src, "en"), enc.encode(tgt, "de")
@@ -259,3 +261,30 @@ def test_an_mlp_fitted_on_another_encoder_is_refused(fitted, real_data: Path, tm
     with pytest.raises(InputError, match="embedded by another encoder"):
         check_corpus_embeddings([shard], "mine", "enc")
     check_corpus_embeddings([shard], "theirs", "enc")
+
+
+def test_the_sklearn_fit_is_the_papers_mlpclassifier_and_the_steps_trainer_remains() -> None:
+    """The head's arrays are scikit-learn's own network: the same MLPClassifier fitted alone gives
+    the same probabilities; trainer: steps is the torch loop; a bad trainer is refused."""
+    from sklearn.neural_network import MLPClassifier
+
+    from marginmine.scoring.mlp import MLP
+
+    rng = np.random.default_rng(4)
+    u = rng.normal(size=(300, 6)).astype(np.float32)
+    v = (u + rng.normal(0, 0.3, u.shape)).astype(np.float32)
+    nu, nv = rng.normal(size=(300, 6)).astype(np.float32), rng.normal(size=(300, 6)).astype(np.float32)
+    arrays, stats = MLP(hidden=16, max_iter=50).fit(u, v, seed=7, negatives=(nu, nv))
+    assert stats["trainer"] == "sklearn" and stats["epochs"] == 50 and stats["stopped"] == "max_iter"
+    clf = MLPClassifier(hidden_layer_sizes=(16, 16), max_iter=50, random_state=7)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf.fit(np.r_[np.c_[u, v], np.c_[nu, nv]], np.r_[np.ones(300), np.zeros(300)])
+    want = clf.predict_proba(np.c_[u, v].astype(np.float32))[:, 1]
+    np.testing.assert_allclose(1 / (1 + np.exp(-mlp_logit(arrays, u, v))), want, rtol=1e-4, atol=1e-5)
+    steps, st = MLP(hidden=16, trainer="steps", steps=20).fit(u, v, seed=7, negatives=(nu, nv))
+    assert set(steps) == set(arrays) and "loss_first_50" in st
+    with pytest.raises(ValueError, match="trainer must be one of sklearn, steps"):
+        MLP(trainer="torch")
