@@ -123,7 +123,8 @@ def render(rows: list[dict]) -> str:
         body.append(f"| {r['run']} | {r['pairs']:,} | {pre} | {_stage(lines, 'embed') or '-'} | "
                     f"{_stage(lines, 'score')} | {_stage(lines, 'train encoders')} | {_stage(lines, 'train NMT')} | "
                     f"{total}{'; not counted: ' + missing.group(1) if missing else ''} |")
-    return (f"Rates of {RATES_MACHINE} (CPU, 2 cores) and published GPU rates; \"<=\" is a time cap counted "
+    return (f"Rates of {RATES_MACHINE} (CPU, 2 cores; LASER2's and LaBSE's embedding: their networks' shapes on an "
+            "Intel Xeon, bench_pretrained_shapes.py) and published GPU rates; \"<=\" is a time cap counted "
             "in full, \"-\" a stage with no measured rate (not counted). The demo's real wall time is far "
             "below its caps.\n\n" + head + "\n" + "\n".join(body) + "\n")
 

@@ -57,7 +57,7 @@ def test_every_stage_is_counted_or_said_not_estimated(real_data: Path, tmp_path:
     assert estimate.capped_stage("train encoders", 2, [30, None], 2, False).hours is None
     assert estimate.capped_stage("train encoders", 2, [30, 60], 2, False).hours == 3.0
     # a kind with no measured rate is said so, not guessed, and left out of the total
-    assert estimate.embed_stage("st", "sentence-transformers", 1000, 1, "cpu").hours is None
+    assert estimate.embed_stage("st", "sentence-transformers", 1000, 1, "cuda").hours is None
     assert estimate.embed_stage("dan", "dual", 1000, 1, "cuda").describe() == (
         "embed dan: not estimated (no GPU rate measured for kind dual)")
 
@@ -114,7 +114,11 @@ def test_the_benchmarks_cost_table_is_what_the_plans_estimate_now(real_data: Pat
     demo, own, paper = (totals["the demo (config/demo.yaml)"], totals["own corpus, use-multilingual (usem) 5,000,000"],
                         totals["the paper (config.yaml)"])
     assert f"the demo at most {demo[0]} CPU-hours" in readme
-    assert f"5M pairs with the multilingual USE {own[0]}" in readme
+    kinds = {"use-multilingual (usem)": "the multilingual USE", "dual (dan)": "a DAN",
+             "laser-pretrained (laser2)": "LASER2", "sentence-transformers (labse)": "LaBSE"}
+    for kind, words in kinds.items():  # each encoder kind at 1M and 5M pairs
+        one, five = (totals[f"own corpus, {kind} {n:,}"][0] for n in (1_000_000, 5_000_000))
+        assert f"{words} {one} / {five}" in readme, (kind, one, five)
     assert f"the paper's run {paper[0]} CPU-hours and {paper[1]} GPU-hours" in readme
     cluster = " ".join((REPO / "docs" / "cluster.md").read_text(encoding="utf-8").split())
     paper_lines = rows[-1]["lines"]

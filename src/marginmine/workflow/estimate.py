@@ -11,7 +11,8 @@ for its first 1M pairs; its two CPUs give 1.31x one), which :data:`RUNTIME_MARGI
   (bench/RESULTS.md, "make scale: the cost curve"; tests/test_estimate.py reads them there);
 * embedding: sentences per second on 2 cores, per encoder kind (bench/RESULTS.md: the DAN and USE
   in the workflow on the 1M-pair scale corpus, the paper-sized LASER-style BiLSTM in
-  bench_encoders.py); on a GPU only LASER's published rate (2,000 sentences/s, docs/scale.md);
+  bench_encoders.py; LASER2 and LaBSE by their networks' shapes on an Intel Xeon,
+  bench_pretrained_shapes.py); on a GPU only LASER's published rate (2,000 sentences/s, docs/scale.md);
 * scoring: the kNN cost model of :mod:`marginmine.search.cost`;
 * selection: per kept pair, per method and N (the same scale run);
 * trained encoders and NMT: their time caps (``max_minutes``), an upper bound, as many cores or
@@ -35,8 +36,15 @@ PREPROCESS_US_PER_PAIR = 196.94
 #: CPU microseconds per kept pair of one selection (make scale, 5M pairs: select/*, at most 9.8)
 SELECT_US_PER_PAIR = 9.8
 #: sentences per second on 2 CPU cores, by encoder kind (None: not measured)
-EMBED_SENTENCES_PER_S = {"dual": 11_485, "use-multilingual": 1_007, "laser": 345, "laser-pretrained": None,
-                         "sentence-transformers": None}
+EMBED_SENTENCES_PER_S = {"dual": 11_485, "use-multilingual": 1_007, "laser": 345, "laser-pretrained": 150,
+                         "sentence-transformers": 48}
+#: where a kind's CPU rate comes from when not from the rates' machine: LASER2 and LaBSE cannot be
+#: downloaded here, so bench/bench_pretrained_shapes.py runs their networks at the published shapes with
+#: random weights (the speed does not depend on them) on real sentences
+EMBED_RATE_SOURCE = {
+    "laser-pretrained": "LASER2's network with random weights on an Intel Xeon (AVX-512), bench_pretrained_shapes.py",
+    "sentence-transformers": "LaBSE's network (BERT-base) with random weights on an Intel Xeon (AVX-512), "
+                             "bench_pretrained_shapes.py; other models differ"}
 #: sentences per second on one GPU: LASER's published figure (H. Schwenk, facebookresearch/LASER#48)
 GPU_EMBED_SENTENCES_PER_S = {"laser": 2_000, "laser-pretrained": 2_000}
 #: a job's runtime limit from its estimate: this factor over it (the slowest CPU seen preprocesses 1.73x
@@ -87,7 +95,8 @@ def embed_stage(encoder: str, kind: str, kept_pairs: int, shards: int, device: s
     rate = EMBED_SENTENCES_PER_S.get(kind)
     if rate is None:
         return Stage(name, None, jobs=shards, how=f"no CPU rate measured for kind {kind}")
-    return Stage(name, 2 * sentences / rate / 3600, jobs=shards, how=f"{rate:,} sentences/s on 2 cores")
+    source = f": {EMBED_RATE_SOURCE[kind]}" if kind in EMBED_RATE_SOURCE else ""
+    return Stage(name, 2 * sentences / rate / 3600, jobs=shards, how=f"{rate:,} sentences/s on 2 cores{source}")
 
 
 def score_stage(encoder: str, est, shards: int, device: str, stated: bool) -> Stage:
@@ -135,14 +144,14 @@ def report(stages: Iterable[Stage]) -> list[str]:
     return [*lines, total]
 
 
-def check_runtime(key: str, limit_min: float, estimate_h: float, what: str) -> None:
+def check_runtime(key: str, limit_min: float, estimate_h: float, what: str, machine: str = RATES_MACHINE) -> None:
     """Refuse a runtime limit below the estimate, naming its key (the hint: the estimate x
     :data:`RUNTIME_MARGIN`, since a loaded node is slower than the measured one)."""
     if limit_min < estimate_h * 60:
         need = math.ceil(estimate_h * 60 * RUNTIME_MARGIN)
         raise MarginmineError(
             f"{key}: {limit_min:g} minutes, but {what} is estimated at {estimate_h * 60:,.0f} minutes on "
-            f"{RATES_MACHINE}; a cluster would kill the job at its limit: raise it (to about {need:,}, the "
+            f"{machine}; a cluster would kill the job at its limit: raise it (to about {need:,}, the "
             f"estimate x {RUNTIME_MARGIN:g}) or make the job smaller")
 
 
@@ -229,7 +238,8 @@ class Costs:
             rate = (GPU_EMBED_SENTENCES_PER_S if cuda else EMBED_SENTENCES_PER_S).get(kind)
             if rate:
                 check_runtime("encoder.embed_runtime_min", self.enc["embed_runtime_min"], sentences / rate / 3600,
-                              f"embedding a shard with {name} ({sentences:,.0f} sentences at {rate:,}/s)")
+                              f"embedding a shard with {name} ({sentences:,.0f} sentences at {rate:,}/s)",
+                              "an Intel Xeon (AVX-512)" if not cuda and kind in EMBED_RATE_SOURCE else RATES_MACHINE)
         device = self.scoring["device"]
         for name, (est, stated) in self._score_estimates().items():
             if not stated:  # an assumed dimension makes the estimate an upper bound only
