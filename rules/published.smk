@@ -126,6 +126,7 @@ rule published_claims:
               if PLAN.filter_table else []),
             *([rules.published_shortcut.output.tsv, rules.published_shortcut.output.per_item]
               if PLAN.shortcut_scorers() else []),
+            *([rules.published_composition.output.tsv] if PLAN.labelled_corpus else []),
             *expand(rules.published_compare_versus.output.tsv, ref=PLAN.paper_references),
         ],
     output:

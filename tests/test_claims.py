@@ -136,9 +136,11 @@ def test_every_claim_names_a_table_the_suite_writes_and_a_verdict_rule() -> None
     from marginmine.report.claim_list import CLAIMS
 
     assert len({c.key for c in CLAIMS}) == len(CLAIMS) >= 20
-    assert {c.measure.file for c in CLAIMS} <= {"comparison.tsv", "intrinsic.tsv", "bucc.tsv", "quality.tsv",
-                                                 "shortcut.tsv"}
-    assert {c.measure.better for c in CLAIMS} <= {"higher", "lower"}
+    measured = [c for c in CLAIMS if c.measure is not None]
+    assert {c.measure.file for c in measured} <= {"comparison.tsv", "intrinsic.tsv", "bucc.tsv", "quality.tsv",
+                                                  "shortcut.tsv", "composition.tsv"}
+    assert {c.measure.better for c in measured} <= {"higher", "lower", "same"}
+    assert all(c.not_measured for c in CLAIMS if c.measure is None)  # what it would need, said
     assert {c.paper.split(" (")[0] for c in CLAIMS} == {"Artetxe & Schwenk 2019", "Yang et al. 2019", "Guo et al. 2018",
                                                          "Kim et al. 2019", "Jones & Wijaya 2021"}
 
@@ -166,3 +168,16 @@ def test_a_retrieval_error_gap_of_two_sentences_is_not_significant(tmp_path: Pat
     tables(set(range(40)), set(range(80)))  # 40 vs 80 errors, the same 40 plus 40 more
     row = judge(_claim(measure=m, labels=("hard", "random")), tmp_path)
     assert row["verdict"] == "agrees" and row["ours"] == "hard 4.00 vs random 8.00 (p < 0.001, McNemar)"
+
+
+def test_a_claim_of_no_difference_holds_when_the_test_finds_none(tmp_path: Path) -> None:
+    """better="same" (a margin robust to the retrieval): agrees at p >= 0.05, contradicts below; a claim
+    the pipeline does not measure says what it would need."""
+    _comparison(tmp_path, "5.90", "0.4000")
+    same = Measure("comparison.tsv", "bleu_mean", {"test_set": "test", "method": "ratio"},
+                   {"test_set": "test", "method": "cosine"}, better="same")
+    assert judge(_claim(measure=same), tmp_path)["verdict"] == "agrees (no significant difference)"
+    _comparison(tmp_path, "7.35", "0.0010")
+    assert judge(_claim(measure=same), tmp_path)["verdict"] == "contradicts (a significant difference)"
+    row = judge(_claim(measure=None, not_measured="a pool of millions of targets"), tmp_path)
+    assert row["verdict"] == "not measured" and row["ours"] == "not measured: a pool of millions of targets"

@@ -33,7 +33,9 @@ ALPHA = 0.05
 class Measure:
     """``A``'s and ``B``'s value in ``column`` of ``file`` (a TSV below the results directory, or a
     composition table's summed ``share`` of groups whose name starts with ``clean:`` when ``column`` is
-    ``clean_share``). Each row is picked by column = value pairs; ``better`` is ``higher`` or ``lower``."""
+    ``clean_share``). Each row is picked by column = value pairs; ``better`` is ``higher`` or ``lower``,
+    or ``same`` for a claim that the two do not differ (it holds when the test finds no significant
+    difference, p >= :data:`ALPHA`)."""
 
     file: str
     column: str
@@ -52,9 +54,11 @@ class Claim:
     paper_where: str
     paper_setting: str
     our_setting: str
-    measure: Measure
+    #: None: the pipeline does not measure it (``not_measured`` says what it would need)
+    measure: Measure | None
     #: why our setting cannot test the claim (empty: comparable)
     not_comparable: str = ""
+    not_measured: str = ""
     note: str = ""
     labels: tuple[str, str] = field(default=("A", "B"))
 
@@ -136,10 +140,12 @@ def judge(claim: Claim, results: Path, size: str | None = None,
     """The claim's row: ours measured from ``results`` (the suite's directory; a ``../`` file is the
     experiment's) at ``size`` (the N of selectors that name ``{N}``), and the verdict. ``tables``: the
     resolved paths of the tables this run built (the workflow's inputs); others count as not written."""
-    m = _sized(claim.measure, size)
-    path = results / m.file
     row = {"paper": claim.paper, "claim": claim.claim, "paper_value": claim.paper_value,
            "paper_where": claim.paper_where, "paper_setting": claim.paper_setting, "our_setting": claim.our_setting}
+    if claim.measure is None:
+        return {**row, "ours": f"not measured: {claim.not_measured}", "verdict": "not measured", "why": claim.note}
+    m = _sized(claim.measure, size)
+    path = results / m.file
     if not _built(path, tables):
         return {**row, "ours": f"not measured: {m.file} not written", "verdict": "not measured", "why": claim.note}
     rows = _read(path)
@@ -149,13 +155,17 @@ def judge(claim: Claim, results: Path, size: str | None = None,
         return {**row, "ours": f"not measured: no {m.column} for {'; '.join(missing)} in {m.file}",
                 "verdict": "not measured", "why": claim.note}
     assert a is not None and b is not None
-    holds = a > b if m.better == "higher" else a < b
     tested = _p_value(rows, m, results, tables)
     ours = (f"{claim.labels[0]} {a:.{m.digits}f} vs {claim.labels[1]} {b:.{m.digits}f}"
             + (f" ({_p_text(tested[0])}, {tested[1]})" if tested is not None else " (no significance test)"))
-    way = "agrees" if holds else "contradicts" if a != b else "tie"
-    if tested is not None and tested[0] >= ALPHA:
-        way += ", not significant"
+    if m.better == "same":  # the claim is "no difference": the test decides
+        way = ("not tested" if tested is None else
+               "agrees (no significant difference)" if tested[0] >= ALPHA else "contradicts (a significant difference)")
+    else:
+        holds = a > b if m.better == "higher" else a < b
+        way = "agrees" if holds else "contradicts" if a != b else "tie"
+        if tested is not None and tested[0] >= ALPHA:
+            way += ", not significant"
     verdict = way
     if claim.not_comparable:
         said = way.replace("agrees", "the same way").replace("contradicts", "the other way")
@@ -188,7 +198,8 @@ def write_claims(claims: Sequence[Claim], results: str | Path, tsv: str | Path, 
              "`contradicts` (our comparison goes the paper's way or the other), `not significant` when the "
              f"comparison's test gives p >= {ALPHA} (BLEU and chrF: the seed-aware paired bootstrap; retrieval "
              "errors: exact McNemar; mining F1, ROC-AUC, precision at N: a paired bootstrap over the items, "
-             "two-sample where the rows saw different items), `not comparable` when the settings differ in a "
+             "two-sample where the rows saw different items); a claim of no difference `agrees` when its test finds "
+             "none; `not comparable` when the settings differ in a "
              "way that decides the outcome (why says how).", "",
              "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
