@@ -9,8 +9,10 @@ import gzip
 import hashlib
 import re
 import unicodedata
+from pathlib import Path
 
 import numpy as np
+import pytest
 import yaml
 
 from marginmine.scoring.files import read_scores
@@ -227,3 +229,40 @@ def test_template_plans_10k_to_50M_pairs_with_only_the_corpus_changed(tmp_path, 
         assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
         assert f"ratio.{n}." in r.stdout and "scoring estimate, encoder laser2" in r.stderr
         assert index in r.stderr, r.stderr[-2000:]
+
+
+def test_an_encoder_kind_whose_package_is_missing_is_refused_at_plan_time(monkeypatch, tmp_path):
+    """The plan checks of sentence-transformers, the multilingual USE and LASER3 students name the
+    package to install when it is not importable (find_spec: nothing is imported)."""
+    import importlib.util
+
+    from marginmine.encoders import laser_pretrained, sbert, use_multilingual
+    from marginmine.errors import MarginmineError
+
+    real = importlib.util.find_spec
+    gone = {"sentence_transformers", use_multilingual.MODULE, "laser_encoders"}
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name in gone else real(name, *a))
+    st = tmp_path / "st"
+    st.mkdir()
+    (st / "modules.json").write_text("[]")
+    with pytest.raises(MarginmineError, match=r"pip install 'marginmine\[st\]'"):
+        sbert.plan_check({"path": str(st), "langs": ["en", "de"]}, digest=lambda p: "")
+    with pytest.raises(MarginmineError, match="is not installed"):
+        use_multilingual.plan_check({"langs": ["en", "de"]}, digest=lambda p: "")
+    files = {}
+    for name in ("laser2.pt", "laser2.spm", "laser2.cvocab", "laser3-wol_Latn.v1.pt"):
+        (tmp_path / name).write_bytes(name.encode())
+        files[name] = tmp_path / name
+    pins = {k: hashlib.sha256(files[f].read_bytes()).hexdigest()
+            for k, f in (("model", "laser2.pt"), ("spm", "laser2.spm"), ("cvocab", "laser2.cvocab"))}
+    params = {"model": str(files["laser2.pt"]), "spm": str(files["laser2.spm"]), "cvocab": str(files["laser2.cvocab"]),
+              "sha256": pins, "langs": ["en", "wo"],
+              "lang_models": {"wo": {"model": str(files["laser3-wol_Latn.v1.pt"]), "spm": str(files["laser2.spm"]),
+                                     "cvocab": str(files["laser2.cvocab"]),
+                                     "sha256": {**pins, "model": hashlib.sha256(
+                                         files["laser3-wol_Latn.v1.pt"].read_bytes()).hexdigest()}}}}
+    digest = lambda p: hashlib.sha256(Path(p).read_bytes()).hexdigest()  # noqa: E731
+    with pytest.raises(MarginmineError, match="laser_encoders==0.0.2"):
+        laser_pretrained.plan_check(params, digest)
+    monkeypatch.setattr(importlib.util, "find_spec", real)
+    assert laser_pretrained.plan_check(params, digest) == ["en", "wo"]

@@ -113,6 +113,13 @@ def plan_check(params: dict, digest: Callable[[Path], str]) -> list[str]:
             raise EncoderError(f"{KIND} params.lang_models.{lang}: {lang!r} is not in params.langs {langs}")
     for where, spec in specs:
         list(_checked_files(spec, where, digest))
+    if p.get("lang_models"):
+        import importlib.util
+
+        if importlib.util.find_spec("laser_encoders") is None:  # LASER3 students are transformers
+            raise EncoderError(f"{KIND} params.lang_models: LASER3 (transformer) checkpoints run with the official "
+                               "package, which is not installed: pip install --no-deps laser_encoders==0.0.2 "
+                               "unicategories appdirs")
     return langs
 
 
