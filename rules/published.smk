@@ -191,7 +191,7 @@ use rule selection_composition as published_composition with:
 
 use rule compare_methods as published_compare with:
     input:
-        runs=PLAN.nmt_runs(rules.evaluate_nmt.output.json, PLAN.suites["published"]["methods"]),
+        runs=PLAN.suite_runs(rules.evaluate_nmt.output.json),
         labels=list(PLAN.subset_labels().values()),
     output:
         tsv=f"{PUBLISHED_DIR}/comparison.tsv",
@@ -209,7 +209,7 @@ use rule compare_methods as published_compare with:
 
 use rule compare_methods as published_compare_versus with:
     input:
-        runs=PLAN.nmt_runs(rules.evaluate_nmt.output.json, PLAN.suites["published"]["methods"]),
+        runs=PLAN.suite_runs(rules.evaluate_nmt.output.json),
         labels=list(PLAN.subset_labels().values()),
     output:
         tsv=f"{PUBLISHED_DIR}/versus/{{ref}}/comparison.tsv",

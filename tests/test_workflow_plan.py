@@ -200,12 +200,18 @@ def test_the_nmt_systems_and_what_each_decodes(smoke: Plan, real_data: Path) -> 
     demo = plan("config/demo.yaml", real_data)
     # newstest2014 is decoded by the scorer-based systems only, Tatoeba and Multi30k by every system
     assert demo.extra_eval_sets("use-ratio") == ["tatoeba", "multi30k-flickr2016", "newstest2014"]
-    assert demo.extra_eval_sets("random") == ["tatoeba", "multi30k-flickr2016"]
+    assert demo.extra_eval_sets("random") == ["tatoeba", "multi30k-flickr2016", "newstest2014"]
+    assert demo.extra_eval_sets("hn-ratio") == ["tatoeba", "multi30k-flickr2016"]
     # a set without `methods` is decoded by the suite's systems too, a system of no run by none
     assert demo.extra_eval_sets("eq9")[:2] == ["tatoeba", "multi30k-flickr2016"] and demo.extra_eval_sets("x") == []
     assert demo.extra_eval_args("random").startswith("--extra tatoeba,work/demo/eval/tatoeba.en,")
     assert demo.eval_files("dev") == ["work/demo/corpus/heldout.dev.en", "work/demo/corpus/heldout.dev.de"]
     assert [m for m, _, s in demo.nmt_systems() if s == 1] == ["use-ratio", "use-cosine", "random"]
+    # published.small: the MLP, cosine and random also at 5k in the suite's comparison, two seeds each
+    small = [r for r in demo.suite_runs("{method}.{N}.{seed}") if ".5k." in r]
+    assert small == ["mlp-60.5k.1", "mlp-60.5k.2", "cosine.5k.1", "cosine.5k.2", "random.5k.1", "random.5k.2"]
+    with pytest.raises(ValueError, match=r"published.small.methods: \['eq8'\] are not of published.methods"):
+        plan("config/demo.yaml", real_data, lambda c: c["published"]["small"].update(methods=["eq8"]))
 
 
 def test_options_built_from_a_jobs_inputs(smoke: Plan) -> None:

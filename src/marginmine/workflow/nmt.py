@@ -52,6 +52,15 @@ class Nmt:
         """``template`` (a path with {method}, {N}, {seed}) for every NMT system of :meth:`nmt_systems`."""
         return [template.format(method=m, N=n, seed=s) for m, n, s in self.nmt_systems(methods)]
 
+    def suite_runs(self, template: str) -> list[str]:
+        """``template`` for every system of the published suite: its methods and baselines at the
+        sizes, and published.small's methods at its N."""
+        runs = self.nmt_runs(template, self.suites["published"]["methods"])
+        if self.paper_small:
+            n, methods = self.paper_small
+            runs += [template.format(method=m, N=n, seed=s) for m in methods for s in self.seeds[m]]
+        return runs
+
     def headline_runs(self, template: str, n: str) -> list[str]:
         """``template`` for the headline method's systems at size ``n``, one per training seed."""
         return [template.format(method=self.default_method, N=n, seed=s) for s in self.seeds[self.default_method]]

@@ -40,6 +40,8 @@ class Scoring:
         self.paper_baselines = list(self.papers.get("baselines", []))
         #: further methods the suite's systems are tested against (published_compare_versus)
         self.paper_references = list(self.papers.get("references", []))
+        #: (N, methods) of published.small: a smaller N at which a few suite methods are also trained
+        self.paper_small = self._paper_small()
         self.all_scorers = {**self.scorers, **self.paper_scorers}
         # plan-time errors naming the config key (marginmine.workflow.checks)
         check_scorer_config(self.scorers, self.methods, list(self.encoder_dirs), plugins=self.plugins,
@@ -75,6 +77,22 @@ class Scoring:
         if unknown:
             raise ValueError(f"selection.thresholds: {unknown} are not scorers of this config "
                              f"({', '.join(self.scorers)}): a threshold belongs to one scorer's scores")
+
+    def _paper_small(self) -> tuple[str, list[str]] | None:
+        from marginmine.io.sizes import resolve_sizes
+
+        small = self.papers.get("small")
+        if not small:
+            return None
+        known = self.paper_methods + self.paper_baselines
+        unknown = [m for m in small["methods"] if m not in known]
+        if unknown:
+            raise ValueError(f"published.small.methods: {unknown} are not of published.methods or published.baselines "
+                             f"({', '.join(known)})")
+        (size,) = resolve_sizes([small["size"]], self.expected_kept)
+        if size in self.sizes:
+            raise ValueError(f"published.small.size: {small['size']} is already one of selection.sizes")
+        return size, list(small["methods"])
 
     def _check_scale(self) -> list[str]:
         """Plan-time refusals of a run that cannot be meant (N >= the pairs expected after
