@@ -54,6 +54,7 @@ rule selection_composition:
         tsv=report(f"{RESULTS}/select/composition.tsv", category="Selection"),
         md=f"{RESULTS}/select/composition.md",
         density=report(f"{RESULTS}/select/density.tsv", category="Selection"),
+        per_item=f"{RESULTS}/select/composition.items.tsv.gz",
     log:
         f"{LOGS}/select/composition.log",
     benchmark:

@@ -126,7 +126,8 @@ rule published_claims:
               if PLAN.filter_table else []),
             *([rules.published_shortcut.output.tsv, rules.published_shortcut.output.per_item]
               if PLAN.shortcut_scorers() else []),
-            *([rules.published_composition.output.tsv] if PLAN.labelled_corpus else []),
+            *([rules.published_composition.output.tsv, rules.published_composition.output.per_item]
+              if PLAN.labelled_corpus else []),
             *expand(rules.published_compare_versus.output.tsv, ref=PLAN.paper_references),
         ],
     output:
@@ -139,15 +140,16 @@ rule published_claims:
     params:
         results=lambda wildcards, output: os.path.dirname(output.tsv),
         size=PLAN.sizes[0],
+        small=f"--small-size {PLAN.paper_small[0]}" if PLAN.paper_small else "",
         title=f"{EXP}: the papers' claims beside ours",
     threads: 1
     resources:
-        mem_mb=500,
-        runtime=5,
+        mem_mb=2000,
+        runtime=30,
     conda:
         PLAN.conda_env("score")
     shell:
-        "marginmine claims --results {params.results:q} --size {params.size:q} --title {params.title:q} "
+        "marginmine claims --results {params.results:q} --size {params.size:q} {params.small} --title {params.title:q} "
         "--tables {input.tables:q} --tsv {output.tsv:q} --md {output.md:q} > {log:q} 2>&1"
 
 
@@ -181,6 +183,7 @@ use rule selection_composition as published_composition with:
         tsv=f"{PUBLISHED_DIR}/composition.tsv",
         md=f"{PUBLISHED_DIR}/composition.md",
         density=f"{PUBLISHED_DIR}/density.tsv",
+        per_item=f"{PUBLISHED_DIR}/composition.items.tsv.gz",
     log:
         f"{LOGS}/published/composition.log",
     benchmark:

@@ -181,3 +181,15 @@ def test_a_claim_of_no_difference_holds_when_the_test_finds_none(tmp_path: Path)
     assert judge(_claim(measure=same), tmp_path)["verdict"] == "contradicts (a significant difference)"
     row = judge(_claim(measure=None, not_measured="a pool of millions of targets"), tmp_path)
     assert row["verdict"] == "not measured" and row["ours"] == "not measured: a pool of millions of targets"
+
+
+def test_a_claim_at_the_small_n_reads_published_small_or_says_it_is_not_set(tmp_path: Path) -> None:
+    (tmp_path / "comparison.tsv").write_text(
+        "test_set\tmethod\tN\tbleu_mean\nnewstest2014\tmlp-60\t5k\t2.0\nnewstest2014\tcosine\t5k\t1.0\n"
+        "newstest2014\tmlp-60\t20k\t1.0\nnewstest2014\tcosine\t20k\t3.0\n")
+    m = Measure("comparison.tsv", "bleu_mean", {"test_set": "newstest2014", "method": "mlp-60", "N": "{SMALL}"},
+                {"test_set": "newstest2014", "method": "cosine", "N": "{SMALL}"})
+    row = judge(_claim(measure=m, labels=("mlp", "cosine")), tmp_path, "20k")
+    assert row["verdict"] == "not measured" and "published.small is not set" in row["ours"]
+    row = judge(_claim(measure=m, labels=("mlp", "cosine")), tmp_path, "20k", small="5k")
+    assert row["ours"].startswith("mlp 2.00 vs cosine 1.00") and row["verdict"] == "agrees"

@@ -63,7 +63,8 @@ def test_compare_picks_the_items_of_the_column() -> None:
     a, b = {"encoder": "a", "set": "s", "margin": "cosine"}, {"encoder": "b", "set": "s", "margin": "cosine"}
     assert compare(items, "err_src2tgt", a, b).p == pytest.approx(2 / 2 ** 12)  # type: ignore[union-attr]
     assert compare(items, "err_tgt2src", a, b).p == 1.0  # type: ignore[union-attr]
-    assert compare(items, "err_avg", a, b).items_a == 100  # type: ignore[union-attr]
+    avg = compare(items, "err_avg", a, b)  # per gold pair, both directions summed: a sign test
+    assert avg.test == "sign test" and avg.items_a == 50 and avg.p == pytest.approx(2 / 2 ** 12)  # type: ignore[union-attr]
     assert compare(items, "pairs", a, b) is None  # no test for a count
     assert compare(items, "err_avg", a, {"encoder": "c"}) is None  # no items for a row
 
@@ -103,3 +104,25 @@ def test_the_mining_items_add_up_to_the_tables_precision_recall_and_f1() -> None
             for g, w in zip(got, want):
                 if w is not None:
                     assert g == pytest.approx(w), (r.retrieval, name)
+
+
+def test_a_sidecar_is_read_only_for_the_rows_asked(tmp_path: Path) -> None:
+    path = tmp_path / "q.items.tsv.gz"
+    write_items(path, ("data", "scorer", "item", "label", "score"),
+                [("d", s, i, i % 2, float(i)) for s in ("a", "b", "c") for i in range(4)])
+    rows = read_items(path, where=({"scorer": "a"}, {"scorer": "c", "data": "d"}))
+    assert [r["scorer"] for r in rows] == ["a"] * 4 + ["c"] * 4
+    assert read_items(path, where=({"method": "a"},)) == []  # a column the file lacks matches nothing
+
+
+def test_two_selections_shares_of_a_group_are_compared_on_the_pairs_one_keeps_and_the_other_not() -> None:
+    """composition items: the Multi30k pairs each selection kept; 30 kept by both, 25 by ratio alone
+    and 5 by cosine alone: McNemar 25 vs 5; the other group's pairs do not count."""
+    keep = {"ratio": [f"m{i}" for i in range(55)], "cosine": [f"m{i}" for i in range(25, 60)]}
+    items = [{"method": m, "N": "20k", "group": "clean:multi30k", "item": i} for m, ids in keep.items() for i in ids]
+    items += [{"method": "ratio", "N": "20k", "group": "duplicate", "item": f"d{i}"} for i in range(100)]
+    t = compare(items, "share", {"method": "ratio", "N": "20k", "group": "clean:multi30k"},
+                {"method": "cosine", "N": "20k", "group": "clean:multi30k"})
+    assert t is not None and t.test == "McNemar" and t.items_a == 60
+    assert t.p == pytest.approx(mcnemar({str(i): i < 25 for i in range(30)}, {str(i): i >= 25 for i in range(30)}).p)
+    assert t.p < 0.001

@@ -29,6 +29,10 @@ def test_the_suite_leaves_every_demo_job_as_it_was(real_data: Path, tmp_path: Pa
     after `make published`, `snakemake -n demo` has nothing to do."""
     copy_workflow(tmp_path)
     without = {k: v for k, v in DEMO.items() if k != "published"}
+    suite_only = set(DEMO["published"]["scorers"])  # an extra test set may name suite methods: not here
+    without["eval"] = {**DEMO["eval"], "extra": {
+        name: ({**s, "methods": [m for m in s["methods"] if m not in suite_only]} if "methods" in s else s)
+        for name, s in DEMO["eval"]["extra"].items()}}
     for name, cfg in (("with.yaml", DEMO), ("without.yaml", without)):
         (tmp_path / name).write_text(yaml.safe_dump(cfg, sort_keys=False))
     out = {}
@@ -52,11 +56,14 @@ def test_published_plans_its_encoders_scores_selections_systems_and_tables(real_
     assert counts["train_encoder"] == 1 + len(suite["encoders"])
     new_encoders = {s["encoder"] for s in suite["scorers"].values() if "encoder" in s}
     assert counts["embed_shard"] == 4 * (1 + len(new_encoders))
-    # the demo's score files for the baselines (dan), the suite's own for dan (eq9, eq10) and each new
-    # encoder, and each fitted scorer's own (refitting its head rescores nothing else)
+    # the demo's score files for the baselines (dan's ratio and cosine, use's), the suite's own for dan
+    # (eq9, eq10, csls) and each new encoder, and each fitted scorer's own (refitting its head rescores
+    # nothing else)
     fitted = [n for n, s in suite["scorers"].items() if s["kind"] in ("calibrated", "mlp")]
-    assert counts["score_shard"] == 4 * (2 + len(new_encoders) + len(fitted))
-    assert counts["fit_scorer"] == len(fitted) == 10
+    baseline_encoders = {DEMO["scorers"][b].get("encoder", "dan") for b in suite["baselines"] if b in DEMO["scorers"]}
+    assert baseline_encoders == {"dan", "use"}
+    assert counts["score_shard"] == 4 * (len(baseline_encoders) + 1 + len(new_encoders) + len(fitted))
+    assert counts["fit_scorer"] == len(fitted) == 11
     mlp = re.search(r"marginmine fit-scorer [^\n]*--name mlp-60 [^\n]*", r.stdout).group(0)
     assert "--corpus work/demo/preprocess/kept/shard0000.tsv.gz,work/demo/embed/dan/shard0000.en.npy," in mlp
     assert f"--exclude-pairs {real_data}/paracrawl-human-eval-en-de/" in mlp
@@ -76,13 +83,16 @@ def test_published_plans_its_encoders_scores_selections_systems_and_tables(real_
     assert len(cal) == 4
     assert '"hn-cal": {"kind": "calibrated", "encoder": "dan-hn", "head": "work/demo/heads/hn-cal"}' in cal[0]
     assert "--src-embeddings work/demo/embed/dan-hn/" in cal[0] and '"hn-ratio"' not in cal[0]
-    assert suite["baselines"] == ["ratio", "cosine", "random"]
-    # two seeds each: the methods, ratio, cosine, random
-    assert counts["train_nmt"] == 2 * len(suite["methods"]) + 2 + 2 + 2
+    assert suite["baselines"] == ["ratio", "cosine", "random", "use-ratio", "use-cosine"]
+    # two seeds each: the methods, ratio, cosine, random, use-ratio, use-cosine (the demo's own), and
+    # published.small's three at 5k
+    assert suite["small"] == {"size": "5k", "methods": ["mlp-60", "cosine", "random"]}
+    assert counts["train_nmt"] == 2 * len(suite["methods"]) + 2 * 5 + 2 * 3
     # the suite's intrinsic evaluation: every encoder of its table under cosine, ratio and Eq. 9 / 10
     assert counts["published_eval_encoder"] == 1 + len(suite["encoders"])
     evals = [c for c in re.findall(r"marginmine eval-encoder [^\n]*", r.stdout) if "results/demo/published/eval/" in c]
-    assert len(evals) == 1 + len(suite["encoders"]) and all("--margins absolute,ratio,eq9,eq10 " in c for c in evals)
+    assert len(evals) == 1 + len(suite["encoders"])
+    assert all("--margins absolute,ratio,eq9,eq10,distance " in c for c in evals)
     for table in ("published_encoder_report", "published_eval_mining", "published_eval_filter",
                   "published_composition", "published_compare", "published_summary"):
         assert counts[table] == 1, table
@@ -105,12 +115,13 @@ def test_published_plans_its_encoders_scores_selections_systems_and_tables(real_
     for ref in suite["references"]:
         versus = next(c for c in compares if f"--tsv results/demo/published/versus/{ref}/comparison.tsv" in c)
         assert f"--headline {ref} " in versus and "nmt/mlp-60-news.20k/seed2/bleu.json" in versus
-    assert len(compares) == 1 + len(suite["references"]) == 3
+    assert len(compares) == 1 + len(suite["references"]) == 4
     assert all(f"nmt/{m}.20k/seed{s}/bleu.json" in compare for m in ["ratio", *suite["methods"]] for s in (1, 2))
+    assert all(f"nmt/{m}.5k/seed{s}/bleu.json" in compare for m in suite["small"]["methods"] for s in (1, 2))
     mining = re.search(r"marginmine eval-mining [^\n]*", r.stdout).group(0)
     assert "--tsv results/demo/published/bucc.tsv" in mining and "dan-hn=results/demo/encoders/dan-hn" in mining
     assert '"ratio": {"kind": "ratio", "encoder": "dan"}' in mining and '"cosine": {"kind": "cosine"' in mining
-    assert '"distance"' not in mining  # an experiment scorer that is not a baseline has no suite rows
+    assert '"distance": {' not in mining  # an experiment scorer that is not a baseline has no suite rows
     summary = re.search(r"marginmine summary [^\n]*", r.stdout).group(0)
     assert "--comparison results/demo/published/comparison.tsv" in summary
     assert "results/demo/select/eq9.20k.json" in summary

@@ -53,7 +53,7 @@ def _without_own_negatives(args: argparse.Namespace, scores: dict, positive) -> 
             keep = np.ones(len(scores[name]), bool)
             keep[idx] = False
             rows += quality_rows("demo corpus, not its own negatives", {name: scores[name][keep]}, positive[keep],
-                                 args.top_n)
+                                 args.top_n, ids=np.flatnonzero(keep))
     return rows
 
 
@@ -153,7 +153,8 @@ def cmd_eval_filter(args: argparse.Namespace) -> int:
     if args.json:
         from marginmine.io.safe import write_text
 
-        write_text(args.json, json.dumps(rows, indent=1) + "\n")
+        write_text(args.json, json.dumps([{k: v for k, v in r.items() if not k.startswith("_")} for r in rows],
+                                         indent=1) + "\n")
     if args.check_tsv:
         if not checks:
             raise MarginmineError("--check-tsv needs --paracrawl or --demo-labels with --baselines")

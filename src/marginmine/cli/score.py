@@ -154,12 +154,18 @@ def cmd_composition(args: argparse.Namespace) -> int:
         selection_name,
         write_composition,
     )
+    from marginmine.io.items import items_path, write_items
 
     groups = read_groups(args.labels)
-    rows = []
+    rows, items = [], []
+    names = groups.group_names()
     for path in args.selections:
         method, n = selection_name(path)
-        rows.append(Composition(method, n, count_groups(iter_selection_ids(path), groups)))
+        ids = list(iter_selection_ids(path))
+        rows.append(Composition(method, n, count_groups(ids, groups)))
+        items += [(method, n, names[c], i) for i, c in zip(ids, groups.group_codes(ids).tolist())]
+    # each selected pair and its group: the claims' test of two selections' shares (marginmine.evaluate.paired)
+    write_items(items_path(args.tsv), ("method", "N", "group", "item"), items)
     if bool(args.pairs) != bool(args.scores) or (args.scores and not args.density_tsv):
         raise MarginmineError("give --pairs and --scores together, with --density-tsv (or neither: --density-tsv "
                               "alone writes an empty table)")

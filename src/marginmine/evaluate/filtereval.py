@@ -90,14 +90,16 @@ def demo_labels(labels_path: str | Path, pairs: Sequence[str | Path],
 
 
 def quality_rows(name: str, scores: dict[str, np.ndarray], positive: np.ndarray,
-                 top_n: Sequence[int]) -> list[dict[str, object]]:
+                 top_n: Sequence[int], ids: np.ndarray | None = None) -> list[dict[str, object]]:
     """One row per scorer: data set, scorer, pairs, positives, ROC-AUC, precision at each N; and
-    under ``_items`` each pair's label and score (the items sidecar's, not a column)."""
+    under ``_items`` each pair's id (``ids``: its index in the data set, default its position), label
+    and score (the items sidecar's, not a column)."""
     rows = []
     for scorer, values in scores.items():
         row: dict[str, object] = {"data": name, "scorer": scorer, "pairs": len(values),
                                   "positives": int(np.asarray(positive).sum()), "auc": roc_auc(values, positive),
-                                  "_items": (np.asarray(positive, bool), np.asarray(values, np.float64))}
+                                  "_items": (np.arange(len(values)) if ids is None else np.asarray(ids),
+                                             np.asarray(positive, bool), np.asarray(values, np.float64))}
         for n in top_n:
             row[f"p@{n}"] = precision_at(values, positive, n) if n <= len(values) else None
         rows.append(row)
@@ -115,8 +117,8 @@ def write_quality_table(rows: Sequence[dict[str, object]], tsv: str | Path, md: 
     itemised = [r for r in rows if "_items" in r]
     if itemised:
         write_items(items_path(tsv), ("data", "scorer", "item", "label", "score"),
-                    ((r["data"], r["scorer"], i, int(label), float(score))
-                     for r in itemised for i, (label, score) in enumerate(zip(*r["_items"]))))  # type: ignore[call-overload]
+                    ((r["data"], r["scorer"], int(i), int(label), float(score))
+                     for r in itemised for i, label, score in zip(*r["_items"])))  # type: ignore[call-overload]
 
     def fmt(v: object) -> str:
         return f"{v:.3f}" if isinstance(v, float) else ("" if v is None else str(v))

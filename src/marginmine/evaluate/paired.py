@@ -9,8 +9,10 @@ table (writer)                item columns                          columns test
 ============================  ====================================  ==========================================
 ``intrinsic.tsv``             encoder, set, margin, direction,      ``err_src2tgt`` / ``err_tgt2src``: exact
 (encoders.intrinsic)          item (sentence), wrong (0/1)          McNemar on the sentences one row gets right
-                                                                    and the other wrong; ``err_avg``: the
-                                                                    same over both directions' sentences
+                                                                    and the other wrong; ``err_avg``: an exact
+                                                                    sign test over the gold pairs, each pair's
+                                                                    errors in both directions summed (the two
+                                                                    directions of a pair are not independent)
 ``bucc.tsv``                  scorer, encoder, margin, retrieval,   ``f1``, ``precision``, ``recall`` (split
 (evaluate.bucc)               split, item (source sentence), tp,    test), ``train_f1`` (split train): paired
                               fp, gold, units                       bootstrap over the pool's source sentences
@@ -18,6 +20,9 @@ table (writer)                item columns                          columns test
 (evaluate.filtereval)         score                                 the labelled pairs, stratified by label
 ``shortcut.tsv``              scorer, group, against (own |         ``auc`` (own), ``auc_vs_positives``
 (evaluate.shortcut)           positives), item, label, score        (positives): bootstrap, stratified by label
+``composition.tsv``           method, N, group, item (a selected    ``share`` of one group in two selections of
+(cli.score composition)       pair)                                 the same N: exact McNemar on the group's
+                                                                    pairs one selection keeps and the other not
 ============================  ====================================  ==========================================
 
 Paired or not: two rows are paired when they saw the same items (the same ids); each round then
@@ -55,19 +60,36 @@ class PairedTest:
     items_b: int
 
     def label(self) -> str:
-        return self.test if self.test == "McNemar" else f"{'paired' if self.paired else 'two-sample'} bootstrap"
+        return self.test if self.test != "bootstrap" else f"{'paired' if self.paired else 'two-sample'} bootstrap"
+
+
+def _binomial_p(b: int, c: int) -> float:
+    """Two-sided exact binomial p of ``b`` against ``c`` at 1/2 (1 when both are 0)."""
+    n = b + c
+    return 1.0 if n == 0 else min(1.0, 2 * sum(math.comb(n, i) for i in range(min(b, c) + 1)) / 2 ** n)
+
+
+def _same_items(a: Mapping[str, object], b: Mapping[str, object], test: str) -> None:
+    if set(a) != set(b):
+        raise MarginmineError(f"{test} needs the same items on both sides ({len(a)} vs {len(b)}, "
+                              f"{len(set(a) ^ set(b))} not shared)")
 
 
 def mcnemar(wrong_a: Mapping[str, bool], wrong_b: Mapping[str, bool]) -> PairedTest:
     """Exact McNemar of two error rates on the same items (``item -> wrong``); the items must agree."""
-    if set(wrong_a) != set(wrong_b):
-        raise MarginmineError(f"McNemar needs the same items on both sides ({len(wrong_a)} vs {len(wrong_b)}, "
-                              f"{len(set(wrong_a) ^ set(wrong_b))} not shared)")
+    _same_items(wrong_a, wrong_b, "McNemar")
     b = sum(1 for k, w in wrong_a.items() if w and not wrong_b[k])
     c = sum(1 for k, w in wrong_a.items() if not w and wrong_b[k])
-    n = b + c
-    p = 1.0 if n == 0 else min(1.0, 2 * sum(math.comb(n, i) for i in range(min(b, c) + 1)) / 2 ** n)
-    return PairedTest(p, "McNemar", True, len(wrong_a), len(wrong_b))
+    return PairedTest(_binomial_p(b, c), "McNemar", True, len(wrong_a), len(wrong_b))
+
+
+def sign_test(errors_a: Mapping[str, int], errors_b: Mapping[str, int]) -> PairedTest:
+    """Exact sign test of per-item error counts on the same items: the items where A errs more
+    against those where B does (ties dropped)."""
+    _same_items(errors_a, errors_b, "the sign test")
+    more = sum(1 for k, e in errors_a.items() if e > errors_b[k])
+    less = sum(1 for k, e in errors_a.items() if e < errors_b[k])
+    return PairedTest(_binomial_p(more, less), "sign test", True, len(errors_a), len(errors_b))
 
 
 def f1_of(tp: np.ndarray, fp: np.ndarray, gold: np.ndarray, column: str) -> np.ndarray:
@@ -168,9 +190,15 @@ def compare(items: Sequence[Mapping[str, str]], column: str, a: Mapping[str, str
                       "err_avg": ("src2tgt", "tgt2src")}.get(column)
         if directions is None:
             return None
-        sides = [{f"{r['direction']}:{r['item']}": r["wrong"] == "1"
-                  for r in _matching(items, s) if r["direction"] in directions} for s in (a, b)]
-        return mcnemar(*sides) if all(sides) else None
+        if len(directions) == 1:
+            sides = [{r["item"]: r["wrong"] == "1" for r in _matching(items, s) if r["direction"] in directions}
+                     for s in (a, b)]
+            return mcnemar(*sides) if all(sides) and set(sides[0]) == set(sides[1]) else None
+        counts: list[dict[str, int]] = [{}, {}]
+        for side, s in zip(counts, (a, b)):
+            for r in _matching(items, s):
+                side[r["item"]] = side.get(r["item"], 0) + (r["wrong"] == "1")
+        return sign_test(*counts) if all(counts) and set(counts[0]) == set(counts[1]) else None
     if "tp" in cols:
         if column not in ("f1", "precision", "recall", "train_f1"):
             return None
@@ -184,6 +212,12 @@ def compare(items: Sequence[Mapping[str, str]], column: str, a: Mapping[str, str
         sides = [{r["item"]: (int(r["tp"]), int(r["fp"]), int(r["gold"])) for r in side if r["item"] != "-"}
                  for side in rows]
         return bootstrap_counts(*sides, units.pop(), "f1" if column == "train_f1" else column, resamples, seed)
+    if "label" not in cols and column == "share" and {"method", "group"} <= cols:
+        sides3 = [{r["item"] for r in _matching(items, s)} for s in (a, b)]
+        if not all(sides3):
+            return None
+        union = sides3[0] | sides3[1]  # pairs neither keeps are concordant: they do not count
+        return mcnemar({k: k in sides3[0] for k in union}, {k: k in sides3[1] for k in union})
     if "label" not in cols:
         return None
     if "against" in cols:

@@ -11,7 +11,7 @@ the same job, read by ``marginmine claims``; a table without a sidecar has no pe
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from marginmine.errors import InputError
@@ -39,8 +39,10 @@ def write_items(path: str | Path, header: Sequence[str], rows: Iterable[Sequence
             fh.write("\t".join(cell(v) for v in r) + "\n")
 
 
-def read_items(path: str | Path) -> list[dict[str, str]]:
-    """The sidecar's lines as dicts (column -> text); a missing header is an error naming the file."""
+def read_items(path: str | Path, where: Sequence[Mapping[str, str]] | None = None) -> list[dict[str, str]]:
+    """The sidecar's lines as dicts (column -> text); with ``where``, only the lines whose columns
+    equal one of its selectors' values (a selector naming a column the file lacks matches none), so a
+    large sidecar is never held whole. A missing header is an error naming the file."""
     import gzip
 
     with (gzip.open(path, "rt", encoding="utf-8") if str(path).endswith(".gz")
@@ -48,11 +50,15 @@ def read_items(path: str | Path) -> list[dict[str, str]]:
         head = fh.readline().rstrip("\n").split("\t")
         if head == [""]:
             raise InputError(str(path), "empty items file (no header)", hint="rebuild its table with the workflow")
+        index = {c: i for i, c in enumerate(head)}
+        tests = None if where is None else [[(index[k], v) for k, v in s.items()] for s in where
+                                            if all(k in index for k in s)]
         rows = []
         for n, line in enumerate(fh, 2):
             cells = line.rstrip("\n").split("\t")
             if len(cells) != len(head):
                 raise InputError(str(path), f"{len(cells)} fields for {len(head)} columns", line=n,
                                  hint="rebuild its table with the workflow")
-            rows.append(dict(zip(head, cells)))
+            if tests is None or any(all(cells[i] == v for i, v in t) for t in tests):
+                rows.append(dict(zip(head, cells)))
     return rows

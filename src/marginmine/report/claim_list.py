@@ -60,11 +60,11 @@ CLAIMS: tuple[Claim, ...] = (
     Claim(AS, "as-paraphrases", "the margin penalises sentences with many paraphrases in the corpus (its own "
           "caveat): the ratio selection keeps fewer of them than cosine's", "stated, no number",
           "Sec. 3 (004 l.2065-2095)", "-",
-          NMT.split(", 2+2")[0] + "; Multi30k captions (five near-paraphrases per image) as the paraphrase-rich group",
+          NMT.split(", 2+2")[0] + "; Multi30k captions (short, alike across images: dense neighbourhoods) as the "
+          "paraphrase-rich group",
           Measure("composition.tsv", "share", {"method": "ratio", "N": "{N}", "group": "clean:multi30k"},
                   {"method": "cosine", "N": "{N}", "group": "clean:multi30k"}, better="lower", digits=3),
-          labels=("ratio", "cosine"),
-          note="a share of the selection: no per-item test (the two selections come from one corpus and overlap)"),
+          labels=("ratio", "cosine")),
     Claim(AS, "as-paracrawl", "ratio-filtered ParaCrawl beats the official BiCleaner / Zipporah releases",
           "31.2 BLEU newstest2014, > +1 over BiCleaner, > +6 over Zipporah", "ParaCrawl section (004 text)",
           "4.59B pairs, top 10M, big transformer", PARACRAWL + ", ROC-AUC beside the file's shipped Zipporah score",
@@ -90,7 +90,7 @@ CLAIMS: tuple[Claim, ...] = (
           _bucc("eq9", "cosine", "bwd", "train_f1"), labels=("Eq. 9", "cosine")),
     Claim(YANG, "yang-eq9-ratio", "Eq. 9 consistently beats the original ratio margin",
           "\"consistently performed better than the original\", no number", "footnote 6 (000 l.698-700, l.721-722)",
-          "BUCC 2018 development, BiDE+AM", BUCC + " (bwd)", _bucc("eq9", "ratio", "bwd"), labels=("Eq. 9", "ratio")),
+          "BUCC 2018, BiDE+AM embeddings", BUCC + " (bwd)", _bucc("eq9", "ratio", "bwd"), labels=("Eq. 9", "ratio")),
     Claim(YANG, "yang-eq10", "the two-sided Eq. 9 mines better than the one-sided Eq. 10",
           "de-en test F1 92.26 vs 91.42", "Table 6", "as above", BUCC + " (bwd)",
           _bucc("eq9", "eq10", "bwd"), labels=("Eq. 9", "Eq. 10")),
@@ -139,13 +139,14 @@ CLAIMS: tuple[Claim, ...] = (
     Claim(KIM, "kim-bleu-small-news", "filtering with the MLP beats filtering with cosine, on the paper's terms: a "
           "small selection, a news test set", "BLEU 29.2 vs 23.0 (10M words, test2017); the edge largest for small "
           "selections", "Table 2, Sec. 5 (001 l.852-854, l.883-889)", "WMT18 ParaCrawl de->en, news test",
-          "top 5k of the 91k-pair demo corpus (published.small), the demo NMT recipe, newstest2014 (1,000 lines), "
-          "mean of 2 seeds", _bleu("mlp-60", "cosine", "newstest2014", "5k"), labels=("MLP", "cosine")),
+          "top N of published.small (the demo: 5k of its 91k pairs), the demo NMT recipe, newstest2014 (1,000 "
+          "lines), mean of 2 seeds; the suite's MLP (mlp-60: the DAN, encoder-data positives)",
+          _bleu("mlp-60", "cosine", "newstest2014", "{SMALL}"), labels=("MLP", "cosine")),
     Claim(KIM, "kim-random-small-news", "cosine filtering beats random sampling, small selection, news test",
           "BLEU 23.0 vs 19.1", "Table 2", "as above", "as the row above",
-          _bleu("cosine", "random", "newstest2014", "5k"), labels=("cosine", "random")),
+          _bleu("cosine", "random", "newstest2014", "{SMALL}"), labels=("cosine", "random")),
     Claim(KIM, "kim-random", "cosine filtering beats random sampling",
-          "BLEU 23.0 vs 19.1", "Table 2", "as above", NMT + " (random: one seed)", _bleu("cosine", "random"),
+          "BLEU 23.0 vs 19.1", "Table 2", "as above", NMT, _bleu("cosine", "random"),
           labels=("cosine", "random")),
     Claim(KIM, "kim-band-random", "negatives from the 60% band beat random negatives (slightly)",
           "BLEU 33.7 vs 33.3 (newstest2016)", "Table 5", "10M words, 100k negatives each",
@@ -189,8 +190,10 @@ CLAIMS: tuple[Claim, ...] = (
           Measure("bucc.tsv", "f1", {"scorer": "vote-pairwise"}, {"scorer": "vote-strict"}, digits=3),
           labels=("pairwise", "strict")),
     Claim(JW, "jw-margin", "margin scoring mines better than the cosine baseline (+5.2 F1 on average)",
-          "+5.2 F1 over the baseline, all 64 languages", "Sec. 6.1 (003 l.757-762)", "as above", BUCC,
-          _bucc("ratio", "cosine"), labels=("ratio", "cosine")),
+          "+5.2 F1 over the baseline, all 64 languages", "Sec. 6.1 (003 l.757-762)", "as above",
+          BUCC + " (intersection retrieval, as the paper's)", _bucc("ratio", "cosine", "intersect"),
+          labels=("ratio", "cosine"), note="the paper's methods keep every mutual match; ours threshold both at the "
+                                           "value best on train"),
     Claim(JW, "jw-threshold", "a threshold hurts: the margin search kept whole (no threshold) mines better than "
           "the margin with a threshold tuned on train", "the paper's thesis, shown across Tables 3-5",
           "Sec. 1, Sec. 6 (003 l.63-76, l.790-800)", "as above",
@@ -223,8 +226,7 @@ def use_twin(c: Claim) -> Claim:
     assert c.measure is not None
     m = replace(c.measure, a=mapped(dict(c.measure.a)), b=mapped(dict(c.measure.b)))
     return replace(c, key=f"{c.key}-use", claim=f"(USE) {c.claim}", measure=m,
-                   our_setting=c.our_setting.replace("demo DAN", "the pre-trained multilingual USE")
-                   .replace("the demo DAN", "the pre-trained multilingual USE") + "; over USE")
+                   our_setting=c.our_setting.replace("demo DAN", "pre-trained multilingual USE") + "; over USE")
 
 
 CLAIMS = tuple(x for c in CLAIMS for x in ((c, use_twin(c)) if c.key in USE_TWINS else (c,)))

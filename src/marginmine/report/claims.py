@@ -103,7 +103,7 @@ def _p_value(rows: Sequence[Mapping[str, str]], m: Measure, results: Path,
     if _built(sidecar, tables):
         from marginmine.evaluate.paired import compare
 
-        found = compare(read_items(sidecar), m.column, m.a, m.b)
+        found = compare(read_items(sidecar, where=(m.a, m.b)), m.column, m.a, m.b)
         if found is not None:
             return found.p, found.label()
     p_col = "chrf_p" if m.column.startswith("chrf") else "p_value"
@@ -125,18 +125,19 @@ def _where(select: Mapping[str, str]) -> str:
     return ", ".join(f"{k}={v}" for k, v in select.items())
 
 
-def _sized(m: Measure, size: str | None) -> Measure:
-    """``m`` with ``{N}`` in its selectors replaced by ``size`` (the N the systems are trained at)."""
+def _sized(m: Measure, size: str | None, small: str | None = None) -> Measure:
+    """``m`` with ``{N}`` in its selectors replaced by ``size`` (the N the systems are trained at) and
+    ``{SMALL}`` by ``small`` (published.small's N; the caller says "not measured" without it)."""
     def fill(select: Mapping[str, str]) -> dict[str, str]:
         if size is None and "{N}" in select.values():
             raise MarginmineError(f"claims: {m.file} rows are picked at an N: give the size (--size)")
-        return {k: (v.replace("{N}", size) if size is not None else v) for k, v in select.items()}
+        return {k: v.replace("{N}", size or "{N}").replace("{SMALL}", small or "{SMALL}") for k, v in select.items()}
 
     return replace(m, a=fill(m.a), b=fill(m.b))
 
 
 def judge(claim: Claim, results: Path, size: str | None = None,
-          tables: Collection[Path] | None = None) -> dict[str, str]:
+          tables: Collection[Path] | None = None, small: str | None = None) -> dict[str, str]:
     """The claim's row: ours measured from ``results`` (the suite's directory; a ``../`` file is the
     experiment's) at ``size`` (the N of selectors that name ``{N}``), and the verdict. ``tables``: the
     resolved paths of the tables this run built (the workflow's inputs); others count as not written."""
@@ -144,7 +145,10 @@ def judge(claim: Claim, results: Path, size: str | None = None,
            "paper_where": claim.paper_where, "paper_setting": claim.paper_setting, "our_setting": claim.our_setting}
     if claim.measure is None:
         return {**row, "ours": f"not measured: {claim.not_measured}", "verdict": "not measured", "why": claim.note}
-    m = _sized(claim.measure, size)
+    if small is None and "{SMALL}" in (*claim.measure.a.values(), *claim.measure.b.values()):
+        return {**row, "ours": "not measured: published.small is not set (no systems at a small N)",
+                "verdict": "not measured", "why": claim.note}
+    m = _sized(claim.measure, size, small)
     path = results / m.file
     if not _built(path, tables):
         return {**row, "ours": f"not measured: {m.file} not written", "verdict": "not measured", "why": claim.note}
@@ -178,13 +182,14 @@ COLUMNS = ("paper", "claim", "paper_value", "paper_where", "paper_setting", "our
 
 
 def write_claims(claims: Sequence[Claim], results: str | Path, tsv: str | Path, md: str | Path, title: str,
-                 size: str | None = None, tables: Sequence[str | Path] | None = None) -> list[dict[str, str]]:
+                 size: str | None = None, tables: Sequence[str | Path] | None = None,
+                 small: str | None = None) -> list[dict[str, str]]:
     """The claims table as TSV and Markdown (rows picked at ``size`` where a claim names ``{N}``, read
     only from ``tables`` when given); returns its rows."""
     from marginmine.io.safe import write_text
 
     built = None if tables is None else frozenset(Path(t).resolve() for t in tables)
-    rows = [judge(c, Path(results), size, built) for c in claims]
+    rows = [judge(c, Path(results), size, built, small) for c in claims]
 
     def clean(v: str) -> str:
         return v.replace("\t", " ").replace("\n", " ")
@@ -199,7 +204,7 @@ def write_claims(claims: Sequence[Claim], results: str | Path, tsv: str | Path, 
              f"comparison's test gives p >= {ALPHA} (BLEU and chrF: the seed-aware paired bootstrap; retrieval "
              "errors: exact McNemar; mining F1, ROC-AUC, precision at N: a paired bootstrap over the items, "
              "two-sample where the rows saw different items); a claim of no difference `agrees` when its test finds "
-             "none; `not comparable` when the settings differ in a "
+             "none (`not tested` without a test); `not comparable` when the settings differ in a "
              "way that decides the outcome (why says how).", "",
              "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:

@@ -40,13 +40,13 @@ class Scoring:
         self.paper_baselines = list(self.papers.get("baselines", []))
         #: further methods the suite's systems are tested against (published_compare_versus)
         self.paper_references = list(self.papers.get("references", []))
-        #: (N, methods) of published.small: a smaller N at which a few suite methods are also trained
-        self.paper_small = self._paper_small()
         self.all_scorers = {**self.scorers, **self.paper_scorers}
         # plan-time errors naming the config key (marginmine.workflow.checks)
         check_scorer_config(self.scorers, self.methods, list(self.encoder_dirs), plugins=self.plugins,
                             suite=self.papers, suite_scorers=self.paper_scorers,
                             held_out=self.heads.get("held_out", []), positives=self.heads.get("positives", {}))
+        #: (N, methods) of published.small: a smaller N at which a few suite methods are also trained
+        self.paper_small = self._paper_small()
         # every scorer gets a selection per N; NMT trains selection.methods only
         self.selected = self.methods + [n for n in self.scorers if n not in self.methods]
         self.paper_selected = self.paper_methods + [n for n in self.paper_scorers if n not in self.paper_methods]
