@@ -21,7 +21,6 @@ import json
 import os
 import platform
 import sys
-import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -35,7 +34,7 @@ sys.path.insert(0, str(REPO / "bench"))
 from marginmine.encoders import dual, dual_model, laser, laser_common  # noqa: E402
 from marginmine.encoders.base import ParallelData, load_encoder, read_manifest  # noqa: E402
 from marginmine.io.text import read_lines  # noqa: E402
-from measure import measure_tree  # noqa: E402
+from measure import best_of, measure_tree  # noqa: E402
 
 
 def sentences(data: Path, n: int) -> list[str]:
@@ -45,15 +44,6 @@ def sentences(data: Path, n: int) -> list[str]:
     rng = np.random.default_rng(0)
     mix = [news[i] for i in rng.choice(len(news), n // 2)] + [tat[i] for i in rng.choice(len(tat), n - n // 2)]
     return mix
-
-
-def best_of(fn: Callable[[], Any], repeats: int = 2) -> float:
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
 
 
 def dual_bare(enc: dual.DualEncoder, sents: list[str]) -> Callable[[], Any]:

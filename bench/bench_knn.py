@@ -25,24 +25,15 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from measure import measure_tree  # noqa: E402
+from measure import best_of, measure_tree  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 BICLEANER_AI = {"bicleaner-ai full (published)": 1.78, "bicleaner-ai lite (published)": 600.0}
-
-
-def best_of(fn: Callable[[], Any], repeats: int = 2) -> float:
-    best = float("inf")
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
 
 
 def read_pairs(path: Path, n: int) -> tuple[list[str], list[str]]:

@@ -25,11 +25,9 @@ Writes bench/out/pretrained_shapes.{json,md}.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -37,10 +35,12 @@ import torch
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
+sys.path.insert(0, str(REPO / "bench"))
 
 from marginmine.encoders.laser_format import batches, build_lstm  # noqa: E402
 from marginmine.io.text import read_lines  # noqa: E402
 from marginmine.machine import machine as machine_line  # noqa: E402
+from measure import best_of, write_results  # noqa: E402
 
 SOURCES = ("wmt-newstest-ende/newstest2017.en", "wmt-newstest-ende/newstest2017.de",
            "tatoeba-manythings-deu-eng-2018/train.nooverlap.en", "tatoeba-manythings-deu-eng-2018/train.nooverlap.de")
@@ -67,15 +67,6 @@ def bpe_ids(sents: list[str], work: Path, vocab: int = 16000) -> list[np.ndarray
     return [np.asarray(sp.encode(s) + [2], np.int64) for s in sents]  # + EOS, as LASER's tokenizer
 
 
-def timed(f, rounds: int = 3) -> float:  # noqa: ANN001
-    best = float("inf")
-    for _ in range(rounds):
-        t = time.perf_counter()
-        f()
-        best = min(best, time.perf_counter() - t)
-    return best
-
-
 def laser2(ids: list[np.ndarray]) -> float:
     net = build_lstm({"padding_idx": 1, "num_embeddings": 50004, "embed_dim": 320, "hidden_size": 512,
                       "num_layers": 5, "bidirectional": True}).eval()
@@ -86,7 +77,7 @@ def laser2(ids: list[np.ndarray]) -> float:
             for _, batch, lengths in batches(ids, 1, 12000, 512):
                 net(batch, lengths)
 
-    return len(ids) / timed(run)
+    return len(ids) / best_of(run, 3)
 
 
 def labse(ids: list[np.ndarray]) -> float:
@@ -115,7 +106,7 @@ def labse(ids: list[np.ndarray]) -> float:
                 cls = net(input_ids=batch, attention_mask=mask).last_hidden_state[:, 0]
                 torch.nn.functional.normalize(torch.tanh(dense(cls)), dim=1)
 
-    return len(ids) / timed(run, rounds=2)
+    return len(ids) / best_of(run, 2)
 
 
 DATA = Path(os.environ.get("MARGINMINE_DATA_DIR", REPO.parent / "shared" / "data"))
@@ -139,15 +130,13 @@ def main() -> int:
     machine = f"{machine_line()}, {args.threads} threads, torch {torch.__version__}"
     result = {"machine": machine, "python": platform.python_version(), "sentences": len(sents),
               "pieces_per_sentence": pieces, "rows": rows}
-    (out / "pretrained_shapes.json").write_text(json.dumps(result, indent=1) + "\n")
     md = ["# Pre-trained encoders' networks on a CPU (random weights, published shapes)", "",
           f"Machine: {machine}. {len(sents):,} real sentences (newstest2017 and Tatoeba, en and de), "
           f"{pieces:.1f} pieces each on average (a 16,000-piece BPE trained here: the published models' own "
           "pieces are not here), best of the rounds.", "",
           "| kind | network | sentences/s |", "|---|---|---:|"]
     md += [f"| {r['kind']} | {r['network']} | {r['sent_per_s']:,.0f} |" for r in rows]
-    (out / "pretrained_shapes.md").write_text("\n".join(md) + "\n")
-    print("\n".join(md))
+    write_results("pretrained_shapes", result, "\n".join(md) + "\n")
     return 0
 
 

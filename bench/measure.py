@@ -54,3 +54,13 @@ def write_results(name: str, data: object, markdown: str) -> Path:
     (out / f"{name}.md").write_text(markdown, encoding="utf-8")
     print(markdown)
     return out
+
+
+def best_of(fn, repeats: int = 2) -> float:  # noqa: ANN001
+    """The shortest of ``repeats`` wall times of ``fn()``, in seconds."""
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
