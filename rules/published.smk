@@ -140,7 +140,7 @@ rule published_claims:
     params:
         results=lambda wildcards, output: os.path.dirname(output.tsv),
         size=PLAN.sizes[0],
-        small=f"--small-size {PLAN.paper_small[0]}" if PLAN.paper_small else "",
+        small=PLAN.paper_small[0] if PLAN.paper_small else "",
         title=f"{EXP}: the papers' claims beside ours",
     threads: 1
     resources:
@@ -149,7 +149,7 @@ rule published_claims:
     conda:
         PLAN.conda_env("score")
     shell:
-        "marginmine claims --results {params.results:q} --size {params.size:q} {params.small} --title {params.title:q} "
+        "marginmine claims --results {params.results:q} --size {params.size:q} --small-size {params.small:q} --title {params.title:q} "
         "--tables {input.tables:q} --tsv {output.tsv:q} --md {output.md:q} > {log:q} 2>&1"
 
 

@@ -89,7 +89,7 @@ def test_demo_config_plans_clean_mix_dev_test_seeds_and_extra_sets_per_method(re
     for (method, _), cmd in evaluate.items():
         assert "--test-src work/demo/corpus/heldout.test.en" in cmd and "multi30k-flickr2016," in cmd
         assert "--dev-src work/demo/corpus/heldout.dev.en" in cmd and "tatoeba," in cmd
-        assert ("newstest2014," in cmd) == (method in ("use-ratio", "use-cosine")), cmd
+        assert ("newstest2014," in cmd) == (method in ("use-ratio", "use-cosine", "random")), cmd
     compare = re.search(r"marginmine compare [^\n]*", r.stdout).group(0)
     assert "--headline use-ratio" in compare and "--subsets test=work/demo/corpus/heldout.test.labels.tsv" in compare
 
@@ -120,7 +120,7 @@ def test_make_published_part_one_plans_rescoring_and_hard_negatives_not_translat
         assert rule not in counts, rule
     encoders = set(re.findall(r"marginmine train-encoder [^\n]* --output results/demo/encoders?/?([\w.-]*)", r.stdout))
     assert encoders == {"", "dan-de", "dan-bide", "dan-am-0.1", "dan-am-0.2", "dan-am-0.3", "dan-am-0.4", "dan-hn",
-                        "dan-aug"}  # "": the demo's DAN (results/demo/encoder)
+                        "dan-aug", "use"}  # "": the demo's DAN (results/demo/encoder); use: USE's import
     trained = set(re.findall(r"--workdir \S+/nmt/([\w.-]+)\.20k/seed(\d+)", r.stdout))
     suite = {(m, s) for m in ("eq9", "eq10", "hn-ratio") for s in ("1", "2")}
     assert suite <= trained and not any(m.startswith(("mlp", "vote")) for m, _ in trained), trained

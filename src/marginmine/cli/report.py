@@ -126,7 +126,7 @@ def cmd_claims(args: argparse.Namespace) -> int:
         raise InputError(args.results, "--results: no such directory", hint="the results directory of a run, "
                          "e.g. results/demo after make published")
     for r in write_claims(CLAIMS, args.results, args.tsv, args.md, args.title, args.size, args.tables,
-                          small=args.small_size):
+                          small=args.small_size or None):
         log.info("%s: %s: %s", r["paper"], r["claim"], r["verdict"])
     return 0
 
@@ -221,8 +221,8 @@ def register(sub: argparse._SubParsersAction, handlers: Handlers) -> None:
                    help="the suite's tables (results/<exp>/published; ../ is the experiment's)")
     p.add_argument("--size", required=True, help="the N the suite's NMT systems are trained at (e.g. 20k)")
     p.add_argument("--small-size", default=None,
-                   help="published.small's N (e.g. 5k): the claims on small selections; without it they are not "
-                        "measured")
+                   help="published.small's N (e.g. 5k): the claims on small selections; without it (or empty) they "
+                        "are not measured")
     p.add_argument("--title", default="The papers' claims beside ours", help="the Markdown table's title")
     p.add_argument("--tables", nargs="+", metavar="TSV",
                    help="read only these tables (the workflow passes those this run builds; a table an earlier "
