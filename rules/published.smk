@@ -149,7 +149,7 @@ rule published_claims:
     conda:
         PLAN.conda_env("score")
     shell:
-        "marginmine claims --results {params.results:q} --size {params.size:q} --small-size {params.small:q} --title {params.title:q} "
+        "marginmine claims --results {params.results:q} --size {params.size:q} --small-size={params.small:q} --title {params.title:q} "
         "--tables {input.tables:q} --tsv {output.tsv:q} --md {output.md:q} > {log:q} 2>&1"
 
 
