@@ -93,16 +93,12 @@ def sign_test(errors_a: Mapping[str, int], errors_b: Mapping[str, int]) -> Paire
 
 
 def f1_of(tp: np.ndarray, fp: np.ndarray, gold: np.ndarray, column: str) -> np.ndarray:
-    """Precision, recall or F1 of summed counts, per row of the (rounds x units) weights already
-    applied: ``tp``, ``fp``, ``gold`` are the rounds' sums."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        precision = np.where(tp + fp > 0, tp / (tp + fp), 0.0)
-        recall = np.where(gold > 0, tp / gold, 0.0)
-        if column == "precision":
-            return precision
-        if column == "recall":
-            return recall
-        return np.where(precision + recall > 0, 2 * precision * recall / (precision + recall), 0.0)
+    """Precision, recall or F1 (``column``) of summed counts, one per round: ``tp``, ``fp``, ``gold``
+    are the rounds' sums (the mining table's own arithmetic, :func:`~marginmine.scoring.selection.prf_of_counts`)."""
+    from marginmine.scoring.selection import prf_of_counts
+
+    precision, recall, f1 = prf_of_counts(tp, tp + fp, gold)
+    return {"precision": precision, "recall": recall}.get(column, f1)
 
 
 def _shifted_p(diffs: np.ndarray, observed: float) -> float:
@@ -209,8 +205,7 @@ def compare(items: Sequence[Mapping[str, str]], column: str, a: Mapping[str, str
         units = {int(r["units"]) for side in rows for r in side}
         if len(units) != 1:
             return None  # two pools: not one population of sentences
-        sides = [{r["item"]: (int(r["tp"]), int(r["fp"]), int(r["gold"])) for r in side if r["item"] != "-"}
-                 for side in rows]
+        sides = [{r["item"]: (int(r["tp"]), int(r["fp"]), int(r["gold"])) for r in side} for side in rows]
         return bootstrap_counts(*sides, units.pop(), "f1" if column == "train_f1" else column, resamples, seed)
     if "label" not in cols and column == "share" and {"method", "group"} <= cols:
         sides3 = [{r["item"] for r in _matching(items, s)} for s in (a, b)]

@@ -152,9 +152,12 @@ class PRF:
     selected: int
 
 
-def _prf(tp: np.ndarray, selected: np.ndarray, n_gold: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def prf_of_counts(tp: np.ndarray, selected: np.ndarray, n_gold: "int | np.ndarray"
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Precision, recall and F1 of ``tp`` correct among ``selected`` accepted pairs, ``n_gold`` gold
+    pairs in all (arrays element by element; 0 where a denominator is 0)."""
     precision = np.where(selected > 0, tp / np.maximum(selected, 1), 0.0)
-    recall = tp / max(n_gold, 1)
+    recall = tp / np.maximum(n_gold, 1)
     f1 = np.where(precision + recall > 0, 2 * precision * recall / np.maximum(precision + recall, 1e-300), 0.0)
     return precision, recall, f1
 
@@ -174,7 +177,7 @@ def optimal_threshold(scores: np.ndarray, correct: np.ndarray, n_gold: int) -> P
     tp = np.cumsum(c)
     last_of_tie = np.r_[s[1:] != s[:-1], True]
     pos = np.flatnonzero(last_of_tie)
-    p, r, f = _prf(tp[pos], pos + 1, n_gold)
+    p, r, f = prf_of_counts(tp[pos], pos + 1, n_gold)
     best = int(np.argmax(f))
     return PRF(float(s[pos[best]]), float(p[best]), float(r[best]), float(f[best]), int(pos[best] + 1))
 
@@ -183,5 +186,5 @@ def prf_at(scores: np.ndarray, correct: np.ndarray, n_gold: int, threshold: floa
     """Precision, recall and F1 of accepting ``score >= threshold``."""
     keep = np.asarray(scores, np.float64) >= threshold
     tp = int(np.asarray(correct, bool)[keep].sum())
-    p, r, f = _prf(np.array([tp]), np.array([int(keep.sum())]), n_gold)
+    p, r, f = prf_of_counts(np.array([tp]), np.array([int(keep.sum())]), n_gold)
     return PRF(float(threshold), float(p[0]), float(r[0]), float(f[0]), int(keep.sum()))
