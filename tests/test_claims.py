@@ -168,6 +168,10 @@ def test_a_retrieval_error_gap_of_two_sentences_is_not_significant(tmp_path: Pat
     tables(set(range(40)), set(range(80)))  # 40 vs 80 errors, the same 40 plus 40 more
     row = judge(_claim(measure=m, labels=("hard", "random")), tmp_path)
     assert row["verdict"] == "agrees" and row["ours"] == "hard 4.00 vs random 8.00 (p < 0.001, McNemar)"
+    # write_claims reads each sidecar once for every claim that tests from it: the same rows
+    rows = write_claims([_claim(measure=m, labels=("hard", "random"))] * 2, tmp_path, tmp_path / "c.tsv",
+                        tmp_path / "c.md", "claims")
+    assert [r["ours"] for r in rows] == ["hard 4.00 vs random 8.00 (p < 0.001, McNemar)"] * 2
 
 
 def test_a_claim_of_no_difference_holds_when_the_test_finds_none(tmp_path: Path) -> None:

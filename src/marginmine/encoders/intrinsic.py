@@ -12,6 +12,7 @@ Each with cosine (``absolute``) and with the ratio margin (k = 4), as in the pap
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
@@ -25,6 +26,8 @@ from marginmine.io.items import items_path, write_items
 from marginmine.io.safe import write_text
 from marginmine.io.text import open_text_out, read_lines
 from marginmine.search.margin import best_candidates
+
+log = logging.getLogger(__name__)
 
 
 def retrieval_wrong(x: np.ndarray, y: np.ndarray, margin: str = "absolute", k: int = K) -> np.ndarray:
@@ -167,9 +170,7 @@ def write_report(inputs: Sequence[Path], tsv: Path, md: Path, votes: Path | None
     results = [read_json(p, "an eval-encoder result", hint="rerun eval-encoder") for p in inputs]
     for p, res in zip(inputs, results):
         if any("wrong_src2tgt" not in r for r in res["rows"]):
-            import logging
-
-            logging.getLogger(__name__).warning(
+            log.warning(
                 "%s: written before each sentence's outcome was recorded: its rows get no items (no significance "
                 "test); rerun its rule (snakemake -R eval_encoder published_eval_encoder ...) to test them", p)
     with open_text_out(tsv) as fh:

@@ -93,7 +93,8 @@ def _built(path: Path, tables: Collection[Path] | None) -> bool:
 
 
 def _p_value(rows: Sequence[Mapping[str, str]], m: Measure, results: Path,
-             tables: Collection[Path] | None) -> tuple[float, str] | None:
+             tables: Collection[Path] | None,
+             items: Mapping[Path, Sequence[Mapping[str, str]]] | None = None) -> tuple[float, str] | None:
     """The p of one row against the other and the test's name: from the table's items sidecar (if
     the run built one), else the bootstrap p of a comparison table or of a comparison against either
     method (``versus/<method>/comparison.tsv``), if the run built one."""
@@ -103,7 +104,8 @@ def _p_value(rows: Sequence[Mapping[str, str]], m: Measure, results: Path,
     if _built(sidecar, tables):
         from marginmine.evaluate.paired import compare
 
-        found = compare(read_items(sidecar, where=(m.a, m.b)), m.column, m.a, m.b)
+        lines = items[sidecar] if items is not None and sidecar in items else read_items(sidecar, where=(m.a, m.b))
+        found = compare(lines, m.column, m.a, m.b)
         if found is not None:
             return found.p, found.label()
     p_col = "chrf_p" if m.column.startswith("chrf") else "p_value"
@@ -125,6 +127,11 @@ def _where(select: Mapping[str, str]) -> str:
     return ", ".join(f"{k}={v}" for k, v in select.items())
 
 
+def _at_small_n(m: Measure) -> bool:
+    """The claim's rows are picked at published.small's N."""
+    return "{SMALL}" in (*m.a.values(), *m.b.values())
+
+
 def _sized(m: Measure, size: str | None, small: str | None = None) -> Measure:
     """``m`` with ``{N}`` in its selectors replaced by ``size`` (the N the systems are trained at) and
     ``{SMALL}`` by ``small`` (published.small's N; the caller says "not measured" without it)."""
@@ -137,7 +144,8 @@ def _sized(m: Measure, size: str | None, small: str | None = None) -> Measure:
 
 
 def judge(claim: Claim, results: Path, size: str | None = None,
-          tables: Collection[Path] | None = None, small: str | None = None) -> dict[str, str]:
+          tables: Collection[Path] | None = None, small: str | None = None,
+          items: Mapping[Path, Sequence[Mapping[str, str]]] | None = None) -> dict[str, str]:
     """The claim's row: ours measured from ``results`` (the suite's directory; a ``../`` file is the
     experiment's) at ``size`` (the N of selectors that name ``{N}``), and the verdict. ``tables``: the
     resolved paths of the tables this run built (the workflow's inputs); others count as not written."""
@@ -145,7 +153,7 @@ def judge(claim: Claim, results: Path, size: str | None = None,
            "paper_where": claim.paper_where, "paper_setting": claim.paper_setting, "our_setting": claim.our_setting}
     if claim.measure is None:
         return {**row, "ours": f"not measured: {claim.not_measured}", "verdict": "not measured", "why": claim.note}
-    if small is None and "{SMALL}" in (*claim.measure.a.values(), *claim.measure.b.values()):
+    if small is None and _at_small_n(claim.measure):
         return {**row, "ours": "not measured: published.small is not set (no systems at a small N)",
                 "verdict": "not measured", "why": claim.note}
     m = _sized(claim.measure, size, small)
@@ -159,7 +167,7 @@ def judge(claim: Claim, results: Path, size: str | None = None,
         return {**row, "ours": f"not measured: no {m.column} for {'; '.join(missing)} in {m.file}",
                 "verdict": "not measured", "why": claim.note}
     assert a is not None and b is not None
-    tested = _p_value(rows, m, results, tables)
+    tested = _p_value(rows, m, results, tables, items)
     ours = (f"{claim.labels[0]} {a:.{m.digits}f} vs {claim.labels[1]} {b:.{m.digits}f}"
             + (f" ({_p_text(tested[0])}, {tested[1]})" if tested is not None else " (no significance test)"))
     if m.better == "same":  # the claim is "no difference": the test decides
@@ -181,6 +189,23 @@ def judge(claim: Claim, results: Path, size: str | None = None,
 COLUMNS = ("paper", "claim", "paper_value", "paper_where", "paper_setting", "ours", "our_setting", "verdict", "why")
 
 
+def _sidecar_lines(claims: Sequence[Claim], results: Path, size: str | None, tables: Collection[Path] | None,
+                   small: str | None) -> dict[Path, list[dict[str, str]]]:
+    """Each built items sidecar the claims test from, read once: the lines any of their rows pick
+    (a quality sidecar holds millions of lines; each claim would otherwise stream it again)."""
+    from marginmine.io.items import items_path, read_items
+
+    wanted: dict[Path, list[Mapping[str, str]]] = {}
+    for c in claims:
+        if c.measure is None or (small is None and _at_small_n(c.measure)):
+            continue
+        m = _sized(c.measure, size, small)
+        sidecar = items_path(results / m.file)
+        if _built(sidecar, tables):
+            wanted.setdefault(sidecar, []).extend((m.a, m.b))
+    return {path: read_items(path, where=selects) for path, selects in wanted.items()}
+
+
 def write_claims(claims: Sequence[Claim], results: str | Path, tsv: str | Path, md: str | Path, title: str,
                  size: str | None = None, tables: Sequence[str | Path] | None = None,
                  small: str | None = None) -> list[dict[str, str]]:
@@ -189,7 +214,8 @@ def write_claims(claims: Sequence[Claim], results: str | Path, tsv: str | Path, 
     from marginmine.io.safe import write_text
 
     built = None if tables is None else frozenset(Path(t).resolve() for t in tables)
-    rows = [judge(c, Path(results), size, built, small) for c in claims]
+    lines = _sidecar_lines(claims, Path(results), size, built, small)
+    rows = [judge(c, Path(results), size, built, small, lines) for c in claims]
 
     def clean(v: str) -> str:
         return v.replace("\t", " ").replace("\n", " ")
