@@ -164,6 +164,29 @@ def test_the_mlp_as_similarity_of_every_pair_fails_at_alignment_as_in_the_paper(
     assert matrix_errors(np.eye(4), "tatoeba") == (0.0, 0.0) and matrix_errors(np.eye(4)[::-1], "tatoeba")[0] == 1.0
 
 
+def test_negligible_weights_dropped_leave_every_logit_the_same_bytes(fitted, real_data: Path) -> None:  # noqa: ANN001
+    """logit_matrix takes weights below 2**-100 as 0 (a fitted head's decayed dead units: their
+    subnormal products slowed the smoke suite's similarity evaluation tenfold): on the fitted head, with
+    such weights planted in a hidden unit's inputs and outputs as weight decay leaves them (subnormal
+    and just above), every logit of real newstest2018 pairs has the bytes of the product with them."""
+    from marginmine.scoring.heads import load_arrays
+    from marginmine.scoring.mlp import NEGLIGIBLE, logit_matrix
+
+    head, _ = fitted
+    arrays = {k: np.array(a, np.float32) for k, a in load_arrays(head).items()}
+    tiny = np.array([1e-41, -3e-39, 2e-36, -5e-33, 7e-31], np.float32)  # subnormal and normal, all < 2**-100
+    assert (np.abs(tiny) < NEGLIGIBLE).all() and (np.abs(tiny[:2]) < np.finfo(np.float32).tiny).all()
+    arrays["w1"][:, 3] = np.resize(tiny, arrays["w1"].shape[0])  # unit 3 of the second layer: inputs ...
+    arrays["w1"][7, :] = np.resize(tiny[::-1], arrays["w1"].shape[1])  # ... and unit 7 of the first: outputs
+    enc = TrigramEncoder()
+    src, tgt = _lines(real_data / NEWS / "newstest2018.en", 200), _lines(real_data / NEWS / "newstest2018.de", 200)
+    u, v = enc.encode(src, "en"), enc.encode(tgt, "de")
+    dropped, kept = logit_matrix(arrays, u, v), logit_matrix(arrays, u, v, negligible=0.0)
+    assert dropped.tobytes() == kept.tobytes()
+    # ... where dropping weights that matter changes them (the comparison can fail)
+    assert logit_matrix(arrays, u, v, negligible=1e-2).tobytes() != kept.tobytes()
+
+
 def test_the_mining_benchmark_takes_the_mlps_best_of_the_cosine_neighbours(fitted, real_data: Path) -> None:  # noqa: ANN001
     """bucc.md's MLP row: each source's best of its k cosine neighbours by the MLP, the threshold
     from train; the chosen partners equal a brute-force choice."""
