@@ -111,10 +111,12 @@ def paracrawl_tsv(real_data: Path) -> Path:
 
 #: the longest test files first, so the two workers (make test: --dist loadfile
 #: --no-loadscope-reorder) start them early and share the many short files at the end. One worker
-#: runs the smoke experiment (test_smoke.py, ~4 min) while the other runs own corpus (~1.5 min) and
-#: SLURM (~2 min); the smoke run is then ready for the two files that copy it, the suite (~6 min)
-#: and the kill test (~4.5 min), one on each worker
-FIRST = ("test_smoke.py", "test_own_corpus.py", "test_slurm.py", "test_smoke_published.py", "test_smoke_kill.py",
+#: runs the smoke experiment (test_smoke.py, ~3 min on every core) while the other runs own corpus
+#: (~2 min) and then waits for the smoke run to start the suite on it (~4-5 min, every core); the
+#: first worker goes on with SLURM (~2 min, mostly waiting for the cluster's jobs, while the suite
+#: keeps both cores busy) and the kill test (~2.5 min on its share). SLURM before the suite left a core
+#: idle while the kill test ran on one (measured: the suite started 84 s after the smoke run ended)
+FIRST = ("test_smoke.py", "test_own_corpus.py", "test_smoke_published.py", "test_slurm.py", "test_smoke_kill.py",
          "test_nmt_run.py", "test_workflow_edge_cases.py", "test_laser_encoder.py", "test_scorers.py", "test_kill.py",
          "test_workflow.py", "test_paper_path.py", "test_scale.py", "test_use_multilingual.py", "test_binarize.py",
          "test_mlp.py")  # the files of a minute or more come early: none of them is left for the end
