@@ -170,7 +170,7 @@ def test_negligible_weights_dropped_leave_every_logit_the_same_bytes(fitted, rea
     such weights planted in a hidden unit's inputs and outputs as weight decay leaves them (subnormal
     and just above), every logit of real newstest2018 pairs has the bytes of the product with them."""
     from marginmine.scoring.heads import load_arrays
-    from marginmine.scoring.mlp import NEGLIGIBLE, logit_matrix
+    from marginmine.scoring.mlp import NEGLIGIBLE, drop_negligible, logit_matrix
 
     head, _ = fitted
     arrays = {k: np.array(a, np.float32) for k, a in load_arrays(head).items()}
@@ -183,6 +183,10 @@ def test_negligible_weights_dropped_leave_every_logit_the_same_bytes(fitted, rea
     u, v = enc.encode(src, "en"), enc.encode(tgt, "de")
     dropped, kept = logit_matrix(arrays, u, v), logit_matrix(arrays, u, v, negligible=0.0)
     assert dropped.tobytes() == kept.tobytes()
+    # ... and they are dropped (what the speed needs): the planted ones, and no other (this head has none)
+    cleaned = drop_negligible(arrays["w1"])
+    assert not cleaned[:, 3].any() and not cleaned[7, :].any()
+    assert np.array_equal(np.delete(np.delete(cleaned, 3, 1), 7, 0), np.delete(np.delete(arrays["w1"], 3, 1), 7, 0))
     # ... where dropping weights that matter changes them (the comparison can fail)
     assert logit_matrix(arrays, u, v, negligible=1e-2).tobytes() != kept.tobytes()
 

@@ -99,15 +99,16 @@ ALLOWED = {
     # scoring sits below its evaluations: it never imports evaluate, nmt, report or the CLI
     "scoring": {"defaults", "errors", "io", "search", "encoders", "preprocess", "scoring", "machine", "timecap",
                 "fairseq_process"},
-    "evaluate": {"defaults", "errors", "io", "search", "encoders", "preprocess", "scoring", "evaluate", "machine"},
+    "evaluate": {"defaults", "errors", "io", "search", "encoders", "preprocess", "scoring", "evaluate", "machine",
+                 "stats"},
     "preprocess": {"defaults", "errors", "io", "preprocess"},
     "data": {"defaults", "errors", "io", "preprocess", "data"},
     # NMT trains on selections (files), never on the scoring stage's code; it reads the encoders' data
     "nmt": {"defaults", "errors", "io", "preprocess", "data", "encoders", "nmt", "fairseq_process", "machine",
-            "timecap"},
+            "timecap", "stats"},
     # the report renders every stage's files: it may read any stage below it, never the CLI
     "report": {"defaults", "errors", "io", "search", "preprocess", "data", "encoders", "scoring", "nmt", "evaluate",
-               "report", "machine", "timecap"},
+               "report", "machine", "timecap", "stats"},
 }
 
 

@@ -12,7 +12,7 @@ figures, on the real data; then checked for what would break if the science brok
 
 The run is the ``smoke`` fixture (tests/conftest.py), shared with tests/test_smoke_kill.py (killed
 three times, it ends byte-identical) and tests/test_smoke_published.py (the published scorers' suite,
-which the other pytest worker runs while this one goes on with the kill test).
+which the other pytest worker runs while this one goes on with the SLURM test and the kill test).
 """
 
 from __future__ import annotations

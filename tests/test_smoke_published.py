@@ -2,8 +2,9 @@
 of the smoke run: a hard-negative DAN, Eq. 9 / 10, the calibrated confidence, the MLP on [a; b] and
 translate-then-vote (pairwise and strict) over the smoke DAN; every scorer's selection made and
 evaluated, the MLP's trained to BLEU, and the suite's tables. Part of the default run: the ``smoke``
-fixture is shared by the two pytest workers, so this file runs on one while the other kills the smoke run
-(tests/test_smoke_kill.py); ``make test-published`` runs it alone."""
+fixture is shared by the two pytest workers, so this file runs on one while the other runs the SLURM
+test and kills the smoke run (tests/test_slurm.py, tests/test_smoke_kill.py); ``make test-published``
+runs it alone."""
 
 from __future__ import annotations
 

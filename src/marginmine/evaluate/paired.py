@@ -30,7 +30,7 @@ draws one resample of the items for both. Rows over different items (e.g. two ML
 positives in the shortcut check) are resampled independently, which is the two-sample bootstrap.
 
 The bootstrap's p is the shifted-null one the NMT comparison uses
-(:mod:`marginmine.nmt.significance`): ``(1 + #{|d_r - mean(d)| >= |d_obs|}) / (R + 1)`` over ``R``
+(:func:`marginmine.stats.shifted_null_p`): ``(1 + #{|d_r - mean(d)| >= |d_obs|}) / (R + 1)`` over ``R``
 rounds of the difference A - B; deterministic given the seed. McNemar's is the exact two-sided
 binomial p of the discordant counts ``b`` (A wrong, B right) and ``c``: ``min(1, 2 P(X <= min(b, c)))``
 for ``X ~ Bin(b + c, 1/2)``, 1 when no item is discordant.
@@ -46,6 +46,7 @@ import numpy as np
 
 from marginmine.defaults import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
 from marginmine.errors import MarginmineError
+from marginmine.stats import shifted_null_p
 
 
 @dataclass(frozen=True)
@@ -101,11 +102,6 @@ def f1_of(tp: np.ndarray, fp: np.ndarray, gold: np.ndarray, column: str) -> np.n
     return {"precision": precision, "recall": recall}.get(column, f1)
 
 
-def _shifted_p(diffs: np.ndarray, observed: float) -> float:
-    extreme = int(np.count_nonzero(np.abs(diffs - diffs.mean()) >= abs(observed) - 1e-12))
-    return float(min(1.0, (1 + extreme) / (len(diffs) + 1)))
-
-
 def bootstrap_counts(a: Mapping[str, tuple[int, int, int]], b: Mapping[str, tuple[int, int, int]], units: int,
                      column: str, resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED) -> PairedTest:
     """Paired bootstrap of precision / recall / F1 (``column``) over a pool's ``units`` source
@@ -131,7 +127,7 @@ def bootstrap_counts(a: Mapping[str, tuple[int, int, int]], b: Mapping[str, tupl
         w = np.stack([np.bincount(rng.integers(0, units, units), minlength=units) for _ in range(n)]).astype(float)
         sa, sb = w @ ca, w @ cb
         diffs[start:start + n] = f1_of(*sa.T, column) - f1_of(*sb.T, column)
-    return PairedTest(_shifted_p(diffs, observed), "bootstrap", True, len(a), len(b))
+    return PairedTest(shifted_null_p(diffs, observed), "bootstrap", True, len(a), len(b))
 
 
 def bootstrap_ranked(a: Mapping[str, tuple[bool, float]], b: Mapping[str, tuple[bool, float]],
@@ -162,7 +158,7 @@ def bootstrap_ranked(a: Mapping[str, tuple[bool, float]], b: Mapping[str, tuple[
         ia = draw(la)
         ib = ia if paired else draw(lb)
         diffs[r] = statistic(sa[ia], la[ia]) - statistic(sb[ib], lb[ib])
-    return PairedTest(_shifted_p(diffs, observed), "bootstrap", paired, len(a), len(b))
+    return PairedTest(shifted_null_p(diffs, observed), "bootstrap", paired, len(a), len(b))
 
 
 def _matching(items: Sequence[Mapping[str, str]], select: Mapping[str, str]) -> list[Mapping[str, str]]:

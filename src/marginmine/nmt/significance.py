@@ -239,8 +239,9 @@ def seed_bootstrap_stats(stats_a: np.ndarray, stats_b: np.ndarray,
     d_obs = score_a - score_b
     alpha = 1 - settings.confidence
     low, high = np.quantile(diffs, [alpha / 2, 1 - alpha / 2])
-    extreme = int(np.count_nonzero(np.abs(diffs - diffs.mean()) >= abs(d_obs) - 1e-9))
-    p = (1 + extreme) / (r_total + 1)
+    from marginmine.stats import shifted_null_p
+
+    p = shifted_null_p(diffs, d_obs, tolerance=1e-9)
     levels = "seeds+sentences" if settings.resample_seeds else "sentences"
     notes = []
     if settings.resample_seeds:
@@ -249,7 +250,7 @@ def seed_bootstrap_stats(stats_a: np.ndarray, stats_b: np.ndarray,
             notes.append(f"method {' and '.join(single)} has one seed: its seed variance is not seen")
         if 2 in (sa, sb):
             notes.append("two seeds: seed variance rests on one degree of freedom")
-    return SignificanceResult(score_a, score_b, d_obs, float(low), float(high), float(min(p, 1.0)), sa, sb, n,
+    return SignificanceResult(score_a, score_b, d_obs, float(low), float(high), p, sa, sb, n,
                               r_total, levels, "; ".join(notes), metric.name)
 
 
