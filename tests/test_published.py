@@ -63,7 +63,10 @@ def test_published_plans_its_encoders_scores_selections_systems_and_tables(real_
     baseline_encoders = {DEMO["scorers"][b].get("encoder", "dan") for b in suite["baselines"] if b in DEMO["scorers"]}
     assert baseline_encoders == {"dan", "use"}
     assert counts["score_shard"] == 4 * (len(baseline_encoders) + 1 + len(new_encoders) + len(fitted))
-    assert counts["fit_scorer"] == len(fitted) == 11
+    assert counts["fit_scorer"] == len(fitted) == 15  # use-mlp-40/60/80/100 too
+    use_mlp = re.search(r"marginmine fit-scorer [^\n]*--name use-mlp-60 [^\n]*", r.stdout).group(0)
+    assert "--encoder results/demo/encoders/use " in use_mlp and "work/demo/embed/use/shard0000.en.npy" in use_mlp
+    assert "--positives encoder_data --positives-size 4000 " in use_mlp
     mlp = re.search(r"marginmine fit-scorer [^\n]*--name mlp-60 [^\n]*", r.stdout).group(0)
     assert "--corpus work/demo/preprocess/kept/shard0000.tsv.gz,work/demo/embed/dan/shard0000.en.npy," in mlp
     assert f"--exclude-pairs {real_data}/paracrawl-human-eval-en-de/" in mlp

@@ -209,11 +209,19 @@ CLAIMS: tuple[Claim, ...] = (
                           "selections")),
 )
 
-#: the same scores over the pre-trained multilingual USE (the demo's own scorers and the suite's use-*)
-USE_NAMES = {"ratio": "use-ratio", "cosine": "use-cosine", "eq9": "use-eq9", "eq10": "use-eq10", "dan": "use"}
-#: the claims that compare scores, not trained encoders or fitted scorers: each also measured over USE
+#: the same scores over the pre-trained multilingual USE (the demo's own scorers and the suite's use-*):
+#: margins, the MLPs fitted over USE's embeddings and the votes over USE's embeddings of the translations
+USE_NAMES = {"ratio": "use-ratio", "cosine": "use-cosine", "eq9": "use-eq9", "eq10": "use-eq10", "dan": "use",
+             **{f"mlp-{b}": f"use-mlp-{b}" for b in ("40", "60", "80", "100", "60-news")},
+             "mlp-60 (dan)": "use-mlp-60 (use)",  # the similarity's row in the intrinsic table
+             **{f"vote-{r}": f"use-vote-{r}" for r in ("strict", "pairwise", "orig")}}
+#: the claims that compare scores (margins, fitted scorers, votes), not trained encoders: each also measured
+#: over USE. Left out: the MLP rows against mlp-random (no use-mlp-random) or at the small N (the
+#: DAN's MLP only), and the vote-against-margin NMT row (not comparable either way)
 USE_TWINS = ("as-bucc", "as-retrieval-cosine", "as-retrieval-ratio", "as-paraphrases", "as-paracrawl", "as-nmt",
-             "yang-eq9", "yang-eq10", "yang-eq9-ratio", "kim-csls", "kim-random", "jw-margin")
+             "yang-eq9", "yang-eq10", "yang-eq9-ratio", "kim-align", "kim-csls", "kim-bleu", "kim-random",
+             "kim-band-40", "kim-band-80", "kim-band-100", "kim-domain", "jw-pairwise", "jw-strict-p", "jw-strict-f1",
+             "jw-margin", "jw-threshold")
 
 
 def use_twin(c: Claim) -> Claim:
