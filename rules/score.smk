@@ -81,6 +81,7 @@ rule fit_scorer:
         plugins=PLAN.plugin_args(),
         held_out=lambda w: PLAN.held_out_args(),
         positives=lambda w: PLAN.positives_args(w.name),
+        pretrained=lambda w: PLAN.fit_pretrained_arg(w.name),
         corpus=lambda w: PLAN.fit_corpus_args(w.name),
         langs=f"--src-lang {SRC} --tgt-lang {TGT}",
         encdir=lambda wildcards, input: os.path.dirname(input.encoder),
@@ -97,7 +98,8 @@ rule fit_scorer:
         PLAN.conda_env("score")
     shell:
         "marginmine fit-scorer --scorers {params.scorers:q} --name {wildcards.name:q} {params.plugins} "
-        "--encoder {params.encdir:q} --held-out {params.held_out} {params.positives} {params.corpus} {params.langs} "
+        "--encoder {params.encdir:q} --held-out {params.held_out} {params.positives} {params.pretrained}"
+        "{params.corpus} {params.langs} "
         "--protect {input.protect:q} --encoder-data {input.data:q} --seed {params.seed:q} --device "
         "{params.device:q} --threads {threads} --output {params.outdir:q} > {log:q} 2>&1"
 

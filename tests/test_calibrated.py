@@ -88,6 +88,18 @@ def test_the_fit_removes_and_counts_leaked_pairs_and_orients_both_files(fitted: 
     assert manifest["sha256"] == sha256_file(fitted / "head.npz") and set(load_arrays(fitted)) == set(HEAD_ARRAYS)
 
 
+def test_a_pretrained_encoder_keeps_the_encoder_datas_pairs(fitted: Path, real_data: Path, tmp_path: Path) -> None:
+    """A pre-trained encoder (fit-scorer --pretrained, e.g. USE) never trained on the encoder data: the
+    held-out pair that the DAN's fit above removes as the encoder's own training pair stays (the same
+    list of pairs is what the positives files lose, e.g. news test sets the DAN trains on)."""
+    out = fit_head("cal", make_kind("calibrated", {"steps": 20}, "test"), trigram_encoder_dir(tmp_path),
+                   _held_out(real_data), "en", "de", tmp_path / "cal", encoder_data=_training_data(tmp_path, real_data),
+                   seed=7, positives=Positives("held_out"), encoder_trained=False)
+    sources = out["held_out"]["report"]["sources"]
+    assert sources["held-out1"]["kept"] == 2000 and "leakage" not in sources["held-out1"], sources
+    assert out["held_out"]["report"]["excluded_other_sentences"] == 0 and out["held_out"]["pairs"] == 1997 + 2000
+
+
 def test_the_calibrated_score_separates_translations_it_never_saw(fitted: Path, real_data: Path) -> None:
     """newstest2018 (not fitted on): each source's own translation against every other target, one
     global threshold - what a filter needs, and what raw cosine is poor at (Guo et al. Sec. 2.4.2)."""

@@ -66,12 +66,17 @@ def test_published_plans_its_encoders_scores_selections_systems_and_tables(real_
     assert counts["fit_scorer"] == len(fitted) == 15  # use-mlp-40/60/80/100 too
     use_mlp = re.search(r"marginmine fit-scorer [^\n]*--name use-mlp-60 [^\n]*", r.stdout).group(0)
     assert "--encoder results/demo/encoders/use " in use_mlp and "work/demo/embed/use/shard0000.en.npy" in use_mlp
-    assert "--positives encoder_data --positives-size 4000 " in use_mlp
+    assert "--positives encoder_data --positives-size 4000 --pretrained " in use_mlp
+    # over USE the news test sets the DAN trains on are fair positives, all of them
+    use_news = re.search(r"marginmine fit-scorer [^\n]*--name use-mlp-60-news [^\n]*", r.stdout).group(0)
+    assert "--positives files --positives-size 0 --positives-files en,de," in use_news
+    assert "--pretrained " in use_news and "newstest2010.de" in use_news
     mlp = re.search(r"marginmine fit-scorer [^\n]*--name mlp-60 [^\n]*", r.stdout).group(0)
     assert "--corpus work/demo/preprocess/kept/shard0000.tsv.gz,work/demo/embed/dan/shard0000.en.npy," in mlp
     assert f"--exclude-pairs {real_data}/paracrawl-human-eval-en-de/" in mlp
     # positives: a sample of the encoder data (heads.positives), or the held-out news for the -news controls
     assert "--positives encoder_data --positives-size 4000 " in mlp
+    assert "--pretrained" not in mlp  # the DAN trains on the encoder data: its pairs leave the positives
     news = re.search(r"marginmine fit-scorer [^\n]*--name mlp-60-news [^\n]*", r.stdout).group(0)
     assert "--positives held_out --corpus work/demo/preprocess/kept/" in news
     fit = re.search(r"marginmine fit-scorer [^\n]*--name hn-cal [^\n]*", r.stdout).group(0)

@@ -181,6 +181,28 @@ def test_encoder_data_positives_in_a_protected_set_are_removed_and_counted(tmp_p
     assert info["report"]["sources"]["encoder-data"]["leakage"] == 1 and info["sample"]["pairs"] == 3
 
 
+def test_file_positives_in_a_protected_set_or_the_encoders_data_are_removed_and_counted(tmp_path: Path) -> None:
+    """Positives from files are training data as the encoder data is: a pair sharing a side with a
+    protected set (real: newstest2010.de's "Vielen Dank!" is a Tatoeba sentence) or with the pairs
+    excluded (the encoder's own training data, the held-out pairs) is removed and counted, not an
+    error; the held-out pairs stay an error (tests/test_calibrated.py)."""
+    from marginmine.scoring.heads import HeldOut, positive_pairs
+
+    (tmp_path / "p.en").write_text("Thank you!\nThe cat sleeps.\nWe are late.\n", encoding="utf-8")
+    (tmp_path / "p.de").write_text("Vielen Dank!\nDie Katze schläft.\nWir sind spät dran.\n", encoding="utf-8")
+    tatoeba = tmp_path / "tatoeba.deu"
+    tatoeba.write_text("Vielen Dank!\n", encoding="utf-8")
+    trained = tmp_path / "trained.en"
+    trained.write_text("We are late.\n", encoding="utf-8")
+    files = (HeldOut("en", "de", str(tmp_path / "p.en"), str(tmp_path / "p.de")),)
+    src, tgt, info = positive_pairs(Positives("files", 0, files), tmp_path / "pos", "en", "de", protect=[tatoeba],
+                                    encoder_data=None, exclude=[trained], seed=1)
+    assert src == ["The cat sleeps."] and tgt == ["Die Katze schläft."]
+    report = info["report"]
+    assert report["sources"]["positives0"]["leakage"] == 2 and info["available"] == 1
+    assert report["protected_sentences"] == 1 and report["excluded_other_sentences"] == 1
+
+
 def test_the_cli_refuses_a_scorer_that_is_not_fitted(tmp_path: Path) -> None:
     r = subprocess.run([sys.executable, "-m", "marginmine.cli.main", "shortcut-check",
                         "--scorers", '{"r": {"kind": "ratio"}}',

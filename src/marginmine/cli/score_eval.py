@@ -98,7 +98,8 @@ def cmd_fit_scorer(args: argparse.Namespace) -> int:
     fit_head(args.name, kinds[args.name], args.encoder, args.held_out, args.src_lang, args.tgt_lang, args.output,
              protect=args.protect, encoder_data=args.encoder_data, seed=args.seed, device=args.device,
              corpus=args.corpus, exclude=exclude,
-             positives=Positives(args.positives, args.positives_size, tuple(args.positives_files)))
+             positives=Positives(args.positives, args.positives_size, tuple(args.positives_files)),
+             encoder_trained=not args.pretrained)
     return 0
 
 
@@ -237,6 +238,9 @@ def register(sub: argparse._SubParsersAction, handlers: Handlers) -> None:
     p.add_argument("--protect", nargs="*", default=[], help="sets no held-out pair may share a side with")
     p.add_argument("--encoder-data", default=None, help="the encoder's training-data manifest.json (its pairs "
                                                          "are not held out)")
+    p.add_argument("--pretrained", action="store_true",
+                   help="the encoder did not train on --encoder-data (a pre-trained kind): its pairs stay in the "
+                        "held-out pairs and the positives files; --encoder-data only gives encoder_data positives")
     p.add_argument("--corpus", nargs="*", default=[], type=_corpus_shard, metavar="TSV,SRC_NPY,TGT_NPY",
                    help="the corpus' shards and their embeddings (kinds whose negatives come from the corpus)")
     p.add_argument("--exclude-pairs", default=None, help="a human-labelled evaluation TSV (ParaCrawl format): "

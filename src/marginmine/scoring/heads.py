@@ -6,11 +6,13 @@ The *positives* (:class:`Positives`) are clean parallel data of the domains to b
 default a seeded sample of the encoder data's pairs in the corpus' language pair
 (``encoder_data``, already free of dev/test/corpus sentences), or given files (``files``), or the
 held-out pairs themselves (``held_out``). The *held-out* pairs (``heads.held_out``, e.g. newstest2019)
-check the fit. Both are cleaned like encoder training data and checked for leakage: a held-out or
-file pair with a side in a protected set (dev/test, intrinsic, mining benchmark) is an error naming
-the file, its line and the set (a sampled encoder-data pair is removed and counted instead: the user
-did not write that file); a held-out or file pair with a side in the encoder data is removed and
-counted (``data/report.json``), never silently. Every pair is oriented to the corpus' direction
+check the fit. Both are cleaned like encoder training data and checked for leakage: a held-out pair
+with a side in a protected set (dev/test, intrinsic, mining benchmark) is an error naming the file,
+its line and the set (the check would be unsound); a positive pair with one - sampled from the
+encoder data or read from files, training data either way - is removed and counted, as encoder
+training data is (public test sets share a few short sentences: newstest2010's "Vielen Dank!" is in
+Tatoeba); a held-out or file pair with a side in the encoder data of an encoder trained on it is
+removed and counted (``data/report.json``), never silently. Every pair is oriented to the corpus' direction
 (``src_lang`` -> ``tgt_lang``), whichever side the file pair names first. A tenth of the positives
 (every tenth, in order) is kept out of the fit (``positives_check.tsv``, read by the shortcut check)
 and a tenth of the held-out pairs is used to report the head's separation of each source's
@@ -210,13 +212,16 @@ def _oriented(sets: Sequence[HeldOut], prefix: str, src_lang: str, tgt_lang: str
 
 
 def _cleaned(sources: Sequence[Any], outdir: Path, protect: Sequence[str | Path], exclude: Sequence[str | Path],
-             src_lang: str, tgt_lang: str) -> tuple[list[str], list[str], dict[str, Any]]:
+             src_lang: str, tgt_lang: str,
+             protected_is_error: bool = True) -> tuple[list[str], list[str], dict[str, Any]]:
     """The sources' pairs cleaned and leakage-checked (:func:`marginmine.encoders.data.prepare`): a
-    protected side is an error, an ``exclude`` side removed and counted."""
+    protected side is an error (``protected_is_error``) or removed and counted, an ``exclude`` side
+    removed and counted."""
     from marginmine.encoders.data import prepare
     from marginmine.io.text import read_lines
 
-    report = prepare(sources, outdir, [Path(p) for p in protect], exclude_files=exclude, protected_is_error=True)
+    report = prepare(sources, outdir, [Path(p) for p in protect], exclude_files=exclude,
+                     protected_is_error=protected_is_error)
     src = [t for s in sources for t in read_lines(outdir / f"{s.name}.{src_lang}")]
     tgt = [t for s in sources for t in read_lines(outdir / f"{s.name}.{tgt_lang}")]
     return src, tgt, report
@@ -228,9 +233,9 @@ def positive_pairs(positives: Positives, out: Path, src_lang: str, tgt_lang: str
     """The positives of ``positives`` (not ``held_out``), cleaned and checked into ``out``
     (``data/positives/``): the sample of the encoder data without a pair sharing a side with
     ``protect`` (removed and counted: the encoder data is checked against the dev/test sets, not
-    against every set a head is protected from, e.g. the mining benchmark), or the files' pairs (a
-    protected side is an error naming the file and line) without a side in ``exclude`` (the encoder's
-    training data and the held-out pairs), sampled to ``size``; and what was done."""
+    against every set a head is protected from, e.g. the mining benchmark), or the files' pairs without
+    a side in ``protect`` or ``exclude`` (the encoder's training data and the held-out pairs; removed
+    and counted), sampled to ``size``; and what was done."""
     from marginmine.encoders.data import TrainingSource, sample_pairs
 
     out.mkdir(parents=True, exist_ok=True)
@@ -244,7 +249,7 @@ def positive_pairs(positives: Positives, out: Path, src_lang: str, tgt_lang: str
                                     out, (), protect, src_lang, tgt_lang)
         return src, tgt, {"sample": sample, "report": report}
     src, tgt, report = _cleaned(_oriented(positives.files, "positives", src_lang, tgt_lang, "positives file"),
-                                out, protect, exclude, src_lang, tgt_lang)
+                                out, protect, exclude, src_lang, tgt_lang, protected_is_error=False)
     keep = np.arange(len(src))
     if positives.size and positives.size < len(src):
         keep = np.sort(np.random.default_rng(seed).choice(len(src), positives.size, replace=False))
@@ -255,8 +260,11 @@ def fit_head(name: str, kind: Any, encoder_dir: str | Path, held_out: Sequence[H
              tgt_lang: str, out_dir: str | Path, *, protect: Sequence[str | Path] = (),
              encoder_data: str | Path | None = None, seed: int, device: str = "cpu",
              corpus: Sequence[CorpusShard] = (), exclude: Sequence[tuple[str, str]] = (),
-             positives: Positives = Positives()) -> dict[str, Any]:
-    """Fit ``kind`` (a fitted kind instance) for scorer ``name`` on ``positives``; return the manifest written."""
+             positives: Positives = Positives(), encoder_trained: bool = True) -> dict[str, Any]:
+    """Fit ``kind`` (a fitted kind instance) for scorer ``name`` on ``positives``; return the manifest
+    written. ``encoder_trained``: the encoder trained on ``encoder_data``, whose pairs therefore leave
+    the held-out pairs and the positives files; a pre-trained encoder (False) never saw them, and
+    ``encoder_data`` is then only where ``encoder_data`` positives are sampled."""
     from marginmine.encoders.base import MANIFEST, encoder_identity, load_encoder, read_training_data
     from marginmine.io.safe import sha256_file, write_bytes, write_text
     from marginmine.io.text import format_tsv_line
@@ -265,7 +273,8 @@ def fit_head(name: str, kind: Any, encoder_dir: str | Path, held_out: Sequence[H
         raise MarginmineError(f"scorer {name}: kind {type(kind).kind_name} has nothing to fit")
     out = Path(out_dir)
     # the encoder's own training pairs are not held out (removed, counted); an evaluation set's are an error
-    trained = [p for d in read_training_data(encoder_data) for p in (d.src, d.tgt)] if encoder_data else []
+    trained = ([p for d in read_training_data(encoder_data) for p in (d.src, d.tgt)]
+               if encoder_data and encoder_trained else [])
     sources = _oriented(held_out, "held-out", src_lang, tgt_lang, "--held-out")
     src, tgt, report = _cleaned(sources, out / "data", protect, trained, src_lang, tgt_lang)
     if not src:

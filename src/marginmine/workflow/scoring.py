@@ -253,6 +253,16 @@ class Scoring:
             return []
         return [self.data_path(h[side]) for h in p.get("files", []) for side in ("src", "tgt")]
 
+    def fit_pretrained_arg(self, name: str) -> str:
+        """fit-scorer's ``--pretrained`` (with a trailing space) when the scorer's encoder is of a kind
+        that does not train on the encoder data (e.g. use-multilingual): its pairs then stay in the
+        held-out pairs and the positives files (news test sets the DAN trains on are fair positives
+        over USE); '' otherwise."""
+        from marginmine.encoders import TRAINED_ON_DATA
+
+        model = self.enc["models"].get(self.all_scorers[name]["encoder"])
+        return "--pretrained " if model is not None and model["kind"] not in TRAINED_ON_DATA else ""
+
     def positives_args(self, name: str) -> str:
         """fit-scorer's --positives options (an unset key: the CLI's default, marginmine.defaults)."""
         p = self.head_positives(name)
