@@ -88,6 +88,28 @@ def test_the_fit_removes_and_counts_leaked_pairs_and_orients_both_files(fitted: 
     assert manifest["sha256"] == sha256_file(fitted / "head.npz") and set(load_arrays(fitted)) == set(HEAD_ARRAYS)
 
 
+def test_the_fits_own_vs_other_check_scores_in_bounded_blocks_with_the_same_auc() -> None:
+    """The check scores each source against every target a block of sources at a time (an MLP over
+    1,044 x 1,044 pairs at once took 22 GB): no call sees more than the block, the AUC is the one of
+    all pairs at once."""
+    from marginmine.scoring.heads import _pair_auc
+    from marginmine.scoring.metrics import roc_auc
+
+    rng = np.random.default_rng(0)
+    u, v = rng.normal(size=(23, 8)), rng.normal(size=(23, 8))
+    v[:15] += 2 * u[:15]  # most sources' own target is close
+    sizes = []
+
+    def score(x, y):  # noqa: ANN001, ANN202
+        sizes.append(len(x))
+        return np.einsum("ij,ij->i", x, y)
+
+    got = _pair_auc(u, v, score, pairs=50)
+    rows, cols = np.repeat(np.arange(23), 23), np.tile(np.arange(23), 23)
+    assert got == roc_auc(np.einsum("ij,ij->i", u[rows], v[cols]), rows == cols) and got > 0.6
+    assert max(sizes) <= 50 and sum(sizes) == 23 * 23 and len(sizes) == 12  # 2 sources (46 pairs) a call
+
+
 def test_a_pretrained_encoder_keeps_the_encoder_datas_pairs(fitted: Path, real_data: Path, tmp_path: Path) -> None:
     """A pre-trained encoder (fit-scorer --pretrained, e.g. USE) never trained on the encoder data: the
     held-out pair that the DAN's fit above removes as the encoder's own training pair stays (the same

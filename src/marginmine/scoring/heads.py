@@ -188,13 +188,26 @@ def corpus_negatives(kind: Any, shards: Sequence[CorpusShard], n: int, seed: int
     return u, v, stats
 
 
-def _pair_auc(u: np.ndarray, v: np.ndarray, score) -> float:  # noqa: ANN001
-    """AUC of ``score(u_rows, v_rows)`` separating each source's own target from every other target."""
+#: pairs scored at once by the fit's checks (an MLP's float64 input is 16 KB per pair at dim 1,024)
+CHECK_PAIRS = 50_000
+
+
+def _pair_auc(u: np.ndarray, v: np.ndarray, score, pairs: int = CHECK_PAIRS) -> float:  # noqa: ANN001
+    """AUC of ``score(u_rows, v_rows)`` separating each source's own target from every other target,
+    scored a block of sources at a time (about ``pairs`` pairs: all 1,044 x 1,044 at once took an
+    MLP 22 GB)."""
     from marginmine.scoring.metrics import roc_auc
 
-    rows, cols = np.repeat(np.arange(len(u)), len(v)), np.tile(np.arange(len(v)), len(u))
-    values = np.asarray(score(np.asarray(u)[rows], np.asarray(v)[cols]), np.float64)
-    return roc_auc(values, rows == cols)
+    u, v = np.asarray(u), np.asarray(v)
+    step = max(1, pairs // max(1, len(v)))
+    cols = np.arange(len(v))
+    values = np.empty(len(u) * len(v), np.float64)
+    for start in range(0, len(u), step):
+        rows = np.arange(start, min(start + step, len(u)))
+        r, c = np.repeat(rows, len(v)), np.tile(cols, len(rows))
+        values[start * len(v):(start + len(rows)) * len(v)] = np.asarray(score(u[r], v[c]), np.float64)
+    rows = np.repeat(np.arange(len(u)), len(v))
+    return roc_auc(values, rows == np.tile(cols, len(u)))
 
 
 def _oriented(sets: Sequence[HeldOut], prefix: str, src_lang: str, tgt_lang: str, flag: str) -> list[Any]:
