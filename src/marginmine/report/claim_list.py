@@ -225,7 +225,7 @@ USE_TWINS = ("as-bucc", "as-retrieval-cosine", "as-retrieval-ratio", "as-paraphr
 
 
 #: what a twin's setting adds where USE's scorer differs from the DAN's in more than the encoder
-USE_SETTINGS = {"kim-domain": " (the news positives: all 10,570 pairs of newstest2008-2011, use-mlp-60-news; "
+USE_SETTINGS = {"kim-domain": " (the news positives: newstest2008-2011's 10,445 clean pairs, use-mlp-60-news; "
                               "the DAN's are newstest2019's, which it does not train on)"}
 
 
