@@ -50,7 +50,7 @@ def fitted(real_data: Path, tmp_path_factory: pytest.TempPathFactory, monkeypatc
     kind = make_kind("calibrated", {}, "test")
     fit_head("cal", kind, trigram_encoder_dir(out.parent), _held_out(real_data), "en", "de", out / "cal",
              protect=[protect], encoder_data=_training_data(out.parent, real_data), seed=7,
-             positives=Positives("held_out"))  # the held-out pairs' own path (broad positives: test_heads.py)
+             positives=Positives("held_out"))  # the held-out pairs' own path (files positives: test_shortcut.py)
     return out / "cal"
 
 
