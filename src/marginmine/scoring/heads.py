@@ -206,8 +206,7 @@ def _pair_auc(u: np.ndarray, v: np.ndarray, score, pairs: int = CHECK_PAIRS) -> 
         rows = np.arange(start, min(start + step, len(u)))
         r, c = np.repeat(rows, len(v)), np.tile(cols, len(rows))
         values[start * len(v):(start + len(rows)) * len(v)] = np.asarray(score(u[r], v[c]), np.float64)
-    rows = np.repeat(np.arange(len(u)), len(v))
-    return roc_auc(values, rows == np.tile(cols, len(u)))
+    return roc_auc(values, np.eye(len(u), len(v), dtype=bool).ravel())  # row i's own target: column i
 
 
 def _oriented(sets: Sequence[HeldOut], prefix: str, src_lang: str, tgt_lang: str, flag: str) -> list[Any]:
