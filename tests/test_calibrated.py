@@ -92,8 +92,7 @@ def test_the_fits_own_vs_other_check_scores_in_bounded_blocks_with_the_same_auc(
     """The check scores each source against every target a block of sources at a time (an MLP over
     1,044 x 1,044 pairs at once took 22 GB): no call sees more than the block, the AUC is the one of
     all pairs at once."""
-    from marginmine.scoring.heads import _pair_auc
-    from marginmine.scoring.metrics import roc_auc
+    from marginmine.scoring.metrics import pair_auc, roc_auc
 
     rng = np.random.default_rng(0)
     u, v = rng.normal(size=(23, 8)), rng.normal(size=(23, 8))
@@ -104,7 +103,7 @@ def test_the_fits_own_vs_other_check_scores_in_bounded_blocks_with_the_same_auc(
         sizes.append(len(x))
         return np.einsum("ij,ij->i", x, y)
 
-    got = _pair_auc(u, v, score, pairs=50)
+    got = pair_auc(u, v, score, pairs=50)
     rows, cols = np.repeat(np.arange(23), 23), np.tile(np.arange(23), 23)
     assert got == roc_auc(np.einsum("ij,ij->i", u[rows], v[cols]), rows == cols) and got > 0.6
     assert max(sizes) <= 50 and sum(sizes) == 23 * 23 and len(sizes) == 12  # 2 sources (46 pairs) a call

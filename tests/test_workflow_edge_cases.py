@@ -60,6 +60,7 @@ PREQUOTED = {"params.langs", "params.args", "params.slice", "params.budget", "pa
              "params.sets", "params.langid", "params.heldout", "params.subsets", "params.plugins", "params.density",
              "params.tables", "params.held_out", "params.positives", "params.margins", "params.corpus",
              "params.top_n", "params.translated", "params.votes",
+             "params.pretrained",  # fit_scorer's: the fixed flag "--pretrained " or nothing (PLAN.fit_pretrained_arg)
              "params.scores",  # report_samples': NAME=FILE,... items, each quoted by shlex (PLAN.scorer_files_args)
              "params.column",  # translate_shard's: the integer 0 or 1; translate_text's: "--column N" or nothing
              "params.caps",  # PLAN.caps_from: the results and work directories, each quoted by shlex

@@ -188,27 +188,6 @@ def corpus_negatives(kind: Any, shards: Sequence[CorpusShard], n: int, seed: int
     return u, v, stats
 
 
-#: pairs scored at once by the fit's checks (an MLP's float64 input is 16 KB per pair at dim 1,024)
-CHECK_PAIRS = 50_000
-
-
-def _pair_auc(u: np.ndarray, v: np.ndarray, score, pairs: int = CHECK_PAIRS) -> float:  # noqa: ANN001
-    """AUC of ``score(u_rows, v_rows)`` separating each source's own target from every other target,
-    scored a block of sources at a time (about ``pairs`` pairs: all 1,044 x 1,044 at once took an
-    MLP 22 GB)."""
-    from marginmine.scoring.metrics import roc_auc
-
-    u, v = np.asarray(u), np.asarray(v)
-    step = max(1, pairs // max(1, len(v)))
-    cols = np.arange(len(v))
-    values = np.empty(len(u) * len(v), np.float64)
-    for start in range(0, len(u), step):
-        rows = np.arange(start, min(start + step, len(u)))
-        r, c = np.repeat(rows, len(v)), np.tile(cols, len(rows))
-        values[start * len(v):(start + len(rows)) * len(v)] = np.asarray(score(u[r], v[c]), np.float64)
-    return roc_auc(values, np.eye(len(u), len(v), dtype=bool).ravel())  # row i's own target: column i
-
-
 def _oriented(sets: Sequence[HeldOut], prefix: str, src_lang: str, tgt_lang: str, flag: str) -> list[Any]:
     """File pairs as training sources named ``<prefix><i>``, each oriented to ``src_lang`` -> ``tgt_lang``."""
     from marginmine.encoders.data import TrainingSource
@@ -315,9 +294,11 @@ def fit_head(name: str, kind: Any, encoder_dir: str | Path, held_out: Sequence[H
     else:
         arrays, stats = kind.fit(u[~dev], v[~dev], seed)
 
+    from marginmine.scoring.metrics import pair_auc
+
     def own_vs_other(a: np.ndarray, b: np.ndarray) -> dict[str, float]:
-        return {"auc_fitted": _pair_auc(a, b, lambda x, y: kind.apply(arrays, x, y)),
-                "auc_cosine": _pair_auc(a, b, lambda x, y: np.einsum("ij,ij->i", x, y))}
+        return {"auc_fitted": pair_auc(a, b, lambda x, y: kind.apply(arrays, x, y)),
+                "auc_cosine": pair_auc(a, b, lambda x, y: np.einsum("ij,ij->i", x, y))}
 
     hdev = np.arange(len(src)) % 10 == 9  # the held-out pairs' check: every tenth (= dev when they are the positives)
     if positives.source == "held_out":
