@@ -69,6 +69,26 @@ def test_compare_picks_the_items_of_the_column() -> None:
     assert compare(items, "err_avg", a, {"encoder": "c"}) is None  # no items for a row
 
 
+def test_the_shortcut_checks_auc_against_the_positives_is_tested_on_each_scorers_own_positives() -> None:
+    """auc_vs_positives (kim-domain's column): a group's true pairs against each scorer's own re-paired
+    positives, different negatives per scorer: a two-sample bootstrap, and a real gap is found."""
+    rng = np.random.default_rng(0)
+    items = []
+    for scorer, shift in (("x", 3.0), ("y", 0.0)):
+        true = rng.normal(shift, 1, 200)
+        items += [{"scorer": scorer, "group": "g", "against": "own", "item": f"t{j}", "label": "1", "score": str(v)}
+                  for j, v in enumerate(true)]
+        items += [{"scorer": scorer, "group": "g", "against": "positives", "item": f"t{j}", "label": "1",
+                   "score": str(v)} for j, v in enumerate(true)]
+        items += [{"scorer": scorer, "group": "g", "against": "positives", "item": f"{scorer}:p{j}", "label": "0",
+                   "score": str(v)} for j, v in enumerate(rng.normal(0, 1, 150))]
+    a, b = {"scorer": "x", "group": "g"}, {"scorer": "y", "group": "g"}
+    found = compare(items, "auc_vs_positives", a, b)
+    assert found is not None and not found.paired and found.items_a == found.items_b == 350 and found.p < 0.01
+    same = compare(items, "auc_vs_positives", a, a)
+    assert same is not None and same.paired and same.p == 1.0
+
+
 def test_the_items_sidecar_is_written_beside_its_table_and_read_back(tmp_path: Path) -> None:
     assert items_path(tmp_path / "bucc.tsv") == tmp_path / "bucc.items.tsv.gz"
     write_items(items_path(tmp_path / "q.tsv"), ("data", "scorer", "item", "label", "score"),

@@ -216,7 +216,7 @@ def compare(items: Sequence[Mapping[str, str]], column: str, a: Mapping[str, str
         if against is None:
             return None
         a, b = {**a, "against": against}, {**b, "against": against}
-    if column == "auc":
+    if column in ("auc", "auc_vs_positives"):  # the shortcut check's second AUC is a ROC-AUC too
         statistic: Callable[[np.ndarray, np.ndarray], float] = roc_auc
     elif column.startswith("p@") and column[2:].isdigit():
         n = int(column[2:])
