@@ -174,6 +174,30 @@ def test_a_retrieval_error_gap_of_two_sentences_is_not_significant(tmp_path: Pat
     assert [r["ours"] for r in rows] == ["hard 4.00 vs random 8.00 (p < 0.001, McNemar)"] * 2
 
 
+def test_the_domain_claim_is_tested_from_the_shortcut_sidecar(tmp_path: Path) -> None:
+    """kim-domain as listed (the shortcut check's auc_vs_positives of two MLPs, each against its own
+    positives) gets a two-sample bootstrap p from the sidecar, not "no significance test"."""
+    import numpy as np
+
+    from marginmine.io.items import items_path, write_items
+    from marginmine.report.claim_list import CLAIMS
+
+    claim = next(c for c in CLAIMS if c.key == "kim-domain")
+    assert claim.measure is not None
+    (tmp_path / "shortcut.tsv").write_text(
+        "scorer\tgroup\tauc\tauc_vs_positives\nmlp-60\tmulti30k\t0.9\t0.8\nmlp-60-news\tmulti30k\t0.5\t0.1\n")
+    rng = np.random.default_rng(1)
+    lines = []
+    for scorer, shift in (("mlp-60", 2.0), ("mlp-60-news", -2.0)):
+        true = rng.normal(shift, 1, 100)
+        lines += [(scorer, "multi30k", "positives", f"t{j}", 1, v) for j, v in enumerate(true)]
+        lines += [(scorer, "multi30k", "positives", f"{scorer}:p{j}", 0, v) for j, v in enumerate(rng.normal(0, 1, 80))]
+    write_items(items_path(tmp_path / "shortcut.tsv"), ("scorer", "group", "against", "item", "label", "score"), lines)
+    row = judge(claim, tmp_path)
+    assert row["ours"] == "encoder-data positives 0.800 vs news positives 0.100 (p < 0.001, two-sample bootstrap)"
+    assert row["verdict"] == "agrees"
+
+
 def test_a_claim_of_no_difference_holds_when_the_test_finds_none(tmp_path: Path) -> None:
     """better="same" (a margin robust to the retrieval): agrees at p >= 0.05, contradicts below; a claim
     the pipeline does not measure says what it would need."""
