@@ -216,7 +216,8 @@ def compare(items: Sequence[Mapping[str, str]], column: str, a: Mapping[str, str
         if against is None:
             return None
         a, b = {**a, "against": against}, {**b, "against": against}
-    if column in ("auc", "auc_vs_positives"):  # the shortcut check's second AUC is a ROC-AUC too
+        column = "auc"  # either column is the ROC-AUC of the items it picks
+    if column == "auc":
         statistic: Callable[[np.ndarray, np.ndarray], float] = roc_auc
     elif column.startswith("p@") and column[2:].isdigit():
         n = int(column[2:])

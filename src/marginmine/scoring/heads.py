@@ -45,6 +45,7 @@ import numpy as np
 from marginmine.defaults import HEAD_POSITIVES, HEAD_POSITIVES_SIZE, POSITIVE_SOURCES
 from marginmine.errors import InputError, MarginmineError
 from marginmine.scoring.kinds import Batch
+from marginmine.scoring.metrics import pair_auc, roc_auc
 
 log = logging.getLogger(__name__)
 
@@ -294,8 +295,6 @@ def fit_head(name: str, kind: Any, encoder_dir: str | Path, held_out: Sequence[H
     else:
         arrays, stats = kind.fit(u[~dev], v[~dev], seed)
 
-    from marginmine.scoring.metrics import pair_auc
-
     def own_vs_other(a: np.ndarray, b: np.ndarray) -> dict[str, float]:
         return {"auc_fitted": pair_auc(a, b, lambda x, y: kind.apply(arrays, x, y)),
                 "auc_cosine": pair_auc(a, b, lambda x, y: np.einsum("ij,ij->i", x, y))}
@@ -308,8 +307,6 @@ def fit_head(name: str, kind: Any, encoder_dir: str | Path, held_out: Sequence[H
                              encoder.encode([s for s, d in zip(tgt, hdev) if d], tgt_lang))
         check["positives"] = own_vs_other(u[dev], v[dev])
     if negatives:  # kept-out positives against kept-out negatives
-        from marginmine.scoring.metrics import roc_auc
-
         label = np.r_[np.ones(int(dev.sum()), bool), np.zeros(int(ndev.sum()), bool)]
         check["auc_fitted_vs_negatives"] = roc_auc(np.r_[kind.apply(arrays, u[dev], v[dev]),
                                                          kind.apply(arrays, nu[ndev], nv[ndev])], label)
