@@ -63,7 +63,7 @@ def test_published_plans_its_encoders_scores_selections_systems_and_tables(real_
     baseline_encoders = {DEMO["scorers"][b].get("encoder", "dan") for b in suite["baselines"] if b in DEMO["scorers"]}
     assert baseline_encoders == {"dan", "use"}
     assert counts["score_shard"] == 4 * (len(baseline_encoders) + 1 + len(new_encoders) + len(fitted))
-    assert counts["fit_scorer"] == len(fitted) == 15  # use-mlp-40/60/80/100 too
+    assert counts["fit_scorer"] == len(fitted) == 16  # use-mlp-40/60/80/100 and use-mlp-random too
     use_mlp = re.search(r"marginmine fit-scorer [^\n]*--name use-mlp-60 [^\n]*", r.stdout).group(0)
     assert "--encoder results/demo/encoders/use " in use_mlp and "work/demo/embed/use/shard0000.en.npy" in use_mlp
     assert "--positives encoder_data --positives-size 4000 --pretrained " in use_mlp
@@ -93,9 +93,9 @@ def test_published_plans_its_encoders_scores_selections_systems_and_tables(real_
     assert "--src-embeddings work/demo/embed/dan-hn/" in cal[0] and '"hn-ratio"' not in cal[0]
     assert suite["baselines"] == ["ratio", "cosine", "random", "use-ratio", "use-cosine"]
     # two seeds each: the methods, ratio, cosine, random, use-ratio, use-cosine (the demo's own), and
-    # published.small's three at 5k
-    assert suite["small"] == {"size": "5k", "methods": ["mlp-60", "cosine", "random"]}
-    assert counts["train_nmt"] == 2 * len(suite["methods"]) + 2 * 5 + 2 * 3
+    # published.small's five at 5k
+    assert suite["small"] == {"size": "5k", "methods": ["mlp-60", "cosine", "random", "use-mlp-60", "use-cosine"]}
+    assert counts["train_nmt"] == 2 * len(suite["methods"]) + 2 * 5 + 2 * 5
     # the suite's intrinsic evaluation: every encoder of its table under cosine, ratio and Eq. 9 / 10
     assert counts["published_eval_encoder"] == 1 + len(suite["encoders"])
     evals = [c for c in re.findall(r"marginmine eval-encoder [^\n]*", r.stdout) if "results/demo/published/eval/" in c]
@@ -123,7 +123,7 @@ def test_published_plans_its_encoders_scores_selections_systems_and_tables(real_
     for ref in suite["references"]:
         versus = next(c for c in compares if f"--tsv results/demo/published/versus/{ref}/comparison.tsv" in c)
         assert f"--headline {ref} " in versus and "nmt/mlp-60-news.20k/seed2/bleu.json" in versus
-    assert len(compares) == 1 + len(suite["references"]) == 4
+    assert len(compares) == 1 + len(suite["references"]) == 5
     assert all(f"nmt/{m}.20k/seed{s}/bleu.json" in compare for m in ["ratio", *suite["methods"]] for s in (1, 2))
     assert all(f"nmt/{m}.5k/seed{s}/bleu.json" in compare for m in suite["small"]["methods"] for s in (1, 2))
     mining = re.search(r"marginmine eval-mining [^\n]*", r.stdout).group(0)
