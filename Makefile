@@ -52,7 +52,7 @@ demo: check-data $(STAMP) unlock-stale
 # I  everything `published` needs that neither a translator nor a fitted head (the MLPs; the
 #    calibrated score's small head too) feeds: the DE / BiDE / margin ladder, the hard-negative and
 #    augmented-random DANs, Eq. 9 / 10, the NMT systems of eq9, eq10, hn-ratio, the DAN's ratio and
-#    cosine, and cosine and random at the small N
+#    cosine, and cosine, random and USE's cosine at the small N
 # II the rest: the translators and translations, the MLP heads, the votes, their NMT systems and
 #    every table of results/demo/published/
 # -P train_nmt: whatever an NMT system waits for (its encoder, scores, selection, translations, head),
