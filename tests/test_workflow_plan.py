@@ -207,10 +207,17 @@ def test_the_nmt_systems_and_what_each_decodes(smoke: Plan, real_data: Path) -> 
     assert demo.extra_eval_args("random").startswith("--extra tatoeba,work/demo/eval/tatoeba.en,")
     assert demo.eval_files("dev") == ["work/demo/corpus/heldout.dev.en", "work/demo/corpus/heldout.dev.de"]
     assert [m for m, _, s in demo.nmt_systems() if s == 1] == ["use-ratio", "use-cosine", "random"]
-    # published.small: the MLP, cosine and random also at 5k in the suite's comparison, and USE's MLP and cosine, two seeds each
+    # published.small: the MLP, cosine and random also at 5k in the suite's comparison, and USE's MLP
+    # and cosine, two seeds each; each decodes newstest2014, the test set of the small-N claims
     small = [r for r in demo.suite_runs("{method}.{N}.{seed}") if ".5k." in r]
     assert small == ["mlp-60.5k.1", "mlp-60.5k.2", "cosine.5k.1", "cosine.5k.2", "random.5k.1", "random.5k.2",
                      "use-mlp-60.5k.1", "use-mlp-60.5k.2", "use-cosine.5k.1", "use-cosine.5k.2"]
+    from marginmine.report.claim_list import CLAIMS
+
+    news = {s["method"] for c in CLAIMS if c.measure and c.measure.a.get("N") == "{SMALL}"
+            for s in (c.measure.a, c.measure.b)}
+    assert news == {"mlp-60", "cosine", "random", "use-mlp-60", "use-cosine"}
+    assert all("newstest2014" in demo.extra_eval_sets(m) for m in news), {m: demo.extra_eval_sets(m) for m in news}
     with pytest.raises(ValueError, match=r"published.small.methods: \['eq8'\] are not of published.methods"):
         plan("config/demo.yaml", real_data, lambda c: c["published"]["small"].update(methods=["eq8"]))
 
