@@ -343,7 +343,8 @@ def test_without_a_cosine_scorer_composition_still_writes_its_density_table(tmp_
         c["published"]["baselines"] = ["ratio", "random"]  # the suite's baselines are selection methods
         c["published"]["references"] = [r for r in c["published"].get("references", [])
                                          if r not in ("cosine", "use-cosine")]
-        c["published"]["small"]["methods"] = [m for m in c["published"]["small"]["methods"] if m != "cosine"]
+        c["published"]["small"]["methods"] = [m for m in c["published"]["small"]["methods"]
+                                              if m not in ("cosine", "use-cosine")]
 
     r = plan(tmp_path, "config/demo.yaml", ratio_only, "demo")
     assert r.returncode == 0, (r.stdout + r.stderr)[-2000:]
