@@ -17,6 +17,8 @@ TATOEBA_FR = "Tatoeba v1 fra-eng, 1,000 pairs, en->fr retrieval error by cosine 
 NMT = ("top 20k of the 91k-pair demo corpus, 2+2-layer transformer, 1,000 updates, en->de, clean-mix test BLEU, "
        "mean of 2 seeds")
 PARACRAWL = "ParaCrawl v3 en-de human labels (2,000 pairs), one batch"
+SMALL_NEWS = ("top N of published.small (the demo: 5k of its 91k pairs), the demo NMT recipe, newstest2014 (1,000 "
+              "lines), mean of 2 seeds")
 TEST_ONLY_CLEAN_MIX = "our BLEU is on the clean-mix test, the paper's on news"
 
 
@@ -139,13 +141,11 @@ CLAIMS: tuple[Claim, ...] = (
     Claim(KIM, "kim-bleu-small-news", "filtering with the MLP beats filtering with cosine, on the paper's terms: a "
           "small selection, a news test set", "BLEU 29.2 vs 23.0 (10M words, test2017); the edge largest for small "
           "selections", "Table 2, Sec. 5 (001 l.852-854, l.883-889)", "WMT18 ParaCrawl de->en, news test",
-          "top N of published.small (the demo: 5k of its 91k pairs), the demo NMT recipe, newstest2014 (1,000 "
-          "lines), mean of 2 seeds; the suite's MLP over the demo DAN (mlp-60), encoder-data positives",
+          SMALL_NEWS + "; the suite's MLP over the demo DAN (mlp-60), encoder-data positives",
           _bleu("mlp-60", "cosine", "newstest2014", "{SMALL}"), labels=("MLP", "cosine")),
     Claim(KIM, "kim-random-small-news", "cosine filtering beats random sampling, small selection, news test",
           "BLEU 23.0 vs 19.1", "Table 2", "as above",
-          "top N of published.small (the demo: 5k of its 91k pairs), the demo NMT recipe, newstest2014 (1,000 "
-          "lines), mean of 2 seeds; the demo DAN's cosine",
+          SMALL_NEWS + "; the demo DAN's cosine",
           _bleu("cosine", "random", "newstest2014", "{SMALL}"), labels=("cosine", "random")),
     Claim(KIM, "kim-random", "cosine filtering beats random sampling",
           "BLEU 23.0 vs 19.1", "Table 2", "as above", NMT, _bleu("cosine", "random"),
