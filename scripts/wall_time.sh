@@ -16,6 +16,9 @@ set -uo pipefail
 [ $# -ge 3 ] || { echo "usage: scripts/wall_time.sh TSV PART COMMAND [ARG...]" >&2; exit 2; }
 tsv=$1 part=$2
 shift 2
+# the machine and the summary come from marginmine: the project's .venv first, so a row run
+# outside make (no .venv on PATH) still names its machine instead of "unknown"
+venv_path="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/.venv/bin:$PATH"
 mkdir -p "$(dirname "$tsv")"
 [ -s "$tsv" ] || printf 'part\tstarted\tended\tseconds\texit\tmachine\n' > "$tsv"
 start=$(date -u +%s)
@@ -48,12 +51,13 @@ while [ -z "$rc" ]; do
   rc=$status
 done
 end=$(date -u +%s)
-machine=$(python -c 'from marginmine.machine import machine; print(machine())' 2> /dev/null) || machine=unknown
+machine=$(PATH="$venv_path" python -c 'from marginmine.machine import machine; print(machine())' 2> /dev/null) \
+  || machine=unknown
 printf '%s\t%s\t%s\t%d\t%s\t%s\n' "$part" "$(date -u -d "@$start" +%FT%TZ)" "$(date -u -d "@$end" +%FT%TZ)" \
   $((end - start)) "$rc" "$machine" >> "$tsv"
 # each part's time, the sum of its rows, next to them (marginmine wall-times); the row is kept either way
 md="${tsv%.tsv}.md"
-if ! marginmine wall-times "$tsv" --md "$md"; then
+if ! PATH="$venv_path" marginmine wall-times "$tsv" --md "$md"; then
   rm -f "$md"
   echo "scripts/wall_time.sh: $tsv not summarised; $md removed (the row is in $tsv)" >&2
 fi

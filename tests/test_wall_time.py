@@ -31,6 +31,18 @@ def test_a_row_per_invocation_with_the_exit_status_and_machine(tmp_path: Path) -
     assert "core" in got[0]["machine"]  # marginmine.machine, not "unknown"
 
 
+def test_a_row_run_outside_make_still_names_its_machine(tmp_path: Path) -> None:
+    """Without the project's .venv on PATH (a direct call, not make) the row names the machine and
+    the summary is written: the script finds marginmine in the .venv beside it."""
+    venv = SCRIPT.parents[1] / ".venv" / "bin"
+    assert (venv / "marginmine").is_file(), f"{venv}: make setup first"
+    bare = {**os.environ, "PATH": "/usr/bin:/bin"}
+    tsv = tmp_path / "wall.tsv"
+    r = subprocess.run(["bash", SCRIPT, tsv, "I", "true"], env=bare, capture_output=True, text=True)
+    assert r.returncode == 0 and "not summarised" not in r.stderr, r.stderr
+    assert "core" in rows(tsv)[0]["machine"] and (tmp_path / "wall.md").is_file()
+
+
 def test_each_part_is_the_sum_of_its_invocations_rows(tmp_path: Path) -> None:
     """A part stopped and continued (a failed invocation, then one that ends it) is one line of the
     summary, its seconds the sum of both rows; the summary is rewritten after every row."""
