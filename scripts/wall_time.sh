@@ -2,10 +2,11 @@
 # Run a command and append its wall time to a TSV, one row per invocation: a part stopped in one
 # session and continued in the next has two rows, whose sum is its time without the gap between.
 #   usage: scripts/wall_time.sh TSV PART COMMAND [ARG...]
-# Columns: part, started and ended (UTC), seconds, exit status, machine (marginmine.machine; timings
-# differ between CPU models). The exit status, the row's and the script's, is the command's. After
-# each row, TSV with .tsv replaced by .md (or .md appended) holds each part's sum (`marginmine
-# wall-times`); if that fails, the .md is removed rather than left without the newest row.
+# Columns: part, started and ended (UTC), seconds, exit status, machine (marginmine.machine, from PATH
+# or else the project's .venv; timings differ between CPU models). The exit status, the row's and
+# the script's, is the command's. After each row, TSV with .tsv replaced by .md (or .md appended)
+# holds each part's sum (`marginmine wall-times`); if that fails, the .md is removed rather than
+# left without the newest row.
 #
 # Signals: the command stays in this script's process group, so a Ctrl-C or a signal to the group
 # (kill -- -PGID, SIGKILL included) reaches it as before; a SIGTERM or SIGHUP sent to this script
@@ -16,9 +17,9 @@ set -uo pipefail
 [ $# -ge 3 ] || { echo "usage: scripts/wall_time.sh TSV PART COMMAND [ARG...]" >&2; exit 2; }
 tsv=$1 part=$2
 shift 2
-# the machine and the summary come from marginmine: the project's .venv first, so a row run
-# outside make (no .venv on PATH) still names its machine instead of "unknown"
-venv_path="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/.venv/bin:$PATH"
+# the machine and the summary come from marginmine: the one on PATH (make puts its .venv first),
+# else the project's .venv beside this script, so a row run outside make names its machine
+venv_bin="$(CDPATH='' cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." > /dev/null && pwd)/.venv/bin"
 mkdir -p "$(dirname "$tsv")"
 [ -s "$tsv" ] || printf 'part\tstarted\tended\tseconds\texit\tmachine\n' > "$tsv"
 start=$(date -u +%s)
@@ -51,13 +52,16 @@ while [ -z "$rc" ]; do
   rc=$status
 done
 end=$(date -u +%s)
-machine=$(PATH="$venv_path" python -c 'from marginmine.machine import machine; print(machine())' 2> /dev/null) \
+probe='from marginmine.machine import machine; print(machine())'
+machine=$(python -c "$probe" 2> /dev/null) || machine=$("$venv_bin/python" -c "$probe" 2> /dev/null) \
   || machine=unknown
+mm=marginmine
+command -v marginmine > /dev/null || mm="$venv_bin/marginmine"
 printf '%s\t%s\t%s\t%d\t%s\t%s\n' "$part" "$(date -u -d "@$start" +%FT%TZ)" "$(date -u -d "@$end" +%FT%TZ)" \
   $((end - start)) "$rc" "$machine" >> "$tsv"
 # each part's time, the sum of its rows, next to them (marginmine wall-times); the row is kept either way
 md="${tsv%.tsv}.md"
-if ! PATH="$venv_path" marginmine wall-times "$tsv" --md "$md"; then
+if ! "$mm" wall-times "$tsv" --md "$md"; then
   rm -f "$md"
   echo "scripts/wall_time.sh: $tsv not summarised; $md removed (the row is in $tsv)" >&2
 fi
