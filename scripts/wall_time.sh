@@ -17,9 +17,6 @@ set -uo pipefail
 [ $# -ge 3 ] || { echo "usage: scripts/wall_time.sh TSV PART COMMAND [ARG...]" >&2; exit 2; }
 tsv=$1 part=$2
 shift 2
-# the machine and the summary come from marginmine: the one on PATH (make puts its .venv first),
-# else the project's .venv beside this script, so a row run outside make names its machine
-venv_bin="$(CDPATH='' cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." > /dev/null && pwd)/.venv/bin"
 mkdir -p "$(dirname "$tsv")"
 [ -s "$tsv" ] || printf 'part\tstarted\tended\tseconds\texit\tmachine\n' > "$tsv"
 start=$(date -u +%s)
@@ -52,16 +49,17 @@ while [ -z "$rc" ]; do
   rc=$status
 done
 end=$(date -u +%s)
-probe='from marginmine.machine import machine; print(machine())'
-machine=$(python -c "$probe" 2> /dev/null) || machine=$("$venv_bin/python" -c "$probe" 2> /dev/null) \
-  || machine=unknown
-mm=marginmine
-command -v marginmine > /dev/null || mm="$venv_bin/marginmine"
+# the machine and the summary come from marginmine: the one on PATH (make puts its .venv first), else
+# the project's .venv beside this script, so a row run outside make names its machine (the command
+# has ended: the PATH below is only the two calls')
+command -v marginmine > /dev/null \
+  || PATH="$(CDPATH='' cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." > /dev/null && pwd)/.venv/bin:$PATH"
+machine=$(python -c 'from marginmine.machine import machine; print(machine())' 2> /dev/null) || machine=unknown
 printf '%s\t%s\t%s\t%d\t%s\t%s\n' "$part" "$(date -u -d "@$start" +%FT%TZ)" "$(date -u -d "@$end" +%FT%TZ)" \
   $((end - start)) "$rc" "$machine" >> "$tsv"
 # each part's time, the sum of its rows, next to them (marginmine wall-times); the row is kept either way
 md="${tsv%.tsv}.md"
-if ! "$mm" wall-times "$tsv" --md "$md"; then
+if ! marginmine wall-times "$tsv" --md "$md"; then
   rm -f "$md"
   echo "scripts/wall_time.sh: $tsv not summarised; $md removed (the row is in $tsv)" >&2
 fi
